@@ -1,0 +1,22 @@
+package io.xdsproxy.core;
+
+import java.util.Set;
+
+/**
+ * What a node group asks its upstream for, for one type: the union of its streams' subscriptions.
+ *
+ * @param wildcard some stream subscribed to {@code *}
+ * @param names the names some stream subscribed to explicitly
+ */
+public record Interest(boolean wildcard, Set<String> names) {
+
+  public static final Interest NONE = new Interest(false, Set.of());
+
+  public Interest {
+    names = Set.copyOf(names);
+  }
+
+  public boolean isEmpty() {
+    return !wildcard && names.isEmpty();
+  }
+}

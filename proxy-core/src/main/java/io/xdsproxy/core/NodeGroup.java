@@ -1,0 +1,144 @@
+package io.xdsproxy.core;
+
+import io.envoyproxy.envoy.config.core.v3.Node;
+import io.xdsproxy.core.UpstreamSource.UpstreamSession;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.Executor;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One node group: its store, its upstream session, and the streams it serves. All of its state is
+ * confined to its {@link SerialExecutor}; streams talk to it through the methods below, which only
+ * enqueue, and read its store's immutable snapshots directly.
+ */
+public final class NodeGroup {
+
+  private static final Logger log = LoggerFactory.getLogger(NodeGroup.class);
+
+  private final NodeGroupKey key;
+  private final Node upstreamNode;
+  private final SerialExecutor executor;
+  private final ResourceStore store = new ResourceStore();
+  private final Map<TypeUrl, InterestCount> interest = new HashMap<>();
+  private final Map<GroupWatcher, Map<TypeUrl, Interest>> watchers = new HashMap<>();
+  private UpstreamSession session;
+  private boolean closed;
+
+  /** Streams holding this group; guarded by {@link NodeGroups}' map, not by the executor. */
+  int references;
+
+  NodeGroup(NodeGroupKey key, Node upstreamNode, Executor pool, UpstreamSource source) {
+    this.key = key;
+    this.upstreamNode = upstreamNode;
+    this.executor = new SerialExecutor(pool, "node group " + key);
+    executor.execute(() -> session = source.open(key, upstreamNode, this::onUpstreamUpdate));
+  }
+
+  public NodeGroupKey key() {
+    return key;
+  }
+
+  /** The node the upstream sees for this group. */
+  public Node upstreamNode() {
+    return upstreamNode;
+  }
+
+  /** The current state of {@code type}. Any thread. */
+  public TypeSnapshot snapshot(TypeUrl type) {
+    return store.snapshot(type);
+  }
+
+  public ResourceStore store() {
+    return store;
+  }
+
+  /**
+   * {@code watcher} now wants {@code wanted} of {@code type} ({@link Interest#NONE} for nothing); it
+   * is told of every later snapshot of a type it wants.
+   */
+  public void subscribe(GroupWatcher watcher, TypeUrl type, Interest wanted) {
+    executor.execute(() -> {
+      if (closed) {
+        return;
+      }
+      Map<TypeUrl, Interest> byType = watchers.computeIfAbsent(watcher, w -> new HashMap<>());
+      Interest previous = wanted.isEmpty() ? byType.remove(type) : byType.put(type, wanted);
+      changeInterest(type, previous == null ? Interest.NONE : previous, wanted);
+    });
+  }
+
+  /** {@code watcher} is gone: its interest leaves the group's. */
+  public void leave(GroupWatcher watcher) {
+    executor.execute(() -> {
+      Map<TypeUrl, Interest> byType = watchers.remove(watcher);
+      if (byType != null && !closed) {
+        byType.forEach((type, previous) -> changeInterest(type, previous, Interest.NONE));
+      }
+    });
+  }
+
+  private void changeInterest(TypeUrl type, Interest previous, Interest next) {
+    InterestCount count = interest.computeIfAbsent(type, t -> new InterestCount());
+    Interest before = count.interest();
+    count.remove(previous);
+    count.add(next);
+    Interest after = count.interest();
+    if (!after.equals(before)) {
+      session.updateInterest(type, after);
+    }
+  }
+
+  private void onUpstreamUpdate(ResourceUpdate update) {
+    executor.execute(() -> {
+      if (closed) {
+        return;
+      }
+      store.apply(update).ifPresent(snapshot -> {
+        log.debug("group {}: {}", key, snapshot);
+        watchers.forEach((watcher, wanted) -> {
+          if (wanted.containsKey(snapshot.type())) {
+            watcher.onSnapshot(snapshot);
+          }
+        });
+      });
+    });
+  }
+
+  void close() {
+    executor.execute(() -> {
+      closed = true;
+      watchers.clear();
+      if (session != null) {
+        session.close();
+      }
+    });
+  }
+
+  /** How many streams want each name, so the union is updated in O(change) as streams come and go. */
+  private static final class InterestCount {
+    private int wildcards;
+    private final Map<String, Integer> names = new HashMap<>();
+    private Interest cached = Interest.NONE;
+
+    void add(Interest interest) {
+      wildcards += interest.wildcard() ? 1 : 0;
+      interest.names().forEach(name -> names.merge(name, 1, Integer::sum));
+      cached = null;
+    }
+
+    void remove(Interest interest) {
+      wildcards -= interest.wildcard() ? 1 : 0;
+      interest.names().forEach(name -> names.computeIfPresent(name, (n, c) -> c == 1 ? null : c - 1));
+      cached = null;
+    }
+
+    Interest interest() {
+      if (cached == null) {
+        cached = new Interest(wildcards > 0, names.keySet());
+      }
+      return cached;
+    }
+  }
+}

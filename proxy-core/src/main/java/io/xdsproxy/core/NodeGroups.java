@@ -1,0 +1,87 @@
+package io.xdsproxy.core;
+
+import io.envoyproxy.envoy.config.core.v3.Node;
+import io.xdsproxy.core.NodeGrouping.UngroupableNodeException;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Every node group of the proxy. A group is opened by its first stream, with that client's node as
+ * the node the upstream sees, and closed once it has had no streams for the idle grace period.
+ */
+public final class NodeGroups implements AutoCloseable {
+
+  private static final Logger log = LoggerFactory.getLogger(NodeGroups.class);
+
+  private final NodeGrouping grouping;
+  private final UpstreamSource source;
+  private final Executor pool;
+  private final ScheduledExecutorService timer;
+  private final Duration idleGrace;
+  private final ConcurrentMap<NodeGroupKey, NodeGroup> groups = new ConcurrentHashMap<>();
+
+  public NodeGroups(
+      NodeGrouping grouping, UpstreamSource source, Executor pool, ScheduledExecutorService timer, Duration idleGrace) {
+    this.grouping = grouping;
+    this.source = source;
+    this.pool = pool;
+    this.timer = timer;
+    this.idleGrace = idleGrace;
+  }
+
+  /**
+   * The group of {@code node}, opened if needed, held until {@link #release}.
+   *
+   * @throws UngroupableNodeException when the grouping rule cannot place the node
+   */
+  public NodeGroup acquire(Node node) throws UngroupableNodeException {
+    NodeGroupKey key = grouping.keyOf(node);
+    return groups.compute(key, (k, group) -> {
+      if (group == null) {
+        group = new NodeGroup(k, node, pool, source);
+        log.info("node group {} opened for node '{}' (upstream: {})", k, node.getId(), source.describe());
+      }
+      group.references++;
+      return group;
+    });
+  }
+
+  /** A stream of {@code group} ended. The group closes after the idle grace if no other comes. */
+  public void release(NodeGroup group) {
+    groups.computeIfPresent(group.key(), (k, current) -> {
+      current.references--;
+      return current;
+    });
+    timer.schedule(() -> closeIfIdle(group), idleGrace.toMillis(), TimeUnit.MILLISECONDS);
+  }
+
+  private void closeIfIdle(NodeGroup group) {
+    boolean[] idle = {false};
+    // Decided inside compute, which acquire() also runs under, so no stream can take the group meanwhile.
+    groups.computeIfPresent(group.key(), (k, current) -> {
+      idle[0] = current == group && current.references == 0;
+      return idle[0] ? null : current;
+    });
+    if (idle[0]) {
+      group.close();
+      log.info("node group {} closed after {} without streams", group.key(), idleGrace);
+    }
+  }
+
+  public List<NodeGroup> groups() {
+    return List.copyOf(groups.values());
+  }
+
+  @Override
+  public void close() {
+    groups.values().forEach(NodeGroup::close);
+    groups.clear();
+  }
+}

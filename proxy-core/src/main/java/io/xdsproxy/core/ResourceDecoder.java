@@ -1,0 +1,147 @@
+package io.xdsproxy.core;
+
+import com.google.protobuf.Any;
+import com.google.protobuf.ByteString;
+import com.google.protobuf.CodedInputStream;
+import com.google.protobuf.InvalidProtocolBufferException;
+import com.google.protobuf.Message;
+import com.google.protobuf.WireFormat;
+import io.envoyproxy.envoy.service.discovery.v3.Resource;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * Turns the resources of an upstream response into {@link XdsResource}s, checking what a proxy must
+ * not pass on: a body of another type than the response's, bytes that do not parse as the type, a
+ * missing name, the same name twice ("Duplicate Resource Names"). A failure names the resource, so
+ * the NACK sent upstream tells the control plane's operator what to fix.
+ */
+public final class ResourceDecoder {
+
+  private static final String RESOURCE_WRAPPER_URL = TypeUrl.PREFIX + Resource.getDescriptor().getFullName();
+
+  /** Field 1, length-delimited: (1 << 3) | WIRETYPE_LENGTH_DELIMITED. */
+  private static final int NAME_TAG = (1 << 3) | WireFormat.WIRETYPE_LENGTH_DELIMITED;
+
+  private ResourceDecoder() {}
+
+  /** What one response carried: resources, and heartbeats (wrappers without a body, "TTL"). */
+  public record Decoded(List<XdsResource> resources, List<String> heartbeats) {}
+
+  /** Decodes the {@code resources} of a SotW DiscoveryResponse of type {@code type}. */
+  public static Decoded decode(TypeUrl type, List<Any> bodies) throws InvalidResourceException {
+    List<XdsResource> resources = new ArrayList<>(bodies.size());
+    List<String> heartbeats = new ArrayList<>();
+    Set<String> names = new HashSet<>();
+    for (int i = 0; i < bodies.size(); i++) {
+      Any any = bodies.get(i);
+      if (RESOURCE_WRAPPER_URL.equals(any.getTypeUrl())) {
+        Resource wrapper;
+        try {
+          wrapper = Resource.parseFrom(any.getValue());
+        } catch (InvalidProtocolBufferException e) {
+          throw new InvalidResourceException("resource #" + i + ": Resource wrapper does not parse: " + e.getMessage());
+        }
+        if (!wrapper.hasResource()) {
+          if (wrapper.getName().isEmpty()) {
+            throw new InvalidResourceException("resource #" + i + ": heartbeat Resource wrapper without a name");
+          }
+          heartbeats.add(wrapper.getName());
+          continue;
+        }
+        XdsResource resource = decodeWrapped(type, i, wrapper);
+        checkUnique(names, resource.name(), i);
+        resources.add(resource);
+      } else {
+        String name = validatedName(type, i, any, "");
+        checkUnique(names, name, i);
+        resources.add(XdsResource.of(name, any));
+      }
+    }
+    return new Decoded(List.copyOf(resources), List.copyOf(heartbeats));
+  }
+
+  /** Decodes one {@link Resource} wrapper, as Delta responses carry every resource. */
+  public static XdsResource decodeWrapped(TypeUrl type, int index, Resource wrapper) throws InvalidResourceException {
+    Any body = wrapper.getResource();
+    String name = validatedName(type, index, body, wrapper.getName());
+    String version = wrapper.getVersion().isEmpty() ? Versions.ofContent(body) : wrapper.getVersion();
+    return new XdsResource(
+        name,
+        version,
+        body,
+        wrapper.getAliasesList(),
+        wrapper.hasTtl() ? Optional.of(wrapper.getTtl()) : Optional.empty(),
+        wrapper.hasCacheControl() && wrapper.getCacheControl().getDoNotCache());
+  }
+
+  private static String validatedName(TypeUrl type, int index, Any body, String wrapperName)
+      throws InvalidResourceException {
+    if (!type.url().equals(body.getTypeUrl())) {
+      throw new InvalidResourceException(
+          "resource #" + index + describe(wrapperName) + " has type " + body.getTypeUrl() + ", the response is of type " + type);
+    }
+    Optional<Message> prototype = type.prototype();
+    if (prototype.isPresent()) {
+      try {
+        prototype.get().getParserForType().parseFrom(body.getValue());
+      } catch (InvalidProtocolBufferException e) {
+        throw new InvalidResourceException(
+            "resource #" + index + describe(wrapperName) + " does not parse as " + type.shortName() + ": " + e.getMessage());
+      }
+    }
+    String bodyName = nameOf(body.getValue());
+    if (!wrapperName.isEmpty() && !bodyName.isEmpty() && !wrapperName.equals(bodyName)) {
+      throw new InvalidResourceException(
+          "resource #" + index + ": Resource wrapper is named '" + wrapperName + "' but its body is named '" + bodyName + "'");
+    }
+    String name = wrapperName.isEmpty() ? bodyName : wrapperName;
+    if (name.isEmpty()) {
+      throw new InvalidResourceException("resource #" + index + " of type " + type.shortName() + " has no name");
+    }
+    return name;
+  }
+
+  /**
+   * The name of an xDS resource: every v3 resource type keeps it in field 1 (Listener.name,
+   * ClusterLoadAssignment.cluster_name, …), which lets opaque types be named without their schema.
+   * Empty if field 1 is absent or not a string.
+   */
+  public static String nameOf(ByteString message) {
+    try {
+      CodedInputStream input = message.newCodedInput();
+      for (int tag = input.readTag(); tag != 0; tag = input.readTag()) {
+        if (tag == NAME_TAG) {
+          return input.readStringRequireUtf8();
+        }
+        if (!input.skipField(tag)) {
+          return "";
+        }
+      }
+    } catch (IOException e) {
+      return "";
+    }
+    return "";
+  }
+
+  private static void checkUnique(Set<String> names, String name, int index) throws InvalidResourceException {
+    if (!names.add(name)) {
+      throw new InvalidResourceException("resource #" + index + ": name '" + name + "' appears twice in one response");
+    }
+  }
+
+  private static String describe(String name) {
+    return name.isEmpty() ? "" : " ('" + name + "')";
+  }
+
+  /** A resource the proxy must not accept; the message is meant for the upstream's error_detail. */
+  public static final class InvalidResourceException extends Exception {
+    public InvalidResourceException(String message) {
+      super(message);
+    }
+  }
+}

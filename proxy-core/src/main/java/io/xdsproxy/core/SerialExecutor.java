@@ -1,0 +1,64 @@
+package io.xdsproxy.core;
+
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Executor;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Runs tasks one at a time, in order, on a shared pool: the owner of a node group's or a stream's
+ * state, so that state reads as sequential code without locks (the model is grpc-java's
+ * SynchronizationContext, but tasks run on the pool rather than on the caller's thread, so no
+ * network thread ever does a group's work).
+ */
+public final class SerialExecutor implements Executor {
+
+  private static final Logger log = LoggerFactory.getLogger(SerialExecutor.class);
+  /** Tasks run before giving the pool thread back, so one busy owner cannot starve the others. */
+  private static final int BATCH = 64;
+
+  private final Executor pool;
+  private final String owner;
+  private final Queue<Runnable> tasks = new ConcurrentLinkedQueue<>();
+  private final AtomicBoolean scheduled = new AtomicBoolean();
+
+  public SerialExecutor(Executor pool, String owner) {
+    this.pool = pool;
+    this.owner = owner;
+  }
+
+  @Override
+  public void execute(Runnable task) {
+    tasks.add(task);
+    schedule();
+  }
+
+  private void schedule() {
+    if (scheduled.compareAndSet(false, true)) {
+      pool.execute(this::drain);
+    }
+  }
+
+  private void drain() {
+    try {
+      for (int i = 0; i < BATCH; i++) {
+        Runnable task = tasks.poll();
+        if (task == null) {
+          break;
+        }
+        try {
+          task.run();
+        } catch (RuntimeException | Error e) {
+          log.error("task of {} failed; its state may be inconsistent", owner, e);
+        }
+      }
+    } finally {
+      scheduled.set(false);
+      if (!tasks.isEmpty()) {
+        schedule();
+      }
+    }
+  }
+}

@@ -1,0 +1,123 @@
+package io.xdsproxy.core;
+
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The state of one type in one node group at one moment. Immutable: the group's store publishes a
+ * new snapshot on every change, and streams keep the last one they sent from as their only record
+ * of what their client has, so a stream costs a pointer per type rather than a map of names.
+ */
+public final class TypeSnapshot {
+
+  /** What the proxy knows about a name. */
+  public enum NameState {
+    PRESENT,
+    /** The upstream said it does not exist. */
+    ABSENT,
+    /** Not heard of yet: the upstream has not answered for it. */
+    UNKNOWN
+  }
+
+  private final TypeUrl type;
+  private final Map<String, XdsResource> resources;
+  private final Set<String> absent;
+  private final boolean complete;
+  private final long versionHash;
+  private final boolean received;
+
+  private TypeSnapshot(
+      TypeUrl type, Map<String, XdsResource> resources, Set<String> absent, boolean complete, long versionHash, boolean received) {
+    this.type = type;
+    this.resources = resources;
+    this.absent = absent;
+    this.complete = complete;
+    this.versionHash = versionHash;
+    this.received = received;
+  }
+
+  /** A type the upstream has not answered for yet. */
+  public static TypeSnapshot empty(TypeUrl type) {
+    return new TypeSnapshot(type, Map.of(), Set.of(), false, 0L, false);
+  }
+
+  public TypeUrl type() {
+    return type;
+  }
+
+  /** All resources, by name. Unmodifiable. */
+  public Map<String, XdsResource> resources() {
+    return resources;
+  }
+
+  public XdsResource get(String name) {
+    return resources.get(name);
+  }
+
+  public NameState state(String name) {
+    if (resources.containsKey(name)) {
+      return NameState.PRESENT;
+    }
+    return complete || absent.contains(name) ? NameState.ABSENT : NameState.UNKNOWN;
+  }
+
+  /** Whether {@link #resources()} is known to be every resource of the type (a wildcard answer). */
+  public boolean isComplete() {
+    return complete;
+  }
+
+  /** Whether the upstream has answered for this type at least once. */
+  public boolean isReceived() {
+    return received;
+  }
+
+  /**
+   * The SotW {@code version_info} for this state: a function of the (name, version) pairs, so it
+   * changes whenever any resource does and is the same on every replica fed the same state.
+   */
+  public String version() {
+    return Versions.typeVersion(versionHash);
+  }
+
+  /** Applies an update; returns {@code this} when nothing a client could see changed. */
+  TypeSnapshot apply(ResourceUpdate update) {
+    Map<String, XdsResource> next = update.replaceAll() ? new HashMap<>() : new HashMap<>(resources);
+    Set<String> nextAbsent = update.replaceAll() ? new HashSet<>() : new HashSet<>(absent);
+    boolean changed = update.complete() != complete || !received;
+    for (XdsResource resource : update.resources()) {
+      XdsResource previous = resources.get(resource.name());
+      // Keep the object clients already have when nothing about it changed: streams compare by reference.
+      next.put(resource.name(), resource.sameAs(previous) ? previous : resource);
+      changed |= !resource.sameAs(previous);
+      nextAbsent.remove(resource.name());
+    }
+    if (update.replaceAll()) {
+      changed |= !next.keySet().equals(resources.keySet()) || !absent.isEmpty();
+    }
+    for (String name : update.removed()) {
+      changed |= next.remove(name) != null;
+      changed |= nextAbsent.add(name);
+    }
+    for (String name : update.forgotten()) {
+      changed |= next.remove(name) != null;
+      changed |= nextAbsent.remove(name);
+    }
+    if (!changed) {
+      return this;
+    }
+    long hash = 0L;
+    for (XdsResource resource : next.values()) {
+      hash ^= Versions.entryHash(resource.name(), resource.version());
+    }
+    return new TypeSnapshot(
+        type, Collections.unmodifiableMap(next), Collections.unmodifiableSet(nextAbsent), update.complete(), hash, true);
+  }
+
+  @Override
+  public String toString() {
+    return type.shortName() + "@" + version() + resources.keySet() + (complete ? " complete" : "");
+  }
+}

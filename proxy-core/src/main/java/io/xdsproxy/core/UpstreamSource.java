@@ -1,0 +1,41 @@
+package io.xdsproxy.core;
+
+import io.envoyproxy.envoy.config.core.v3.Node;
+
+/**
+ * Where node groups get their resources: a control plane over ADS, or a directory of files. Opens
+ * one {@link UpstreamSession} per node group.
+ */
+public interface UpstreamSource extends AutoCloseable {
+
+  /**
+   * Opens the session of one node group. Updates reach {@code listener} on the source's threads.
+   *
+   * @param node the node the upstream sees for this group
+   */
+  UpstreamSession open(NodeGroupKey group, Node node, UpstreamListener listener);
+
+  /** Where the resources come from, for the log line at start and for status pages. */
+  String describe();
+
+  @Override
+  void close();
+
+  /** Receives what the upstream sends for one group. */
+  @FunctionalInterface
+  interface UpstreamListener {
+    void onUpdate(ResourceUpdate update);
+  }
+
+  /**
+   * One node group's view of the upstream. Its methods are called from the group's executor only,
+   * one at a time.
+   */
+  interface UpstreamSession {
+
+    /** From now on the group wants {@code interest} of {@code type}; {@link Interest#NONE} to stop. */
+    void updateInterest(TypeUrl type, Interest interest);
+
+    void close();
+  }
+}
