@@ -1,0 +1,45 @@
+package io.xdsproxy.downstream;
+
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.Executor;
+import java.util.function.BooleanSupplier;
+
+/** The admin HTTP server: liveness and readiness for now. */
+final class AdminServer implements AutoCloseable {
+
+  private final HttpServer server;
+
+  AdminServer(int port, BooleanSupplier ready, Executor executor) throws IOException {
+    server = HttpServer.create(new InetSocketAddress(port), 0);
+    server.setExecutor(executor);
+    server.createContext("/healthz", exchange -> reply(exchange, 200, "ok\n"));
+    server.createContext("/readyz", exchange -> {
+      boolean isReady = ready.getAsBoolean();
+      reply(exchange, isReady ? 200 : 503, isReady ? "ready\n" : "not ready\n");
+    });
+    server.start();
+  }
+
+  int port() {
+    return server.getAddress().getPort();
+  }
+
+  private static void reply(HttpExchange exchange, int status, String body) throws IOException {
+    byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
+    exchange.getResponseHeaders().set("Content-Type", "text/plain; charset=utf-8");
+    exchange.sendResponseHeaders(status, bytes.length);
+    try (OutputStream out = exchange.getResponseBody()) {
+      out.write(bytes);
+    }
+  }
+
+  @Override
+  public void close() {
+    server.stop(0);
+  }
+}

@@ -1,0 +1,171 @@
+package io.xdsproxy.downstream;
+
+import java.io.IOException;
+import java.io.Reader;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import org.yaml.snakeyaml.LoaderOptions;
+import org.yaml.snakeyaml.Yaml;
+import org.yaml.snakeyaml.nodes.MappingNode;
+import org.yaml.snakeyaml.nodes.Node;
+import org.yaml.snakeyaml.nodes.NodeTuple;
+import org.yaml.snakeyaml.nodes.ScalarNode;
+
+/**
+ * How the proxy is configured: command-line flags, and a YAML file ({@code --config}) whose keys
+ * are the flags without their dashes. Flags override the file.
+ *
+ * @param upstream the control plane, {@code host:port}; empty to serve {@code resourcesDir}
+ * @param resourcesDir the directory of DiscoveryResponse files served when there is no upstream
+ * @param xdsPort where clients connect (0: any free port)
+ * @param adminPort where the admin HTTP server listens (0: any free port)
+ * @param groupIdleGrace how long a node group with no streams keeps its upstream session and store
+ */
+public record ProxyConfig(
+    Optional<String> upstream, Path resourcesDir, int xdsPort, int adminPort, Duration groupIdleGrace) {
+
+  public static final ProxyConfig DEFAULTS =
+      new ProxyConfig(Optional.empty(), Path.of("deploy/examples/resources"), 18000, 19000, Duration.ofMinutes(5));
+
+  static final String USAGE =
+      "usage: java -jar xds-proxy.jar [--config FILE] [--upstream HOST:PORT] [--resources-dir DIR]"
+          + " [--xds-port N] [--admin-port N]";
+
+  private static final List<String> KEYS = List.of("upstream", "resources-dir", "xds-port", "admin-port");
+
+  public ProxyConfig withUpstream(String target) {
+    return new ProxyConfig(Optional.of(target), resourcesDir, xdsPort, adminPort, groupIdleGrace);
+  }
+
+  public ProxyConfig withResourcesDir(Path dir) {
+    return new ProxyConfig(upstream, dir, xdsPort, adminPort, groupIdleGrace);
+  }
+
+  public ProxyConfig withPorts(int xds, int admin) {
+    return new ProxyConfig(upstream, resourcesDir, xds, admin, groupIdleGrace);
+  }
+
+  public ProxyConfig withGroupIdleGrace(Duration grace) {
+    return new ProxyConfig(upstream, resourcesDir, xdsPort, adminPort, grace);
+  }
+
+  /**
+   * The configuration given by {@code args}.
+   *
+   * @throws ConfigException naming the flag, key or file that is wrong
+   */
+  public static ProxyConfig parse(String[] args) throws ConfigException {
+    Map<String, String> flags = new LinkedHashMap<>();
+    Optional<Path> file = Optional.empty();
+    for (int i = 0; i < args.length; i++) {
+      String arg = args[i];
+      String name;
+      String value;
+      int eq = arg.indexOf('=');
+      if (!arg.startsWith("--")) {
+        throw new ConfigException("unexpected argument '" + arg + "'");
+      } else if (eq > 0) {
+        name = arg.substring(2, eq);
+        value = arg.substring(eq + 1);
+      } else if (i + 1 < args.length) {
+        name = arg.substring(2);
+        value = args[++i];
+      } else {
+        throw new ConfigException("flag " + arg + " needs a value");
+      }
+      if (name.equals("config")) {
+        file = Optional.of(Path.of(value));
+      } else if (KEYS.contains(name)) {
+        flags.put(name, value);
+      } else {
+        throw new ConfigException("unknown flag --" + name);
+      }
+    }
+    Map<String, Setting> settings = new LinkedHashMap<>();
+    if (file.isPresent()) {
+      settings.putAll(readFile(file.get()));
+    }
+    flags.forEach((name, value) -> settings.put(name, new Setting(value, "flag --" + name)));
+    ProxyConfig config = DEFAULTS;
+    for (Map.Entry<String, Setting> entry : settings.entrySet()) {
+      config = config.with(entry.getKey(), entry.getValue());
+    }
+    return config;
+  }
+
+  private ProxyConfig with(String key, Setting setting) throws ConfigException {
+    return switch (key) {
+      case "upstream" -> {
+        if (!setting.value().matches("[^\\s:]+:\\d{1,5}") && !setting.value().matches("\\[[0-9a-fA-F:.]+\\]:\\d{1,5}")) {
+          throw new ConfigException(setting.where() + ": upstream '" + setting.value() + "' is not HOST:PORT");
+        }
+        yield withUpstream(setting.value());
+      }
+      case "resources-dir" -> withResourcesDir(Path.of(setting.value()));
+      case "xds-port" -> withPorts(port(setting), adminPort);
+      case "admin-port" -> withPorts(xdsPort, port(setting));
+      default -> throw new IllegalStateException("unhandled key " + key);
+    };
+  }
+
+  private static int port(Setting setting) throws ConfigException {
+    try {
+      int port = Integer.parseInt(setting.value());
+      if (port >= 0 && port <= 65535) {
+        return port;
+      }
+    } catch (NumberFormatException e) {
+      // falls through to the error below
+    }
+    throw new ConfigException(setting.where() + ": '" + setting.value() + "' is not a port number (0-65535)");
+  }
+
+  /** A value and where it was given, for error messages. */
+  private record Setting(String value, String where) {}
+
+  private static Map<String, Setting> readFile(Path file) throws ConfigException {
+    Node root;
+    try (Reader reader = Files.newBufferedReader(file)) {
+      root = new Yaml(new LoaderOptions()).compose(reader);
+    } catch (IOException e) {
+      throw new ConfigException("cannot read config file " + file + ": " + e.getMessage());
+    } catch (RuntimeException e) {
+      throw new ConfigException("config file " + file + " is not valid YAML: " + e.getMessage().replace('\n', ' '));
+    }
+    Map<String, Setting> settings = new LinkedHashMap<>();
+    if (root == null) {
+      return settings;
+    }
+    if (!(root instanceof MappingNode mapping)) {
+      throw new ConfigException(file + ": the config file must be a mapping of keys to values");
+    }
+    for (NodeTuple tuple : mapping.getValue()) {
+      int line = tuple.getKeyNode().getStartMark().getLine() + 1;
+      String where = file + " line " + line;
+      if (!(tuple.getKeyNode() instanceof ScalarNode key) || !KEYS.contains(key.getValue())) {
+        throw new ConfigException(where + ": unknown key " + describe(tuple.getKeyNode()) + " (known: " + String.join(", ", KEYS) + ")");
+      }
+      if (!(tuple.getValueNode() instanceof ScalarNode value)) {
+        throw new ConfigException(where + ": key " + key.getValue() + " needs a single value");
+      }
+      settings.put(key.getValue(), new Setting(value.getValue(), where + " (" + key.getValue() + ")"));
+    }
+    return settings;
+  }
+
+  private static String describe(Node node) {
+    return node instanceof ScalarNode scalar ? "'" + scalar.getValue() + "'" : "of kind " + node.getNodeId();
+  }
+
+  /** A configuration error; its message is the one line the proxy prints before exiting. */
+  public static final class ConfigException extends Exception {
+    public ConfigException(String message) {
+      super(message);
+    }
+  }
+}

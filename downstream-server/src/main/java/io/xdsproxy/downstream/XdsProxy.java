@@ -1,0 +1,115 @@
+package io.xdsproxy.downstream;
+
+import io.grpc.Server;
+import io.grpc.ServerInterceptors;
+import io.grpc.netty.NettyServerBuilder;
+import io.xdsproxy.core.NodeGrouping;
+import io.xdsproxy.core.NodeGroups;
+import io.xdsproxy.core.UpstreamSource;
+import io.xdsproxy.downstream.sotw.AggregatedDiscoveryService;
+import io.xdsproxy.downstream.sotw.PeerInterceptor;
+import io.xdsproxy.upstream.fs.FileSystemSource;
+import io.xdsproxy.upstream.grpc.AdsUpstream;
+import io.xdsproxy.upstream.grpc.Backoff;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/** A running proxy: its upstream source, node groups, xDS server and admin server. */
+public final class XdsProxy implements AutoCloseable {
+
+  /** Largest request a client may send; xDS requests are small, a huge one is an attack or a bug. */
+  static final int MAX_REQUEST_BYTES = 4 * 1024 * 1024;
+
+  private final ExecutorService pool;
+  private final ScheduledExecutorService timer;
+  private final UpstreamSource upstream;
+  private final NodeGroups groups;
+  private final Server server;
+  private final AdminServer admin;
+
+  private XdsProxy(ProxyConfig config) throws IOException {
+    pool = Executors.newFixedThreadPool(Math.max(2, Runtime.getRuntime().availableProcessors()), threads("xds-proxy-worker"));
+    timer = Executors.newSingleThreadScheduledExecutor(threads("xds-proxy-timer"));
+    upstream = config.upstream().isPresent()
+        ? new AdsUpstream(config.upstream().get(), pool, timer, Backoff.DEFAULT)
+        : new FileSystemSource(config.resourcesDir().toAbsolutePath().normalize());
+    groups = new NodeGroups(NodeGrouping.byCluster(), upstream, pool, timer, config.groupIdleGrace());
+    AggregatedDiscoveryService ads = new AggregatedDiscoveryService(groups, pool);
+    Server started = null;
+    AdminServer adminStarted = null;
+    try {
+      started = NettyServerBuilder.forAddress(new InetSocketAddress(config.xdsPort()))
+          .addService(ServerInterceptors.intercept(ads, new PeerInterceptor()))
+          .executor(pool)
+          .maxInboundMessageSize(MAX_REQUEST_BYTES)
+          // Envoy and gRPC clients ping to keep ADS streams alive through load balancers.
+          .permitKeepAliveTime(10, TimeUnit.SECONDS)
+          .permitKeepAliveWithoutCalls(true)
+          .build()
+          .start();
+      adminStarted = new AdminServer(config.adminPort(), () -> !pool.isShutdown(), pool);
+    } catch (IOException | RuntimeException e) {
+      if (started != null) {
+        started.shutdownNow();
+      }
+      closeQuietly();
+      throw e;
+    }
+    server = started;
+    admin = adminStarted;
+  }
+
+  /**
+   * Starts a proxy as {@code config} says.
+   *
+   * @throws IOException when a port cannot be bound
+   */
+  public static XdsProxy start(ProxyConfig config) throws IOException {
+    return new XdsProxy(config);
+  }
+
+  public int xdsPort() {
+    return ((InetSocketAddress) server.getListenSockets().get(0)).getPort();
+  }
+
+  public int adminPort() {
+    return admin.port();
+  }
+
+  public NodeGroups groups() {
+    return groups;
+  }
+
+  public String describeUpstream() {
+    return upstream.describe();
+  }
+
+  @Override
+  public void close() {
+    server.shutdownNow();
+    admin.close();
+    closeQuietly();
+  }
+
+  private void closeQuietly() {
+    groups.close();
+    upstream.close();
+    timer.shutdownNow();
+    pool.shutdown();
+  }
+
+  private static ThreadFactory threads(String prefix) {
+    AtomicInteger count = new AtomicInteger();
+    return task -> {
+      Thread thread = new Thread(task, prefix + "-" + count.incrementAndGet());
+      thread.setDaemon(true);
+      return thread;
+    };
+  }
+}

@@ -1,0 +1,183 @@
+package io.xdsproxy.downstream.sotw;
+
+import com.google.protobuf.Any;
+import io.xdsproxy.core.Subscription;
+import io.xdsproxy.core.TypeSnapshot;
+import io.xdsproxy.core.TypeSnapshot.NameState;
+import io.xdsproxy.core.TypeUrl;
+import io.xdsproxy.core.XdsResource;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * One type's logical stream within a SotW stream: what the client subscribed to, what was last
+ * sent, and what it ACKed or NACKed. Its record of what the client holds is a single pointer, the
+ * snapshot the last response was built from; the next response is the difference to it.
+ */
+final class SotwTypeState {
+
+  /** A response ready to send: its resources and the snapshot it was built from. */
+  record Outgoing(List<Any> resources, TypeSnapshot snapshot) {}
+
+  private final TypeUrl type;
+  private Subscription subscription = Subscription.NONE;
+  /** Names added to the subscription since the last response: sent even if unchanged. */
+  private final Set<String> newlySubscribed = new HashSet<>();
+  private TypeSnapshot latest;
+  private TypeSnapshot lastSent;
+  private String lastNonce = "";
+  private String ackedVersion = "";
+  private String lastNackMessage;
+
+  SotwTypeState(TypeUrl type, TypeSnapshot initial) {
+    this.type = type;
+    this.latest = initial;
+  }
+
+  TypeUrl type() {
+    return type;
+  }
+
+  Subscription subscription() {
+    return subscription;
+  }
+
+  String lastNonce() {
+    return lastNonce;
+  }
+
+  String ackedVersion() {
+    return ackedVersion;
+  }
+
+  Optional<String> lastNackMessage() {
+    return Optional.ofNullable(lastNackMessage);
+  }
+
+  /**
+   * Whether a request carrying {@code nonce} answers this stream's latest response. A request with
+   * an older nonce is stale and ignored ("Resource updates": stale nonces); before the proxy has
+   * sent anything of this type, any nonce is accepted, since it can only come from an earlier
+   * stream ("the nonce is valid only in the context of an individual xDS stream").
+   */
+  boolean isCurrent(String nonce) {
+    return nonce.isEmpty() || lastNonce.isEmpty() || nonce.equals(lastNonce);
+  }
+
+  void ack(String version) {
+    ackedVersion = version;
+  }
+
+  void nack(String message) {
+    lastNackMessage = message;
+  }
+
+  /** Applies the names of a request; returns whether the subscription changed. */
+  boolean subscribe(List<String> resourceNames) {
+    Subscription next = subscription.sotw(resourceNames);
+    if (next.equals(subscription)) {
+      return false;
+    }
+    for (String name : next.names()) {
+      if (!subscription.names().contains(name)) {
+        newlySubscribed.add(name);
+      }
+    }
+    newlySubscribed.retainAll(next.names());
+    if (next.wildcard() && !subscription.wildcard()) {
+      // A new wildcard is a request for everything: resend as if nothing had been sent.
+      lastSent = null;
+    }
+    subscription = next;
+    return true;
+  }
+
+  void update(TypeSnapshot snapshot) {
+    latest = snapshot;
+  }
+
+  /**
+   * The response owed to the client now, if any ("When to send an update": only when something it
+   * subscribed to changed or was newly asked for).
+   */
+  Optional<Outgoing> nextResponse() {
+    if (subscription.isEmpty()) {
+      return Optional.empty();
+    }
+    List<Any> resources = type.isFullStateInSotw() ? fullState() : changedOnly();
+    if (resources == null) {
+      return Optional.empty();
+    }
+    return Optional.of(new Outgoing(resources, latest));
+  }
+
+  /** Marks {@code outgoing} as sent with {@code nonce}. */
+  void sent(Outgoing outgoing, String nonce) {
+    lastSent = outgoing.snapshot();
+    lastNonce = nonce;
+    newlySubscribed.clear();
+  }
+
+  /**
+   * Listener and Cluster: the complete state of what the client subscribed to, sent once every name
+   * it asked for is known to exist or not, so that an absent resource means deleted ("Deleting
+   * Resources") rather than not yet heard of.
+   */
+  private List<Any> fullState() {
+    if (subscription.wildcard() && !latest.isComplete()) {
+      return null;
+    }
+    for (String name : subscription.names()) {
+      if (latest.state(name) == NameState.UNKNOWN) {
+        return null;
+      }
+    }
+    if (lastSent != null && newlySubscribed.isEmpty() && !scopeChanged()) {
+      return null;
+    }
+    List<Any> resources = new ArrayList<>();
+    if (subscription.wildcard()) {
+      latest.resources().values().forEach(resource -> resources.add(resource.body()));
+    } else {
+      for (String name : subscription.names()) {
+        XdsResource resource = latest.get(name);
+        if (resource != null) {
+          resources.add(resource.body());
+        }
+      }
+    }
+    return resources;
+  }
+
+  private boolean scopeChanged() {
+    if (subscription.wildcard()) {
+      return lastSent != latest && !lastSent.version().equals(latest.version());
+    }
+    for (String name : subscription.names()) {
+      if (lastSent.get(name) != latest.get(name)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Every other type: only resources that changed since the last response or were newly asked for
+   * ("Grouping Resources into Responses"); SotW has no way to say a resource of these types is gone.
+   */
+  private List<Any> changedOnly() {
+    List<Any> resources = new ArrayList<>();
+    Iterable<String> names = subscription.wildcard() ? latest.resources().keySet() : subscription.names();
+    for (String name : names) {
+      XdsResource resource = latest.get(name);
+      if (resource != null
+          && (lastSent == null || lastSent.get(name) != resource || newlySubscribed.contains(name))) {
+        resources.add(resource.body());
+      }
+    }
+    return resources.isEmpty() ? null : resources;
+  }
+}

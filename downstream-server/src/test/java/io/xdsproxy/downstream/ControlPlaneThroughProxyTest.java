@@ -1,0 +1,92 @@
+package io.xdsproxy.downstream;
+
+import static io.xdsproxy.downstream.testing.AdsTestClient.node;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.envoyproxy.controlplane.cache.v3.Snapshot;
+import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
+import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
+import io.xdsproxy.core.TypeUrl;
+import io.xdsproxy.downstream.testing.AdsTestClient;
+import io.xdsproxy.downstream.testing.Backend;
+import io.xdsproxy.downstream.testing.ControlPlane;
+import io.xdsproxy.downstream.testing.Resources;
+import io.xdsproxy.downstream.testing.XdsClientChannel;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** The first real path: java-control-plane → xds-proxy → grpc-java's xDS client → a gRPC server. */
+class ControlPlaneThroughProxyTest {
+
+  private static final Duration WAIT = Duration.ofSeconds(15);
+
+  private ControlPlane controlPlane;
+  private XdsProxy proxy;
+
+  @BeforeEach
+  void start() throws Exception {
+    controlPlane = new ControlPlane();
+    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0));
+  }
+
+  @AfterEach
+  void stop() {
+    proxy.close();
+    controlPlane.close();
+  }
+
+  private static Snapshot greeterAt(int port, String version) {
+    return Snapshot.create(
+        List.of(Resources.cluster("greeter-cluster")),
+        List.of(Resources.endpoints("greeter-cluster", port)),
+        List.of(Resources.listener("greeter", "greeter-route")),
+        List.of(Resources.route("greeter-route", "greeter-cluster")),
+        List.of(),
+        version);
+  }
+
+  @Test
+  void grpcXdsClientReachesTheBackendTheControlPlaneNamesAndFollowsAnEndpointMove() throws Exception {
+    try (Backend first = new Backend("first");
+        Backend second = new Backend("second");
+        XdsClientChannel client = new XdsClientChannel(proxy.xdsPort(), "client-1", "fleet-a", "greeter")) {
+      controlPlane.setSnapshot("fleet-a", greeterAt(first.port(), "1"));
+
+      await().atMost(WAIT).ignoreExceptions().until(client::whoAmI, "first"::equals);
+
+      controlPlane.setSnapshot("fleet-a", greeterAt(second.port(), "2"));
+
+      await().atMost(WAIT).ignoreExceptions().until(client::whoAmI, "second"::equals);
+      assertThat(controlPlane.streamGroups()).containsExactly("fleet-a");
+    }
+  }
+
+  @Test
+  void clientsOfOneNodeGroupShareOneUpstreamStreamAndASecondGroupOpensASecond() {
+    controlPlane.setSnapshot("fleet-a", greeterAt(1, "1"));
+    controlPlane.setSnapshot("fleet-b", greeterAt(2, "1"));
+    try (AdsTestClient a1 = new AdsTestClient(proxy.xdsPort());
+        AdsTestClient a2 = new AdsTestClient(proxy.xdsPort());
+        AdsTestClient b1 = new AdsTestClient(proxy.xdsPort())) {
+      a1.send(wildcardClusters("a1", "fleet-a"));
+      a2.send(wildcardClusters("a2", "fleet-a"));
+      assertThat(a1.next(WAIT).getResourcesCount()).isEqualTo(1);
+      assertThat(a2.next(WAIT).getResourcesCount()).isEqualTo(1);
+      assertThat(controlPlane.streamGroups()).containsExactly("fleet-a");
+
+      b1.send(wildcardClusters("b1", "fleet-b"));
+      DiscoveryResponse forB = b1.next(WAIT);
+
+      assertThat(forB.getTypeUrl()).isEqualTo(TypeUrl.CLUSTER.url());
+      assertThat(controlPlane.streamGroups()).containsExactlyInAnyOrder("fleet-a", "fleet-b");
+    }
+  }
+
+  private static DiscoveryRequest wildcardClusters(String id, String cluster) {
+    return DiscoveryRequest.newBuilder().setNode(node(id, cluster)).setTypeUrl(TypeUrl.CLUSTER.url()).build();
+  }
+}

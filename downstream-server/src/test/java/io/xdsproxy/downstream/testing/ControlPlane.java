@@ -1,0 +1,71 @@
+package io.xdsproxy.downstream.testing;
+
+import io.envoyproxy.controlplane.cache.v3.SimpleCache;
+import io.envoyproxy.controlplane.cache.v3.Snapshot;
+import io.envoyproxy.controlplane.server.DiscoveryServerCallbacks;
+import io.envoyproxy.controlplane.server.V3DiscoveryServer;
+import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
+import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
+import io.grpc.Server;
+import io.grpc.netty.NettyServerBuilder;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+/**
+ * A real upstream: java-control-plane's V3DiscoveryServer over a SimpleCache keyed by node.cluster,
+ * on a loopback port. Records which node group opened each ADS stream.
+ */
+public final class ControlPlane implements AutoCloseable {
+
+  private final SimpleCache<String> cache = new SimpleCache<>(node -> node.getCluster());
+  private final Map<Long, String> streamGroups = new ConcurrentHashMap<>();
+  private final List<DiscoveryRequest> requests = new CopyOnWriteArrayList<>();
+  private final Server server;
+
+  public ControlPlane() throws IOException {
+    DiscoveryServerCallbacks callbacks = new DiscoveryServerCallbacks() {
+      @Override
+      public void onV3StreamRequest(long streamId, DiscoveryRequest request) {
+        requests.add(request);
+        if (request.hasNode()) {
+          streamGroups.putIfAbsent(streamId, request.getNode().getCluster());
+        }
+      }
+
+      @Override
+      public void onV3StreamDeltaRequest(long streamId, DeltaDiscoveryRequest request) {}
+    };
+    V3DiscoveryServer discovery = new V3DiscoveryServer(callbacks, cache);
+    server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
+        .addService(discovery.getAggregatedDiscoveryServiceImpl())
+        .build()
+        .start();
+  }
+
+  public String target() {
+    return "127.0.0.1:" + server.getPort();
+  }
+
+  public void setSnapshot(String group, Snapshot snapshot) {
+    cache.setSnapshot(group, snapshot);
+  }
+
+  /** The node group (node.cluster) of every ADS stream opened to this control plane so far. */
+  public List<String> streamGroups() {
+    return List.copyOf(streamGroups.values());
+  }
+
+  /** Every SotW request received, in order. */
+  public List<DiscoveryRequest> requests() {
+    return List.copyOf(requests);
+  }
+
+  @Override
+  public void close() {
+    server.shutdownNow();
+  }
+}

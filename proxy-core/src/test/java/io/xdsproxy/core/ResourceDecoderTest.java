@@ -1,0 +1,89 @@
+package io.xdsproxy.core;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.google.protobuf.Any;
+import com.google.protobuf.ByteString;
+import com.google.protobuf.util.Durations;
+import io.envoyproxy.envoy.config.cluster.v3.Cluster;
+import io.envoyproxy.envoy.config.endpoint.v3.ClusterLoadAssignment;
+import io.envoyproxy.envoy.service.discovery.v3.Resource;
+import io.xdsproxy.core.ResourceDecoder.Decoded;
+import io.xdsproxy.core.ResourceDecoder.InvalidResourceException;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class ResourceDecoderTest {
+
+  private static Any cluster(String name) {
+    return Any.pack(Cluster.newBuilder().setName(name).build());
+  }
+
+  @Test
+  void namesComeFromFieldOneOfEveryType() throws Exception {
+    Any endpoints = Any.pack(ClusterLoadAssignment.newBuilder().setClusterName("backend").build());
+
+    Decoded decoded = ResourceDecoder.decode(TypeUrl.ENDPOINT, List.of(endpoints));
+
+    assertThat(decoded.resources()).extracting(XdsResource::name).containsExactly("backend");
+  }
+
+  @Test
+  void aBodyOfAnotherTypeIsRejectedNamingTheResource() {
+    assertThatThrownBy(() -> ResourceDecoder.decode(TypeUrl.LISTENER, List.of(cluster("c"))))
+        .isInstanceOf(InvalidResourceException.class)
+        .hasMessageContaining("resource #0")
+        .hasMessageContaining("envoy.config.cluster.v3.Cluster");
+  }
+
+  @Test
+  void bytesThatDoNotParseAreRejected() {
+    Any garbage = Any.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).setValue(ByteString.copyFromUtf8("\u00ff\u00ff\u00ff")).build();
+
+    assertThatThrownBy(() -> ResourceDecoder.decode(TypeUrl.CLUSTER, List.of(garbage)))
+        .isInstanceOf(InvalidResourceException.class)
+        .hasMessageContaining("does not parse as envoy.config.cluster.v3.Cluster");
+  }
+
+  @Test
+  void theSameNameTwiceIsRejected() {
+    assertThatThrownBy(() -> ResourceDecoder.decode(TypeUrl.CLUSTER, List.of(cluster("c"), cluster("c"))))
+        .isInstanceOf(InvalidResourceException.class)
+        .hasMessageContaining("'c' appears twice");
+  }
+
+  @Test
+  void aResourceWrapperCarriesVersionTtlAndDoNotCacheAndAHeartbeatIsToldApart() throws Exception {
+    Any wrapped = Any.pack(Resource.newBuilder()
+        .setName("c")
+        .setVersion("v7")
+        .setResource(cluster("c"))
+        .setTtl(Durations.fromSeconds(30))
+        .setCacheControl(Resource.CacheControl.newBuilder().setDoNotCache(true))
+        .build());
+    Any heartbeat = Any.pack(Resource.newBuilder().setName("d").setVersion("v1").setTtl(Durations.fromSeconds(30)).build());
+
+    Decoded decoded = ResourceDecoder.decode(TypeUrl.CLUSTER, List.of(wrapped, heartbeat));
+
+    XdsResource resource = decoded.resources().get(0);
+    assertThat(resource.version()).isEqualTo("v7");
+    assertThat(resource.ttl()).contains(Durations.fromSeconds(30));
+    assertThat(resource.doNotCache()).isTrue();
+    assertThat(decoded.heartbeats()).containsExactly("d");
+  }
+
+  @Test
+  void opaqueTypesAreNamedWithoutTheirSchema() throws Exception {
+    TypeUrl opaque = TypeUrl.parse("type.googleapis.com/example.v1.Widget");
+    Any widget = Any.newBuilder().setTypeUrl(opaque.url()).setValue(Cluster.newBuilder().setName("w").build().toByteString()).build();
+
+    assertThat(ResourceDecoder.decode(opaque, List.of(widget)).resources()).extracting(XdsResource::name).containsExactly("w");
+  }
+
+  @Test
+  void malformedTypeUrlsAreRefusedWithAReason() {
+    assertThatThrownBy(() -> TypeUrl.parse("not a type")).hasMessageContaining("not of the form");
+    assertThatThrownBy(() -> TypeUrl.parse("")).hasMessageContaining("empty");
+  }
+}

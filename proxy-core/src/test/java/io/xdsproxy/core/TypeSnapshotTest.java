@@ -1,0 +1,92 @@
+package io.xdsproxy.core;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.google.protobuf.Any;
+import io.envoyproxy.envoy.config.cluster.v3.Cluster;
+import io.xdsproxy.core.TypeSnapshot.NameState;
+import java.util.List;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
+class TypeSnapshotTest {
+
+  private final ResourceStore store = new ResourceStore();
+
+  private static XdsResource cluster(String name, int timeoutSeconds) {
+    Cluster cluster = Cluster.newBuilder()
+        .setName(name)
+        .setConnectTimeout(com.google.protobuf.Duration.newBuilder().setSeconds(timeoutSeconds))
+        .build();
+    return XdsResource.of(name, Any.pack(cluster));
+  }
+
+  @Test
+  void anUnchangedResourceKeepsItsObjectAndPublishesNoNewSnapshot() {
+    TypeSnapshot first = store.apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1)))).orElseThrow();
+
+    assertThat(store.apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1))))).isEmpty();
+    assertThat(store.snapshot(TypeUrl.CLUSTER)).isSameAs(first);
+  }
+
+  @Test
+  void aChangeKeepsTheObjectsOfUnchangedResourcesAndChangesTheTypeVersion() {
+    TypeSnapshot first = store.apply(
+        ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1), cluster("b", 1)))).orElseThrow();
+
+    TypeSnapshot second = store.apply(
+        ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1), cluster("b", 2)))).orElseThrow();
+
+    assertThat(second.get("a")).isSameAs(first.get("a"));
+    assertThat(second.get("b")).isNotSameAs(first.get("b"));
+    assertThat(second.version()).isNotEqualTo(first.version());
+  }
+
+  @Test
+  void theTypeVersionIsAFunctionOfContentAlone() {
+    ResourceStore other = new ResourceStore();
+    store.apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1), cluster("b", 1))));
+    other.apply(ResourceUpdate.partial(TypeUrl.CLUSTER, List.of(cluster("b", 1)), Set.of(), false));
+    other.apply(ResourceUpdate.partial(TypeUrl.CLUSTER, List.of(cluster("a", 1)), Set.of(), false));
+
+    assertThat(other.snapshot(TypeUrl.CLUSTER).version()).isEqualTo(store.snapshot(TypeUrl.CLUSTER).version());
+  }
+
+  @Test
+  void aCompleteUpdateMakesEveryOtherNameAbsent() {
+    store.apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1), cluster("b", 1))));
+
+    TypeSnapshot snapshot = store.apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1)))).orElseThrow();
+
+    assertThat(snapshot.resources()).containsOnlyKeys("a");
+    assertThat(snapshot.state("b")).isEqualTo(NameState.ABSENT);
+    assertThat(snapshot.state("never-heard-of")).isEqualTo(NameState.ABSENT);
+  }
+
+  @Test
+  void aPartialUpdateKnowsOnlyWhatItWasToldAbsent() {
+    TypeSnapshot snapshot = store.apply(
+        ResourceUpdate.partial(TypeUrl.CLUSTER, List.of(cluster("a", 1)), Set.of("gone"), false)).orElseThrow();
+
+    assertThat(snapshot.state("a")).isEqualTo(NameState.PRESENT);
+    assertThat(snapshot.state("gone")).isEqualTo(NameState.ABSENT);
+    assertThat(snapshot.state("other")).isEqualTo(NameState.UNKNOWN);
+  }
+
+  @Test
+  void forgettingANameMakesItUnknownAgain() {
+    store.apply(ResourceUpdate.partial(TypeUrl.CLUSTER, List.of(cluster("a", 1)), Set.of("gone"), false));
+
+    TypeSnapshot snapshot = store.apply(ResourceUpdate.forget(TypeUrl.CLUSTER, Set.of("a", "gone"))).orElseThrow();
+
+    assertThat(snapshot.state("a")).isEqualTo(NameState.UNKNOWN);
+    assertThat(snapshot.state("gone")).isEqualTo(NameState.UNKNOWN);
+  }
+
+  @Test
+  void aTypeNeverHeardOfIsNotReceived() {
+    assertThat(store.snapshot(TypeUrl.ROUTE).isReceived()).isFalse();
+    store.apply(ResourceUpdate.complete(TypeUrl.ROUTE, List.of()));
+    assertThat(store.snapshot(TypeUrl.ROUTE).isReceived()).isTrue();
+  }
+}
