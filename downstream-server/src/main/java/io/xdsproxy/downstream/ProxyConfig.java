@@ -25,12 +25,19 @@ import org.yaml.snakeyaml.nodes.ScalarNode;
  * @param xdsPort where clients connect (0: any free port)
  * @param adminPort where the admin HTTP server listens (0: any free port)
  * @param groupIdleGrace how long a node group with no streams keeps its upstream session and store
+ * @param notFoundTimeout how long a name the upstream was asked for may go unanswered before it is
+ *     taken not to exist ("Knowing When a Requested Resource Does Not Exist")
  */
 public record ProxyConfig(
-    Optional<String> upstream, Path resourcesDir, int xdsPort, int adminPort, Duration groupIdleGrace) {
+    Optional<String> upstream,
+    Path resourcesDir,
+    int xdsPort,
+    int adminPort,
+    Duration groupIdleGrace,
+    Duration notFoundTimeout) {
 
-  public static final ProxyConfig DEFAULTS =
-      new ProxyConfig(Optional.empty(), Path.of("deploy/examples/resources"), 18000, 19000, Duration.ofMinutes(5));
+  public static final ProxyConfig DEFAULTS = new ProxyConfig(
+      Optional.empty(), Path.of("deploy/examples/resources"), 18000, 19000, Duration.ofMinutes(5), Duration.ofSeconds(15));
 
   static final String USAGE =
       "usage: java -jar xds-proxy.jar [--config FILE] [--upstream HOST:PORT] [--resources-dir DIR]"
@@ -39,19 +46,23 @@ public record ProxyConfig(
   private static final List<String> KEYS = List.of("upstream", "resources-dir", "xds-port", "admin-port");
 
   public ProxyConfig withUpstream(String target) {
-    return new ProxyConfig(Optional.of(target), resourcesDir, xdsPort, adminPort, groupIdleGrace);
+    return new ProxyConfig(Optional.of(target), resourcesDir, xdsPort, adminPort, groupIdleGrace, notFoundTimeout);
   }
 
   public ProxyConfig withResourcesDir(Path dir) {
-    return new ProxyConfig(upstream, dir, xdsPort, adminPort, groupIdleGrace);
+    return new ProxyConfig(upstream, dir, xdsPort, adminPort, groupIdleGrace, notFoundTimeout);
   }
 
   public ProxyConfig withPorts(int xds, int admin) {
-    return new ProxyConfig(upstream, resourcesDir, xds, admin, groupIdleGrace);
+    return new ProxyConfig(upstream, resourcesDir, xds, admin, groupIdleGrace, notFoundTimeout);
   }
 
   public ProxyConfig withGroupIdleGrace(Duration grace) {
-    return new ProxyConfig(upstream, resourcesDir, xdsPort, adminPort, grace);
+    return new ProxyConfig(upstream, resourcesDir, xdsPort, adminPort, grace, notFoundTimeout);
+  }
+
+  public ProxyConfig withNotFoundTimeout(Duration timeout) {
+    return new ProxyConfig(upstream, resourcesDir, xdsPort, adminPort, groupIdleGrace, timeout);
   }
 
   /**

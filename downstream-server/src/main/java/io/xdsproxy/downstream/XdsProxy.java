@@ -37,7 +37,7 @@ public final class XdsProxy implements AutoCloseable {
     pool = Executors.newFixedThreadPool(Math.max(2, Runtime.getRuntime().availableProcessors()), threads("xds-proxy-worker"));
     timer = Executors.newSingleThreadScheduledExecutor(threads("xds-proxy-timer"));
     upstream = config.upstream().isPresent()
-        ? new AdsUpstream(config.upstream().get(), pool, timer, Backoff.DEFAULT)
+        ? new AdsUpstream(config.upstream().get(), pool, timer, Backoff.DEFAULT, config.notFoundTimeout())
         : new FileSystemSource(config.resourcesDir().toAbsolutePath().normalize());
     groups = new NodeGroups(NodeGrouping.byCluster(), upstream, pool, timer, config.groupIdleGrace());
     AggregatedDiscoveryService ads = new AggregatedDiscoveryService(groups, pool);
