@@ -62,7 +62,6 @@ final class SotwUpstreamSession implements UpstreamSession {
   private ClientCallStreamObserver<DiscoveryRequest> stream;
   /** Counts streams, so callbacks of an abandoned stream are told apart and ignored. */
   private int generation;
-  private boolean nodeSent;
   private int failedAttempts;
   private boolean closed;
 
@@ -100,10 +99,19 @@ final class SotwUpstreamSession implements UpstreamSession {
       Interest previous = state.interest;
       state.interest = interest;
       forgetWhatIsNoLongerWanted(state, previous);
+      boolean asksForMore = interest.wildcard() && !previous.wildcard();
       for (String name : interest.names()) {
-        if (!previous.names().contains(name) && !state.received.contains(name)) {
-          armNotFoundTimer(state, name);
+        if (!state.received.contains(name)) {
+          asksForMore = true;
+          if (!previous.names().contains(name)) {
+            armNotFoundTimer(state, name);
+          }
         }
+      }
+      if (asksForMore) {
+        // "The server must resend any newly requested resources": servers that answer only when the
+        // request's version differs from theirs need an empty version to do so.
+        state.acceptedVersion = "";
       }
       if (stream != null) {
         send(state, null);
@@ -127,7 +135,6 @@ final class SotwUpstreamSession implements UpstreamSession {
       return;
     }
     int streamGeneration = ++generation;
-    nodeSent = false;
     types.values().forEach(TypeState::newStream);
     AggregatedDiscoveryServiceGrpc.newStub(channel).streamAggregatedResources(
         new ClientResponseObserver<DiscoveryRequest, DiscoveryResponse>() {
@@ -289,10 +296,9 @@ final class SotwUpstreamSession implements UpstreamSession {
         .setVersionInfo(state.acceptedVersion)
         .setResponseNonce(state.nonce)
         .addAllResourceNames(names);
-    if (!nodeSent) {
-      request.setNode(node);
-      nodeSent = true;
-    }
+    // Only the first request must carry the node, but some control planes (java-control-plane among
+    // them) read it from every request; one session per group makes the bytes negligible.
+    request.setNode(node);
     if (error != null) {
       request.setErrorDetail(error);
     }
