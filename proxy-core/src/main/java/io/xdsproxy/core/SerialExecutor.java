@@ -3,6 +3,7 @@ package io.xdsproxy.core;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -37,7 +38,13 @@ public final class SerialExecutor implements Executor {
 
   private void schedule() {
     if (scheduled.compareAndSet(false, true)) {
-      pool.execute(this::drain);
+      try {
+        pool.execute(this::drain);
+      } catch (RejectedExecutionException e) {
+        // Only a pool that is shutting down refuses work: the proxy is stopping, the tasks die with it.
+        log.debug("{}: {} task(s) dropped, the pool is shut down", owner, tasks.size());
+        tasks.clear();
+      }
     }
   }
 

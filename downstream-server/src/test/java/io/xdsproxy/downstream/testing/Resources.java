@@ -1,12 +1,14 @@
 package io.xdsproxy.downstream.testing;
 
 import com.google.protobuf.Any;
+import com.google.protobuf.UInt32Value;
 import com.google.protobuf.util.Durations;
 import io.envoyproxy.envoy.config.cluster.v3.Cluster;
 import io.envoyproxy.envoy.config.core.v3.AggregatedConfigSource;
 import io.envoyproxy.envoy.config.core.v3.ApiVersion;
 import io.envoyproxy.envoy.config.core.v3.Address;
 import io.envoyproxy.envoy.config.core.v3.ConfigSource;
+import io.envoyproxy.envoy.config.core.v3.Locality;
 import io.envoyproxy.envoy.config.core.v3.SocketAddress;
 import io.envoyproxy.envoy.config.endpoint.v3.ClusterLoadAssignment;
 import io.envoyproxy.envoy.config.endpoint.v3.Endpoint;
@@ -78,7 +80,10 @@ public final class Resources {
   public static ClusterLoadAssignment endpoints(String cluster, int port) {
     return ClusterLoadAssignment.newBuilder()
         .setClusterName(cluster)
+        // grpc-java ignores a locality without a weight.
         .addEndpoints(LocalityLbEndpoints.newBuilder()
+            .setLocality(Locality.newBuilder().setRegion("test").setZone("test-a"))
+            .setLoadBalancingWeight(UInt32Value.of(1))
             .addLbEndpoints(LbEndpoint.newBuilder()
                 .setEndpoint(Endpoint.newBuilder()
                     .setAddress(Address.newBuilder()
