@@ -2,7 +2,6 @@ package io.xdsproxy.downstream;
 
 import io.xdsproxy.downstream.ProxyConfig.ConfigException;
 import java.io.IOException;
-import java.net.BindException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.slf4j.bridge.SLF4JBridgeHandler;
@@ -15,11 +14,15 @@ public final class Main {
   public static void main(String[] args) {
     SLF4JBridgeHandler.removeHandlersForRootLogger();
     SLF4JBridgeHandler.install();
+    if (args.length == 1 && (args[0].equals("--help") || args[0].equals("-h"))) {
+      System.out.println(ProxyConfig.USAGE);
+      return;
+    }
     ProxyConfig config;
     try {
       config = ProxyConfig.parse(args);
     } catch (ConfigException e) {
-      System.err.println("xds-proxy: " + e.getMessage() + "\n" + ProxyConfig.USAGE);
+      System.err.println("xds-proxy: " + e.getMessage() + " (--help shows the flags)");
       System.exit(2);
       return;
     }
@@ -27,10 +30,7 @@ public final class Main {
     try {
       proxy = XdsProxy.start(config);
     } catch (IOException e) {
-      String why = e instanceof BindException || e.getCause() instanceof BindException
-          ? "a port is already in use (xDS " + config.xdsPort() + ", admin " + config.adminPort() + ")"
-          : e.getMessage();
-      System.err.println("xds-proxy: cannot start: " + why);
+      System.err.println("xds-proxy: cannot start: " + e.getMessage());
       System.exit(1);
       return;
     }

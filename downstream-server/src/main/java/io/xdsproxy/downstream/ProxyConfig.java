@@ -39,9 +39,15 @@ public record ProxyConfig(
   public static final ProxyConfig DEFAULTS = new ProxyConfig(
       Optional.empty(), Path.of("deploy/examples/resources"), 18000, 19000, Duration.ofMinutes(5), Duration.ofSeconds(15));
 
-  static final String USAGE =
-      "usage: java -jar xds-proxy.jar [--config FILE] [--upstream HOST:PORT] [--resources-dir DIR]"
-          + " [--xds-port N] [--admin-port N]";
+  static final String USAGE = """
+      usage: java -jar xds-proxy.jar [flags]
+        --config FILE         YAML file whose keys are the flags below without their dashes;
+                              flags given on the command line override it
+        --upstream HOST:PORT  the control plane, over SotW ADS; without it, --resources-dir is served
+        --resources-dir DIR   directory of DiscoveryResponse files (JSON, YAML, text or binary proto),
+                              watched for changes (default deploy/examples/resources)
+        --xds-port N          where xDS clients connect (default 18000)
+        --admin-port N        admin HTTP: /healthz, /readyz (default 19000)""";
 
   private static final List<String> KEYS = List.of("upstream", "resources-dir", "xds-port", "admin-port");
 

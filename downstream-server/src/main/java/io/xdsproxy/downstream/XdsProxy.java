@@ -36,24 +36,33 @@ public final class XdsProxy implements AutoCloseable {
   private XdsProxy(ProxyConfig config) throws IOException {
     pool = Executors.newFixedThreadPool(Math.max(2, Runtime.getRuntime().availableProcessors()), threads("xds-proxy-worker"));
     timer = Executors.newSingleThreadScheduledExecutor(threads("xds-proxy-timer"));
-    upstream = config.upstream().isPresent()
-        ? new AdsUpstream(config.upstream().get(), pool, timer, Backoff.DEFAULT, config.notFoundTimeout())
-        : new FileSystemSource(config.resourcesDir().toAbsolutePath().normalize());
+    try {
+      upstream = config.upstream().isPresent()
+          ? new AdsUpstream(config.upstream().get(), pool, timer, Backoff.DEFAULT, config.notFoundTimeout())
+          : new FileSystemSource(config.resourcesDir().toAbsolutePath().normalize());
+    } catch (IOException e) {
+      timer.shutdownNow();
+      pool.shutdown();
+      throw e;
+    }
     groups = new NodeGroups(NodeGrouping.byCluster(), upstream, pool, timer, config.groupIdleGrace());
     AggregatedDiscoveryService ads = new AggregatedDiscoveryService(groups, pool);
     Server started = null;
     AdminServer adminStarted = null;
     try {
-      started = NettyServerBuilder.forAddress(new InetSocketAddress(config.xdsPort()))
+      started = listen(NettyServerBuilder.forAddress(new InetSocketAddress(config.xdsPort()))
           .addService(ServerInterceptors.intercept(ads, new PeerInterceptor()))
           .executor(pool)
           .maxInboundMessageSize(MAX_REQUEST_BYTES)
           // Envoy and gRPC clients ping to keep ADS streams alive through load balancers.
           .permitKeepAliveTime(10, TimeUnit.SECONDS)
           .permitKeepAliveWithoutCalls(true)
-          .build()
-          .start();
-      adminStarted = new AdminServer(config.adminPort(), () -> !pool.isShutdown(), pool);
+          .build(), "xDS", config.xdsPort());
+      try {
+        adminStarted = new AdminServer(config.adminPort(), () -> !pool.isShutdown(), pool);
+      } catch (IOException e) {
+        throw new IOException("cannot listen for admin HTTP on port " + config.adminPort() + ": " + e.getMessage(), e);
+      }
     } catch (IOException | RuntimeException e) {
       if (started != null) {
         started.shutdownNow();
@@ -65,10 +74,20 @@ public final class XdsProxy implements AutoCloseable {
     admin = adminStarted;
   }
 
+  private static Server listen(Server server, String what, int port) throws IOException {
+    try {
+      return server.start();
+    } catch (IOException e) {
+      Throwable cause = e.getCause() != null ? e.getCause() : e;
+      throw new IOException("cannot listen for " + what + " on port " + port + ": " + cause.getMessage(), e);
+    }
+  }
+
   /**
    * Starts a proxy as {@code config} says.
    *
-   * @throws IOException when a port cannot be bound
+   * @throws IOException when a port cannot be bound or the resources directory cannot be read; the
+   *     message is the one line to print
    */
   public static XdsProxy start(ProxyConfig config) throws IOException {
     return new XdsProxy(config);
