@@ -145,13 +145,16 @@ public final class FileSystemSource implements UpstreamSource {
           }
         }
       }
-      files.keySet().removeIf(file -> {
-        boolean removed = !seen.containsKey(file);
-        if (removed) {
-          log.info("resources file {} removed", file);
-        }
-        return removed;
-      });
+      boolean changed = !seen.keySet().equals(files.keySet());
+      for (Map.Entry<Path, FileState> entry : seen.entrySet()) {
+        changed |= files.get(entry.getKey()) != entry.getValue();
+      }
+      if (!changed) {
+        return;
+      }
+      files.keySet().stream().filter(file -> !seen.containsKey(file))
+          .forEach(file -> log.info("resources file {} removed", file));
+      files.clear();
       files.putAll(seen);
       publish();
     } catch (IOException | RuntimeException e) {

@@ -1,0 +1,64 @@
+package io.xdsproxy.downstream;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.xdsproxy.downstream.ProxyConfig.ConfigException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class ProxyConfigTest {
+
+  @TempDir
+  Path dir;
+
+  @Test
+  void noFlagsGiveTheDocumentedDefaults() throws Exception {
+    ProxyConfig config = ProxyConfig.parse(new String[0]);
+
+    assertThat(config.upstream()).isEmpty();
+    assertThat(config.resourcesDir()).isEqualTo(Path.of("deploy/examples/resources"));
+    assertThat(config.xdsPort()).isEqualTo(18000);
+    assertThat(config.adminPort()).isEqualTo(19000);
+  }
+
+  @Test
+  void flagsOverrideTheConfigFileAndBothSpellingsOfAFlagWork() throws Exception {
+    Path file = Files.writeString(dir.resolve("proxy.yaml"), "upstream: istiod.istio-system:15010\nxds-port: 15000\n");
+
+    ProxyConfig config = ProxyConfig.parse(new String[] {"--config", file.toString(), "--xds-port=16000", "--admin-port", "0"});
+
+    assertThat(config.upstream()).contains("istiod.istio-system:15010");
+    assertThat(config.xdsPort()).isEqualTo(16000);
+    assertThat(config.adminPort()).isZero();
+  }
+
+  @Test
+  void anUnknownKeyInTheFileIsNamedWithItsLine() throws Exception {
+    Path file = Files.writeString(dir.resolve("proxy.yaml"), "xds-port: 15000\nupstreem: cp:1\n");
+
+    assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--config", file.toString()}))
+        .isInstanceOf(ConfigException.class)
+        .hasMessageContaining("line 2")
+        .hasMessageContaining("'upstreem'");
+  }
+
+  @Test
+  void anUpstreamWithoutAPortIsRefused() {
+    assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--upstream", "control-plane"}))
+        .isInstanceOf(ConfigException.class)
+        .hasMessageContaining("flag --upstream")
+        .hasMessageContaining("HOST:PORT");
+  }
+
+  @Test
+  void aFileThatIsNotYamlIsRefusedNamingTheFile() throws Exception {
+    Path file = Files.writeString(dir.resolve("broken.yaml"), "xds-port: [15000\n");
+
+    assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--config", file.toString()}))
+        .isInstanceOf(ConfigException.class)
+        .hasMessageContaining("broken.yaml");
+  }
+}
