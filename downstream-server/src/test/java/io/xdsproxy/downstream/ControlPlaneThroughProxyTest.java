@@ -10,7 +10,7 @@ import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.downstream.testing.AdsTestClient;
 import io.xdsproxy.downstream.testing.Backend;
-import io.xdsproxy.downstream.testing.ControlPlane;
+import io.xdsproxy.upstream.testing.ControlPlane;
 import io.xdsproxy.downstream.testing.Resources;
 import io.xdsproxy.downstream.testing.XdsClientChannel;
 import java.time.Duration;

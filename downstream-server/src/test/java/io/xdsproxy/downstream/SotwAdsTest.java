@@ -14,7 +14,7 @@ import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.grpc.Status.Code;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.downstream.testing.AdsTestClient;
-import io.xdsproxy.downstream.testing.ControlPlane;
+import io.xdsproxy.upstream.testing.ControlPlane;
 import io.xdsproxy.downstream.testing.Resources;
 import java.time.Duration;
 import java.util.List;

@@ -1,4 +1,4 @@
-package io.xdsproxy.downstream.testing;
+package io.xdsproxy.upstream.testing;
 
 import io.envoyproxy.controlplane.cache.v3.SimpleCache;
 import io.envoyproxy.controlplane.cache.v3.Snapshot;
@@ -17,14 +17,17 @@ import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
  * A real upstream: java-control-plane's V3DiscoveryServer over a SimpleCache keyed by node.cluster,
- * on a loopback port. Records which node group opened each ADS stream.
+ * on a loopback port. Records which node group opened each ADS stream and every request. It can be
+ * stopped and started again on the same port, with the same snapshots, like a restarted control plane.
  */
 public final class ControlPlane implements AutoCloseable {
 
   private final SimpleCache<String> cache = new SimpleCache<>(node -> node.getCluster());
   private final Map<Long, String> streamGroups = new ConcurrentHashMap<>();
   private final List<DiscoveryRequest> requests = new CopyOnWriteArrayList<>();
-  private final Server server;
+  private final V3DiscoveryServer discovery;
+  private int port;
+  private Server server;
 
   public ControlPlane() throws IOException {
     DiscoveryServerCallbacks callbacks = new DiscoveryServerCallbacks() {
@@ -39,15 +42,27 @@ public final class ControlPlane implements AutoCloseable {
       @Override
       public void onV3StreamDeltaRequest(long streamId, DeltaDiscoveryRequest request) {}
     };
-    V3DiscoveryServer discovery = new V3DiscoveryServer(callbacks, cache);
-    server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
+    discovery = new V3DiscoveryServer(callbacks, cache);
+    start();
+  }
+
+  /** Starts serving, on the port of the previous start if there was one. */
+  public void start() throws IOException {
+    server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port))
         .addService(discovery.getAggregatedDiscoveryServiceImpl())
         .build()
         .start();
+    port = server.getPort();
+  }
+
+  /** Stops serving and cuts every open stream, as a crashed control plane would. */
+  public void stop() throws InterruptedException {
+    server.shutdownNow();
+    server.awaitTermination();
   }
 
   public String target() {
-    return "127.0.0.1:" + server.getPort();
+    return "127.0.0.1:" + port;
   }
 
   public void setSnapshot(String group, Snapshot snapshot) {

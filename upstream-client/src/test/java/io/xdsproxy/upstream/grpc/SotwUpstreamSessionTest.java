@@ -1,0 +1,221 @@
+package io.xdsproxy.upstream.grpc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.google.protobuf.Any;
+import com.google.protobuf.ByteString;
+import io.envoyproxy.controlplane.cache.v3.Snapshot;
+import io.envoyproxy.envoy.config.cluster.v3.Cluster;
+import io.envoyproxy.envoy.config.core.v3.Node;
+import io.envoyproxy.envoy.config.endpoint.v3.ClusterLoadAssignment;
+import io.envoyproxy.envoy.config.listener.v3.Listener;
+import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
+import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
+import io.xdsproxy.core.Interest;
+import io.xdsproxy.core.NodeGroupKey;
+import io.xdsproxy.core.ResourceUpdate;
+import io.xdsproxy.core.TypeUrl;
+import io.xdsproxy.core.UpstreamSource.UpstreamSession;
+import io.xdsproxy.core.XdsResource;
+import io.xdsproxy.upstream.testing.ControlPlane;
+import io.xdsproxy.upstream.testing.ScriptedControlPlane;
+import java.time.Duration;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/** One node group's SotW ADS session against java-control-plane, and against a control plane that misbehaves. */
+class SotwUpstreamSessionTest {
+
+  private static final Duration WAIT = Duration.ofSeconds(10);
+  private static final Backoff FAST = new Backoff(Duration.ofMillis(50), Duration.ofMillis(200), 2.0, 0.2);
+  private static final Node NODE = Node.newBuilder().setId("first-client").setCluster("fleet").build();
+
+  private final ExecutorService pool = Executors.newFixedThreadPool(2);
+  private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
+  private final List<ResourceUpdate> updates = new CopyOnWriteArrayList<>();
+  private AdsUpstream upstream;
+
+  @AfterEach
+  void stop() {
+    if (upstream != null) {
+      upstream.close();
+    }
+    timer.shutdownNow();
+    pool.shutdownNow();
+  }
+
+  private UpstreamSession open(String target, Duration notFoundTimeout) {
+    upstream = new AdsUpstream(target, pool, timer, FAST, notFoundTimeout);
+    return upstream.open(new NodeGroupKey("fleet"), NODE, updates::add);
+  }
+
+  private static Snapshot clusters(String version, String... names) {
+    List<Cluster> clusters = java.util.Arrays.stream(names)
+        .map(name -> Cluster.newBuilder().setName(name).setType(Cluster.DiscoveryType.EDS).build()).toList();
+    List<ClusterLoadAssignment> endpoints = java.util.Arrays.stream(names)
+        .map(name -> ClusterLoadAssignment.newBuilder().setClusterName(name).build()).toList();
+    return Snapshot.create(clusters, endpoints, List.of(), List.of(), List.of(), version);
+  }
+
+  private ResourceUpdate lastUpdate(TypeUrl type) {
+    return updates.stream().filter(u -> u.type().equals(type)).reduce((a, b) -> b).orElse(null);
+  }
+
+  private static List<String> names(ResourceUpdate update) {
+    return update == null ? List.of() : update.resources().stream().map(XdsResource::name).sorted().toList();
+  }
+
+  private static List<DiscoveryRequest> requestsOf(ControlPlane controlPlane, TypeUrl type) {
+    return controlPlane.requests().stream().filter(r -> r.getTypeUrl().equals(type.url())).toList();
+  }
+
+  @Test
+  void aWildcardIsAskedForTheLegacyWayWithTheNodeAndItsAnswerIsCompleteAndAcked() throws Exception {
+    try (ControlPlane controlPlane = new ControlPlane()) {
+      controlPlane.setSnapshot("fleet", clusters("1", "a", "b"));
+      UpstreamSession session = open(controlPlane.target(), WAIT);
+
+      session.updateInterest(TypeUrl.CLUSTER, new Interest(true, Set.of()));
+
+      await().atMost(WAIT).until(() -> names(lastUpdate(TypeUrl.CLUSTER)).equals(List.of("a", "b")));
+      ResourceUpdate update = lastUpdate(TypeUrl.CLUSTER);
+      assertThat(update.complete()).isTrue();
+      assertThat(update.replaceAll()).isTrue();
+      await().atMost(WAIT).until(() -> requestsOf(controlPlane, TypeUrl.CLUSTER).size() >= 2);
+      DiscoveryRequest first = requestsOf(controlPlane, TypeUrl.CLUSTER).get(0);
+      DiscoveryRequest ack = requestsOf(controlPlane, TypeUrl.CLUSTER).get(1);
+      assertThat(first.getResourceNamesList()).isEmpty();
+      assertThat(first.getNode()).isEqualTo(NODE);
+      assertThat(first.getVersionInfo()).isEmpty();
+      assertThat(ack.getVersionInfo()).isEqualTo("1");
+      assertThat(ack.getResponseNonce()).isNotEmpty();
+      assertThat(ack.hasErrorDetail()).isFalse();
+      assertThat(controlPlane.streamGroups()).containsExactly("fleet");
+    }
+  }
+
+  @Test
+  void namedInterestAsksForExactlyThoseNamesAndAnAddedNameIsFetched() throws Exception {
+    try (ControlPlane controlPlane = new ControlPlane()) {
+      controlPlane.setSnapshot("fleet", clusters("1", "a", "b"));
+      UpstreamSession session = open(controlPlane.target(), WAIT);
+
+      session.updateInterest(TypeUrl.ENDPOINT, new Interest(false, Set.of("a")));
+      await().atMost(WAIT).until(() -> names(lastUpdate(TypeUrl.ENDPOINT)).equals(List.of("a")));
+      assertThat(lastUpdate(TypeUrl.ENDPOINT).complete()).as("named answers say nothing of other names").isFalse();
+
+      session.updateInterest(TypeUrl.ENDPOINT, new Interest(false, Set.of("a", "b")));
+
+      await().atMost(WAIT).until(() -> names(lastUpdate(TypeUrl.ENDPOINT)).contains("b"));
+      assertThat(requestsOf(controlPlane, TypeUrl.ENDPOINT))
+          .anySatisfy(request -> assertThat(request.getResourceNamesList()).containsExactly("a", "b"));
+    }
+  }
+
+  @Test
+  void namesNoLongerWantedAreForgottenAndTheUpstreamIsToldSo() throws Exception {
+    try (ControlPlane controlPlane = new ControlPlane()) {
+      controlPlane.setSnapshot("fleet", clusters("1", "a", "b"));
+      UpstreamSession session = open(controlPlane.target(), WAIT);
+      session.updateInterest(TypeUrl.ENDPOINT, new Interest(false, Set.of("a", "b")));
+      await().atMost(WAIT).until(() -> names(lastUpdate(TypeUrl.ENDPOINT)).equals(List.of("a", "b")));
+
+      session.updateInterest(TypeUrl.ENDPOINT, new Interest(false, Set.of("a")));
+
+      await().atMost(WAIT).until(() -> lastUpdate(TypeUrl.ENDPOINT).forgotten().equals(Set.of("b")));
+      await().atMost(WAIT).until(() -> requestsOf(controlPlane, TypeUrl.ENDPOINT).stream()
+          .anyMatch(request -> request.getResourceNamesList().equals(List.of("a"))));
+    }
+  }
+
+  @Test
+  void aRestartedControlPlaneIsReconnectedToAskedAgainAndItsNewStateArrives() throws Exception {
+    try (ControlPlane controlPlane = new ControlPlane()) {
+      controlPlane.setSnapshot("fleet", clusters("1", "a"));
+      UpstreamSession session = open(controlPlane.target(), WAIT);
+      session.updateInterest(TypeUrl.CLUSTER, new Interest(true, Set.of()));
+      await().atMost(WAIT).until(() -> names(lastUpdate(TypeUrl.CLUSTER)).equals(List.of("a")));
+
+      controlPlane.stop();
+      int before = controlPlane.requests().size();
+      controlPlane.setSnapshot("fleet", clusters("2", "a", "c"));
+      controlPlane.start();
+
+      await().atMost(WAIT).until(() -> names(lastUpdate(TypeUrl.CLUSTER)).equals(List.of("a", "c")));
+      DiscoveryRequest again = controlPlane.requests().get(before);
+      assertThat(again.getNode()).isEqualTo(NODE);
+      assertThat(again.getVersionInfo()).as("the version it had, as the spec asks of a reconnecting client").isEqualTo("1");
+      assertThat(again.getResponseNonce()).as("nonces do not survive a stream").isEmpty();
+    }
+  }
+
+  @Test
+  void aNameTheControlPlaneNeverSendsIsTakenNotToExistAfterTheTimeout() throws Exception {
+    try (ControlPlane controlPlane = new ControlPlane()) {
+      controlPlane.setSnapshot("fleet", clusters("1", "a"));
+      UpstreamSession session = open(controlPlane.target(), Duration.ofMillis(300));
+
+      session.updateInterest(TypeUrl.ROUTE, new Interest(false, Set.of("missing")));
+
+      await().atMost(WAIT).until(() -> lastUpdate(TypeUrl.ROUTE) != null);
+      assertThat(lastUpdate(TypeUrl.ROUTE).removed()).containsExactly("missing");
+    }
+  }
+
+  @Test
+  void aListenerLeftOutOfTheFirstAnswerOnAStreamDoesNotExist() throws Exception {
+    try (ScriptedControlPlane controlPlane = new ScriptedControlPlane()) {
+      UpstreamSession session = open(controlPlane.target(), WAIT);
+      session.updateInterest(TypeUrl.LISTENER, new Interest(false, Set.of("present", "missing")));
+      assertThat(controlPlane.nextRequest(WAIT).getResourceNamesList()).containsExactly("missing", "present");
+
+      controlPlane.send(DiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.LISTENER.url()).setVersionInfo("1").setNonce("n1")
+          .addResources(Any.pack(Listener.newBuilder().setName("present").build())).build());
+
+      await().atMost(WAIT).until(() -> lastUpdate(TypeUrl.LISTENER) != null);
+      assertThat(names(lastUpdate(TypeUrl.LISTENER))).containsExactly("present");
+      assertThat(lastUpdate(TypeUrl.LISTENER).removed()).containsExactly("missing");
+    }
+  }
+
+  @Test
+  void aResponseWithAResourceOfTheWrongTypeIsNackedNamingItAndNotPassedOn() throws Exception {
+    try (ScriptedControlPlane controlPlane = new ScriptedControlPlane()) {
+      UpstreamSession session = open(controlPlane.target(), WAIT);
+      session.updateInterest(TypeUrl.CLUSTER, new Interest(true, Set.of()));
+      controlPlane.nextRequest(WAIT);
+
+      controlPlane.send(DiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).setVersionInfo("bad").setNonce("n1")
+          .addResources(Any.pack(Cluster.newBuilder().setName("fine").build()))
+          .addResources(Any.pack(ClusterLoadAssignment.newBuilder().setClusterName("intruder").build()))
+          .build());
+      DiscoveryRequest nack = controlPlane.nextRequest(WAIT);
+
+      assertThat(nack.hasErrorDetail()).isTrue();
+      assertThat(nack.getErrorDetail().getMessage()).contains("resource #1").contains("ClusterLoadAssignment");
+      assertThat(nack.getResponseNonce()).isEqualTo("n1");
+      assertThat(nack.getVersionInfo()).as("the last version accepted: none").isEmpty();
+      assertThat(updates).isEmpty();
+
+      controlPlane.send(DiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).setVersionInfo("good").setNonce("n2")
+          .addResources(Any.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).setValue(ByteString.copyFromUtf8("\u00ff")))
+          .build());
+      DiscoveryRequest secondNack = controlPlane.nextRequest(WAIT);
+      assertThat(secondNack.getErrorDetail().getMessage()).contains("does not parse");
+
+      controlPlane.send(DiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).setVersionInfo("v3").setNonce("n3")
+          .addResources(Any.pack(Cluster.newBuilder().setName("fine").build())).build());
+      DiscoveryRequest ack = controlPlane.nextRequest(WAIT);
+      assertThat(ack.hasErrorDetail()).isFalse();
+      assertThat(ack.getVersionInfo()).isEqualTo("v3");
+      await().atMost(WAIT).until(() -> names(lastUpdate(TypeUrl.CLUSTER)).equals(List.of("fine")));
+    }
+  }
+}

@@ -1,0 +1,75 @@
+package io.xdsproxy.upstream.testing;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.envoyproxy.envoy.service.discovery.v3.AggregatedDiscoveryServiceGrpc.AggregatedDiscoveryServiceImplBase;
+import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
+import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
+import io.grpc.Server;
+import io.grpc.netty.NettyServerBuilder;
+import io.grpc.stub.StreamObserver;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * An ADS server on loopback whose every response the test writes by hand: the control plane that
+ * sends what no well-behaved one would (a resource of the wrong type, bytes that do not parse), and
+ * whose every request the test reads.
+ */
+public final class ScriptedControlPlane implements AutoCloseable {
+
+  private final BlockingQueue<DiscoveryRequest> requests = new LinkedBlockingQueue<>();
+  private volatile StreamObserver<DiscoveryResponse> stream;
+  private final Server server;
+
+  public ScriptedControlPlane() throws IOException {
+    server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
+        .addService(new AggregatedDiscoveryServiceImplBase() {
+          @Override
+          public StreamObserver<DiscoveryRequest> streamAggregatedResources(StreamObserver<DiscoveryResponse> responses) {
+            stream = responses;
+            return new StreamObserver<>() {
+              @Override
+              public void onNext(DiscoveryRequest request) {
+                requests.add(request);
+              }
+
+              @Override
+              public void onError(Throwable t) {}
+
+              @Override
+              public void onCompleted() {
+                responses.onCompleted();
+              }
+            };
+          }
+        })
+        .build()
+        .start();
+  }
+
+  public String target() {
+    return "127.0.0.1:" + server.getPort();
+  }
+
+  /** The next request the proxy sent, failing if none comes within {@code timeout}. */
+  public DiscoveryRequest nextRequest(Duration timeout) throws InterruptedException {
+    DiscoveryRequest request = requests.poll(timeout.toMillis(), TimeUnit.MILLISECONDS);
+    assertThat(request).as("a request from the proxy within %s", timeout).isNotNull();
+    return request;
+  }
+
+  /** Sends {@code response} on the latest stream. */
+  public void send(DiscoveryResponse response) {
+    stream.onNext(response);
+  }
+
+  @Override
+  public void close() {
+    server.shutdownNow();
+  }
+}
