@@ -27,6 +27,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -286,7 +287,7 @@ final class SotwUpstreamSession implements UpstreamSession {
     if (interest.wildcard() && (state.explicitOnStream || !interest.names().isEmpty())) {
       names.add(Subscription.WILDCARD);
     }
-    names.addAll(new java.util.TreeSet<>(interest.names()));
+    names.addAll(new TreeSet<>(interest.names()));
     if (names.isEmpty() && !interest.wildcard() && !state.explicitOnStream) {
       // Nothing wanted and nothing asked on this stream: an empty request would be a legacy wildcard.
       return;
