@@ -6,8 +6,9 @@ import io.grpc.netty.NettyServerBuilder;
 import io.xdsproxy.core.NodeGrouping;
 import io.xdsproxy.core.NodeGroups;
 import io.xdsproxy.core.UpstreamSource;
-import io.xdsproxy.downstream.sotw.AggregatedDiscoveryService;
-import io.xdsproxy.downstream.sotw.PeerInterceptor;
+import io.xdsproxy.downstream.xds.AggregatedDiscoveryService;
+import io.xdsproxy.downstream.xds.PeerInterceptor;
+import io.xdsproxy.downstream.xds.PerTypeServices;
 import io.xdsproxy.upstream.fs.FileSystemSource;
 import io.xdsproxy.upstream.grpc.AdsUpstream;
 import io.xdsproxy.upstream.grpc.Backoff;
@@ -50,8 +51,11 @@ public final class XdsProxy implements AutoCloseable {
     Server started = null;
     AdminServer adminStarted = null;
     try {
-      started = listen(NettyServerBuilder.forAddress(new InetSocketAddress(config.xdsPort()))
-          .addService(ServerInterceptors.intercept(ads, new PeerInterceptor()))
+      NettyServerBuilder builder = NettyServerBuilder.forAddress(new InetSocketAddress(config.xdsPort()));
+      PeerInterceptor peers = new PeerInterceptor();
+      builder.addService(ServerInterceptors.intercept(ads, peers));
+      PerTypeServices.definitions(groups, pool).forEach(service -> builder.addService(ServerInterceptors.intercept(service, peers)));
+      started = listen(builder
           .executor(pool)
           .maxInboundMessageSize(MAX_REQUEST_BYTES)
           // Envoy and gRPC clients ping to keep ADS streams alive through load balancers.

@@ -1,6 +1,6 @@
 package io.xdsproxy.downstream;
 
-import static io.xdsproxy.downstream.testing.AdsTestClient.node;
+import static io.xdsproxy.downstream.testing.XdsTestClient.node;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -8,7 +8,7 @@ import io.envoyproxy.controlplane.cache.v3.Snapshot;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.xdsproxy.core.TypeUrl;
-import io.xdsproxy.downstream.testing.AdsTestClient;
+import io.xdsproxy.downstream.testing.XdsTestClient;
 import io.xdsproxy.downstream.testing.Backend;
 import io.xdsproxy.upstream.testing.ControlPlane;
 import io.xdsproxy.downstream.testing.Resources;
@@ -69,9 +69,9 @@ class ControlPlaneThroughProxyTest {
   void clientsOfOneNodeGroupShareOneUpstreamStreamAndASecondGroupOpensASecond() {
     controlPlane.setSnapshot("fleet-a", greeterAt(1, "1"));
     controlPlane.setSnapshot("fleet-b", greeterAt(2, "1"));
-    try (AdsTestClient a1 = new AdsTestClient(proxy.xdsPort());
-        AdsTestClient a2 = new AdsTestClient(proxy.xdsPort());
-        AdsTestClient b1 = new AdsTestClient(proxy.xdsPort())) {
+    try (var a1 = XdsTestClient.sotwAds(proxy.xdsPort());
+        var a2 = XdsTestClient.sotwAds(proxy.xdsPort());
+        var b1 = XdsTestClient.sotwAds(proxy.xdsPort())) {
       a1.send(wildcardClusters("a1", "fleet-a"));
       a2.send(wildcardClusters("a2", "fleet-a"));
       assertThat(a1.next(WAIT).getResourcesCount()).isEqualTo(1);

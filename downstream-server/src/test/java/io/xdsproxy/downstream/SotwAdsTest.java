@@ -1,6 +1,6 @@
 package io.xdsproxy.downstream;
 
-import static io.xdsproxy.downstream.testing.AdsTestClient.node;
+import static io.xdsproxy.downstream.testing.XdsTestClient.node;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.Any;
@@ -13,7 +13,7 @@ import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.grpc.Status.Code;
 import io.xdsproxy.core.TypeUrl;
-import io.xdsproxy.downstream.testing.AdsTestClient;
+import io.xdsproxy.downstream.testing.XdsTestClient;
 import io.xdsproxy.upstream.testing.ControlPlane;
 import io.xdsproxy.downstream.testing.Resources;
 import java.time.Duration;
@@ -31,13 +31,13 @@ class SotwAdsTest {
 
   private ControlPlane controlPlane;
   private XdsProxy proxy;
-  private AdsTestClient client;
+  private XdsTestClient<DiscoveryRequest, DiscoveryResponse> client;
 
   @BeforeEach
   void start() throws Exception {
     controlPlane = new ControlPlane();
     proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0));
-    client = new AdsTestClient(proxy.xdsPort());
+    client = XdsTestClient.sotwAds(proxy.xdsPort());
   }
 
   @AfterEach
@@ -112,7 +112,7 @@ class SotwAdsTest {
   @Test
   void aNewlyAddedNameIsSentEvenThoughItDidNotChange() throws Exception {
     publish("1", 1000, "a", "b");
-    try (AdsTestClient other = new AdsTestClient(proxy.xdsPort())) {
+    try (var other = XdsTestClient.sotwAds(proxy.xdsPort())) {
       // Another client of the group has b cached in the proxy's store already.
       other.send(request(TypeUrl.ENDPOINT, "a", "b").setNode(node("n2", "fleet")).build());
       assertThat(names(other.next(WAIT))).containsExactlyInAnyOrder("a", "b");
@@ -210,7 +210,7 @@ class SotwAdsTest {
   @Test
   void aMalformedTypeUrlIsRefusedAndOtherClientsAreNotDisturbed() throws Exception {
     publish("1", 1000, "a");
-    try (AdsTestClient other = new AdsTestClient(proxy.xdsPort())) {
+    try (var other = XdsTestClient.sotwAds(proxy.xdsPort())) {
       other.send(request(TypeUrl.CLUSTER).setNode(node("n2", "fleet")).build());
       other.send(ack(other.next(WAIT)));
 

@@ -57,6 +57,23 @@ public final class TypeSnapshot {
     return resources.get(name);
   }
 
+  /**
+   * The resource named {@code nameOrAlias}, or the one that has it among its aliases ("Resource
+   * names": a client may subscribe to either). Aliases are rare (VHDS), so they are searched.
+   */
+  public XdsResource resolve(String nameOrAlias) {
+    XdsResource byName = resources.get(nameOrAlias);
+    if (byName != null) {
+      return byName;
+    }
+    for (XdsResource resource : resources.values()) {
+      if (!resource.aliases().isEmpty() && resource.aliases().contains(nameOrAlias)) {
+        return resource;
+      }
+    }
+    return null;
+  }
+
   public NameState state(String name) {
     if (resources.containsKey(name)) {
       return NameState.PRESENT;

@@ -1,4 +1,4 @@
-package io.xdsproxy.downstream.sotw;
+package io.xdsproxy.downstream.xds;
 
 import io.grpc.Context;
 import io.grpc.Contexts;

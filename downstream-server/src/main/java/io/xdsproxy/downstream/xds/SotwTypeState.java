@@ -1,4 +1,4 @@
-package io.xdsproxy.downstream.sotw;
+package io.xdsproxy.downstream.xds;
 
 import com.google.protobuf.Any;
 import io.xdsproxy.core.Subscription;

@@ -2,16 +2,23 @@ package io.xdsproxy.downstream.testing;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.google.protobuf.Message;
 import io.envoyproxy.envoy.config.core.v3.Node;
 import io.envoyproxy.envoy.service.discovery.v3.AggregatedDiscoveryServiceGrpc;
+import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
+import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
+import io.grpc.CallOptions;
 import io.grpc.ManagedChannel;
+import io.grpc.MethodDescriptor;
 import io.grpc.Status;
 import io.grpc.netty.NettyChannelBuilder;
+import io.grpc.stub.ClientCalls;
 import io.grpc.stub.StreamObserver;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
@@ -19,23 +26,27 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 /**
- * A raw SotW ADS client over a real gRPC channel: the test decides every request, and sees every
- * response. Keeps a transcript of both, printed when an expectation fails.
+ * A raw xDS client over a real gRPC channel, for any of the streaming methods (SotW or Delta, ADS or
+ * per-type): the test decides every request and sees every response. Keeps a transcript of both,
+ * printed when an expectation fails.
+ *
+ * @param <Q> the request message
+ * @param <R> the response message
  */
-public final class AdsTestClient implements AutoCloseable {
+public final class XdsTestClient<Q extends Message, R extends Message> implements AutoCloseable {
 
   private final ManagedChannel channel;
-  private final StreamObserver<DiscoveryRequest> requests;
-  private final BlockingQueue<DiscoveryResponse> responses = new LinkedBlockingQueue<>();
+  private final StreamObserver<Q> requests;
+  private final BlockingQueue<R> responses = new LinkedBlockingQueue<>();
   private final CompletableFuture<Status> end = new CompletableFuture<>();
-  private final List<String> transcript = java.util.Collections.synchronizedList(new ArrayList<>());
+  private final List<String> transcript = Collections.synchronizedList(new ArrayList<>());
 
-  public AdsTestClient(int port) {
+  public XdsTestClient(int port, MethodDescriptor<Q, R> method) {
     channel = NettyChannelBuilder.forAddress("127.0.0.1", port).usePlaintext().build();
-    requests = AggregatedDiscoveryServiceGrpc.newStub(channel).streamAggregatedResources(new StreamObserver<>() {
+    requests = ClientCalls.asyncBidiStreamingCall(channel.newCall(method, CallOptions.DEFAULT), new StreamObserver<>() {
       @Override
-      public void onNext(DiscoveryResponse response) {
-        transcript.add("<- " + shortText(response));
+      public void onNext(R response) {
+        transcript.add("<- " + oneLine(response));
         responses.add(response);
       }
 
@@ -52,19 +63,27 @@ public final class AdsTestClient implements AutoCloseable {
     });
   }
 
+  public static XdsTestClient<DiscoveryRequest, DiscoveryResponse> sotwAds(int port) {
+    return new XdsTestClient<>(port, AggregatedDiscoveryServiceGrpc.getStreamAggregatedResourcesMethod());
+  }
+
+  public static XdsTestClient<DeltaDiscoveryRequest, DeltaDiscoveryResponse> deltaAds(int port) {
+    return new XdsTestClient<>(port, AggregatedDiscoveryServiceGrpc.getDeltaAggregatedResourcesMethod());
+  }
+
   public static Node node(String id, String cluster) {
     return Node.newBuilder().setId(id).setCluster(cluster).build();
   }
 
-  public void send(DiscoveryRequest request) {
-    transcript.add("-> " + request.toString().replace('\n', ' '));
+  public void send(Q request) {
+    transcript.add("-> " + oneLine(request));
     requests.onNext(request);
   }
 
   /** The next response, failing with the transcript if none comes within {@code timeout}. */
-  public DiscoveryResponse next(Duration timeout) {
+  public R next(Duration timeout) {
     try {
-      DiscoveryResponse response = responses.poll(timeout.toMillis(), TimeUnit.MILLISECONDS);
+      R response = responses.poll(timeout.toMillis(), TimeUnit.MILLISECONDS);
       assertThat(response).as("a response within %s; transcript:%n%s", timeout, transcript()).isNotNull();
       return response;
     } catch (InterruptedException e) {
@@ -76,7 +95,7 @@ public final class AdsTestClient implements AutoCloseable {
   /** Asserts that no response arrives within {@code quiet}. */
   public void expectNoResponse(Duration quiet) {
     try {
-      DiscoveryResponse response = responses.poll(quiet.toMillis(), TimeUnit.MILLISECONDS);
+      R response = responses.poll(quiet.toMillis(), TimeUnit.MILLISECONDS);
       assertThat(response).as("no response; transcript:%n%s", transcript()).isNull();
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -99,9 +118,15 @@ public final class AdsTestClient implements AutoCloseable {
     }
   }
 
-  private static String shortText(DiscoveryResponse response) {
-    return "version=" + response.getVersionInfo() + " type=" + response.getTypeUrl() + " nonce=" + response.getNonce()
-        + " resources=" + response.getResourcesCount();
+  /** A message on one line, resource bodies left out: the transcript is for reading. */
+  private static String oneLine(Message message) {
+    Message.Builder shown = message.toBuilder();
+    var resources = shown.getDescriptorForType().findFieldByName("resources");
+    int count = resources == null ? 0 : shown.getRepeatedFieldCount(resources);
+    if (count > 0) {
+      shown.clearField(resources);
+    }
+    return shown.build().toString().replaceAll("\\s+", " ") + (count > 0 ? " (" + count + " resources)" : "");
   }
 
   @Override

@@ -1,17 +1,20 @@
-package io.xdsproxy.downstream.sotw;
+package io.xdsproxy.downstream.xds;
 
 import io.envoyproxy.envoy.service.discovery.v3.AggregatedDiscoveryServiceGrpc.AggregatedDiscoveryServiceImplBase;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
-import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
 import io.xdsproxy.core.NodeGroups;
 import java.util.Optional;
 import java.util.concurrent.Executor;
 
-/** ADS: every type multiplexed on one stream, told apart by type URL ("Aggregated Discovery Service"). */
+/**
+ * ADS: every type multiplexed on one stream, told apart by type URL ("Aggregated Discovery
+ * Service"), in both the State-of-the-World and the incremental variant. Any well-formed type URL is
+ * served, the known v3 types and opaque ones alike.
+ */
 public final class AggregatedDiscoveryService extends AggregatedDiscoveryServiceImplBase {
 
   private final NodeGroups groups;
@@ -29,18 +32,6 @@ public final class AggregatedDiscoveryService extends AggregatedDiscoveryService
 
   @Override
   public StreamObserver<DeltaDiscoveryRequest> deltaAggregatedResources(StreamObserver<DeltaDiscoveryResponse> responses) {
-    responses.onError(Status.UNIMPLEMENTED
-        .withDescription("Incremental ADS is not served yet; use StreamAggregatedResources (SotW)")
-        .asRuntimeException());
-    return new StreamObserver<>() {
-      @Override
-      public void onNext(DeltaDiscoveryRequest request) {}
-
-      @Override
-      public void onError(Throwable t) {}
-
-      @Override
-      public void onCompleted() {}
-    };
+    return new DeltaStream(responses, groups, Optional.empty(), pool, PeerInterceptor.currentPeer());
   }
 }

@@ -1,0 +1,258 @@
+package io.xdsproxy.downstream.xds;
+
+import io.envoyproxy.envoy.config.core.v3.Node;
+import io.grpc.Status;
+import io.grpc.stub.ServerCallStreamObserver;
+import io.grpc.stub.StreamObserver;
+import io.xdsproxy.core.GroupWatcher;
+import io.xdsproxy.core.NodeGroup;
+import io.xdsproxy.core.NodeGrouping.UngroupableNodeException;
+import io.xdsproxy.core.NodeGroups;
+import io.xdsproxy.core.SerialExecutor;
+import io.xdsproxy.core.TypeSnapshot;
+import io.xdsproxy.core.TypeUrl;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What every downstream xDS stream does, whatever its variant: learn the client's node from the
+ * first request and hold its node group, read requests one at a time, hear of new snapshots, and
+ * write responses in make-before-break order when the transport can take them. {@link SotwStream}
+ * and {@link DeltaStream} add the protocol. All state lives on the stream's own {@link SerialExecutor}.
+ *
+ * <p>Memory stays bounded whatever the client does (DESIGN invariant 8): requests are read one at a
+ * time (manual flow control), snapshots from the node group coalesce into "this type changed", and
+ * a response is only built when the transport is ready to take it, so a slow client gets the newest
+ * state when it catches up, not a backlog.
+ *
+ * @param <Q> the request message
+ * @param <R> the response message
+ */
+abstract class ClientStream<Q, R> implements StreamObserver<Q>, GroupWatcher {
+
+  private static final Logger log = LoggerFactory.getLogger(ClientStream.class);
+
+  private final ServerCallStreamObserver<R> responses;
+  private final NodeGroups groups;
+  private final Optional<TypeUrl> fixedType;
+  private final SerialExecutor executor;
+  private final String peer;
+  private final String variant;
+
+  /**
+   * Types the group published a new snapshot of since the executor last looked. Only the type is
+   * kept: the executor reads the group's current snapshot, so a stream never goes back in time.
+   */
+  private final Set<TypeUrl> changedTypes = ConcurrentHashMap.newKeySet();
+  private final AtomicBoolean changedScheduled = new AtomicBoolean();
+
+  // Confined to the executor from here on.
+  /** Types with a response owed that the transport was not ready for, flushed in push order. */
+  private final TreeSet<TypeUrl> blocked = new TreeSet<>();
+  private Node node;
+  private NodeGroup group;
+  private long nonces;
+  private boolean closed;
+
+  /**
+   * @param protocol "SotW" or "Delta", for logs
+   * @param fixedType the type of a per-type service, empty for ADS
+   * @param peer the client's address, for logs
+   */
+  ClientStream(
+      String protocol,
+      StreamObserver<R> responseObserver,
+      NodeGroups groups,
+      Optional<TypeUrl> fixedType,
+      Executor pool,
+      String peer) {
+    this.responses = (ServerCallStreamObserver<R>) responseObserver;
+    this.groups = groups;
+    this.fixedType = fixedType;
+    this.peer = peer;
+    this.variant = protocol + " " + fixedType.map(TypeUrl::shortName).orElse("ADS");
+    this.executor = new SerialExecutor(pool, variant + " stream from " + peer);
+    responses.disableAutoRequest();
+    responses.setOnReadyHandler(() -> executor.execute(this::flushBlocked));
+    responses.setOnCancelHandler(() -> executor.execute(() -> end("cancelled by the client")));
+    responses.request(1);
+  }
+
+  /** Handles one request, on the executor; the stream is identified and open. */
+  abstract void handle(Q request);
+
+  /** The group published a new snapshot of {@code type}, on the executor. */
+  abstract void snapshotChanged(TypeUrl type);
+
+  /**
+   * The response owed to the client for {@code type} now, if any, recorded as sent with {@code
+   * nonce}. Called only when the transport is ready.
+   */
+  abstract Optional<R> respond(TypeUrl type, String nonce);
+
+  /** "SotW ADS", "Delta envoy.config.cluster.v3.Cluster", …: for logs. */
+  final String variant() {
+    return variant;
+  }
+
+  @Override
+  public final void onNext(Q request) {
+    executor.execute(() -> {
+      if (!closed) {
+        handle(request);
+        if (!closed) {
+          responses.request(1);
+        }
+      }
+    });
+  }
+
+  @Override
+  public final void onError(Throwable t) {
+    executor.execute(() -> end("client error: " + Status.fromThrowable(t)));
+  }
+
+  @Override
+  public final void onCompleted() {
+    executor.execute(() -> {
+      if (!closed) {
+        responses.onCompleted();
+      }
+      end("closed by the client");
+    });
+  }
+
+  @Override
+  public final void onSnapshot(TypeSnapshot snapshot) {
+    changedTypes.add(snapshot.type());
+    if (changedScheduled.compareAndSet(false, true)) {
+      executor.execute(this::takeChanges);
+    }
+  }
+
+  /**
+   * Checks the node of a request: the first must carry one, which places the stream in its node
+   * group; a later one may leave it out but must not name another node ("Basic Protocol Overview").
+   * Returns false when the stream was ended for it.
+   */
+  final boolean identify(boolean hasNode, Node requestNode) {
+    if (node == null) {
+      if (!hasNode) {
+        fail(Status.INVALID_ARGUMENT.withDescription("the first request on a stream must carry the node"));
+        return false;
+      }
+      try {
+        group = groups.acquire(requestNode);
+      } catch (UngroupableNodeException e) {
+        log.warn("refused {} stream from {}: {}", variant(), peer, e.getMessage());
+        fail(Status.FAILED_PRECONDITION.withDescription(e.getMessage()));
+        return false;
+      }
+      node = requestNode;
+      log.info("stream opened: node '{}' group {} from {} ({})", node.getId(), group.key(), peer, variant());
+    } else if (hasNode && !requestNode.equals(node)) {
+      // "The node identifier should always be identical if present more than once on the stream."
+      fail(Status.INVALID_ARGUMENT.withDescription(
+          "node changed mid-stream: the stream began as node '" + node.getId() + "', a later request names node '"
+              + requestNode.getId() + "'"));
+      return false;
+    }
+    return true;
+  }
+
+  /**
+   * The type a request is about: its type URL on ADS, the service's type on a per-type service.
+   * Returns empty when the stream was ended for a bad type URL.
+   */
+  final Optional<TypeUrl> typeOf(String typeUrl) {
+    try {
+      if (fixedType.isEmpty()) {
+        return Optional.of(TypeUrl.parse(typeUrl));
+      }
+      TypeUrl fixed = fixedType.get();
+      if (!typeUrl.isEmpty() && !typeUrl.equals(fixed.url())) {
+        throw new IllegalArgumentException(
+            "type_url " + typeUrl + " sent to the " + fixed.shortName() + " discovery service");
+      }
+      return fixedType;
+    } catch (IllegalArgumentException e) {
+      fail(Status.INVALID_ARGUMENT.withDescription(e.getMessage() + " (node '" + node.getId() + "')"));
+      return Optional.empty();
+    }
+  }
+
+  final Node node() {
+    return node;
+  }
+
+  final NodeGroup group() {
+    return group;
+  }
+
+  final String peer() {
+    return peer;
+  }
+
+  /** Writes the response owed for {@code type}, if any, now or when the transport is ready. */
+  final void send(TypeUrl type) {
+    if (closed) {
+      return;
+    }
+    if (!responses.isReady()) {
+      blocked.add(type);
+      return;
+    }
+    String nonce = Long.toString(nonces + 1);
+    Optional<R> response = respond(type, nonce);
+    if (response.isPresent()) {
+      nonces++;
+      responses.onNext(response.get());
+    }
+  }
+
+  private void takeChanges() {
+    changedScheduled.set(false);
+    for (TypeUrl type : new TreeSet<>(changedTypes)) {
+      changedTypes.remove(type);
+      if (!closed) {
+        snapshotChanged(type);
+      }
+    }
+  }
+
+  private void flushBlocked() {
+    while (!closed && !blocked.isEmpty() && responses.isReady()) {
+      send(blocked.pollFirst());
+    }
+  }
+
+  /** Ends the stream with {@code status}, logged with the node. */
+  final void fail(Status status) {
+    if (!closed) {
+      log.warn("{} stream from {} (node '{}') ended: {}", variant(), peer, node == null ? "?" : node.getId(),
+          status.getDescription());
+      responses.onError(status.asRuntimeException());
+    }
+    end(null);
+  }
+
+  private void end(String why) {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    if (group != null) {
+      group.leave(this);
+      groups.release(group);
+      if (why != null) {
+        log.info("stream closed: node '{}' group {} from {}: {}", node.getId(), group.key(), peer, why);
+      }
+    }
+  }
+}

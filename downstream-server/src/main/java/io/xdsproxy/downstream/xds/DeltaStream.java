@@ -1,0 +1,90 @@
+package io.xdsproxy.downstream.xds;
+
+import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
+import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
+import io.grpc.stub.StreamObserver;
+import io.xdsproxy.core.NodeGroups;
+import io.xdsproxy.core.TypeUrl;
+import io.xdsproxy.downstream.xds.DeltaTypeState.Outgoing;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.Executor;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One downstream incremental (Delta) stream: ADS or a per-type service. Each type is a
+ * {@link DeltaTypeState}.
+ */
+public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, DeltaDiscoveryResponse> {
+
+  private static final Logger log = LoggerFactory.getLogger(DeltaStream.class);
+
+  private final Map<TypeUrl, DeltaTypeState> types = new HashMap<>();
+
+  /**
+   * @param fixedType the type of a per-type service, empty for ADS
+   * @param peer the client's address, for logs
+   */
+  public DeltaStream(
+      StreamObserver<DeltaDiscoveryResponse> responses,
+      NodeGroups groups,
+      Optional<TypeUrl> fixedType,
+      Executor pool,
+      String peer) {
+    super("Delta", responses, groups, fixedType, pool, peer);
+  }
+
+  @Override
+  void handle(DeltaDiscoveryRequest request) {
+    if (!identify(request.hasNode(), request.getNode())) {
+      return;
+    }
+    Optional<TypeUrl> parsed = typeOf(request.getTypeUrl());
+    if (parsed.isEmpty()) {
+      return;
+    }
+    TypeUrl type = parsed.get();
+    DeltaTypeState state = types.computeIfAbsent(type, t -> new DeltaTypeState(t, group().snapshot(t)));
+    // The nonce pairs an ACK or NACK with a response, but "the server must honor changes to the
+    // subscription state even if the nonce is stale" ("Incremental xDS").
+    if (state.isLatest(request.getResponseNonce()) && request.hasErrorDetail()) {
+      state.nack(request.getErrorDetail().getMessage());
+      log.warn("NACK from node '{}' group {} for {} (nonce {}): {}", node().getId(), group().key(), type.shortName(),
+          request.getResponseNonce(), request.getErrorDetail().getMessage());
+    }
+    if (state.subscribe(request.getResourceNamesSubscribeList(), request.getResourceNamesUnsubscribeList(),
+        request.getInitialResourceVersionsMap())) {
+      group().subscribe(this, type, state.subscription().interest());
+    }
+    state.update(group().snapshot(type));
+    send(type);
+  }
+
+  @Override
+  void snapshotChanged(TypeUrl type) {
+    DeltaTypeState state = types.get(type);
+    if (state != null) {
+      state.update(group().snapshot(type));
+      send(type);
+    }
+  }
+
+  @Override
+  Optional<DeltaDiscoveryResponse> respond(TypeUrl type, String nonce) {
+    DeltaTypeState state = types.get(type);
+    Optional<Outgoing> outgoing = state.nextResponse();
+    if (outgoing.isEmpty()) {
+      return Optional.empty();
+    }
+    state.sent(outgoing.get(), nonce);
+    return Optional.of(DeltaDiscoveryResponse.newBuilder()
+        .setSystemVersionInfo(outgoing.get().snapshot().version())
+        .setTypeUrl(type.url())
+        .addAllResources(outgoing.get().resources())
+        .addAllRemovedResources(outgoing.get().removed())
+        .setNonce(nonce)
+        .build());
+  }
+}

@@ -1,0 +1,195 @@
+package io.xdsproxy.downstream.xds;
+
+import io.envoyproxy.envoy.service.discovery.v3.Resource;
+import io.xdsproxy.core.Subscription;
+import io.xdsproxy.core.TypeSnapshot;
+import io.xdsproxy.core.TypeSnapshot.NameState;
+import io.xdsproxy.core.TypeUrl;
+import io.xdsproxy.core.XdsResource;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * One type's logical stream within an incremental (Delta) stream ("Incremental xDS"). What the
+ * client holds is recorded as the snapshot the last response was built from, plus what it claimed
+ * on connecting ({@code initial_resource_versions}) until the proxy has answered for those names;
+ * the next response is the per-resource difference to it, restricted to what the client subscribed
+ * to. A stream therefore costs a pointer per type, not a map of names and versions.
+ */
+final class DeltaTypeState {
+
+  /** A response ready to send, and the snapshot it brings the client to. */
+  record Outgoing(List<Resource> resources, List<String> removed, TypeSnapshot snapshot) {}
+
+  private final TypeUrl type;
+  private Subscription subscription = Subscription.NONE;
+  private boolean requested;
+  private TypeSnapshot latest;
+  /** What the last response brought the client to; null before the first response. */
+  private TypeSnapshot base;
+  /** Versions the client said it has from an earlier stream, for names not answered for yet. */
+  private final Map<String, String> claimed = new HashMap<>();
+  /** Names (or aliases) to send, or report removed, whatever the client may already have. */
+  private final Set<String> forced = new LinkedHashSet<>();
+  /** Everything in the wildcard is to be sent: the wildcard was just subscribed to. */
+  private boolean forceAll;
+  private String lastNonce = "";
+  private String lastNackMessage;
+
+  DeltaTypeState(TypeUrl type, TypeSnapshot initial) {
+    this.type = type;
+    this.latest = initial;
+  }
+
+  TypeUrl type() {
+    return type;
+  }
+
+  Subscription subscription() {
+    return subscription;
+  }
+
+  /** Whether {@code nonce} names the latest response of this type (ACKs and NACKs of older ones are stale). */
+  boolean isLatest(String nonce) {
+    return !nonce.isEmpty() && nonce.equals(lastNonce);
+  }
+
+  void nack(String message) {
+    lastNackMessage = message;
+  }
+
+  Optional<String> lastNackMessage() {
+    return Optional.ofNullable(lastNackMessage);
+  }
+
+  /**
+   * Applies a request's subscription changes; returns whether the subscription changed. The
+   * request's {@code initial_resource_versions} count only on the first request of the type
+   * ("Incremental reconnect").
+   */
+  boolean subscribe(List<String> subscribe, List<String> unsubscribe, Map<String, String> initialVersions) {
+    boolean first = !requested;
+    requested = true;
+    if (first) {
+      claimed.putAll(initialVersions);
+    }
+    Subscription next = subscription.delta(subscribe, unsubscribe, first);
+    if (next.wildcard() && !subscription.wildcard() && !(first && !initialVersions.isEmpty())) {
+      forceAll = true;
+    }
+    for (String name : unsubscribe) {
+      forced.remove(name);
+      // "Unsubscribing from Resources": a client with a wildcard that drops a name it also named
+      // cannot tell whether the wildcard still covers it, so it is told either way.
+      if (next.wildcard() && !Subscription.WILDCARD.equals(name) && subscription.names().contains(name)) {
+        forced.add(name);
+      }
+    }
+    for (String name : subscribe) {
+      if (!Subscription.WILDCARD.equals(name) && !claimed.containsKey(name)) {
+        // "Subscribing to Resources": sent even if the client seems to have it; it may have forgotten.
+        forced.add(name);
+      }
+    }
+    boolean changed = !next.equals(subscription);
+    subscription = next;
+    return changed;
+  }
+
+  void update(TypeSnapshot snapshot) {
+    latest = snapshot;
+  }
+
+  /** The response owed now: resources the client lacks or holds at another version, and removals. */
+  Optional<Outgoing> nextResponse() {
+    List<Resource> resources = new ArrayList<>();
+    List<String> removed = new ArrayList<>();
+    Set<String> sent = new HashSet<>();
+    for (String name : candidates()) {
+      XdsResource current = latest.resolve(name);
+      if (current != null) {
+        if (covers(current) && sent.add(current.name()) && mustSend(name, current)) {
+          resources.add(current.toResource());
+        }
+      } else if (latest.state(name) == NameState.ABSENT && mustReportRemoved(name)) {
+        removed.add(name);
+      }
+    }
+    if (resources.isEmpty() && removed.isEmpty()) {
+      return Optional.empty();
+    }
+    return Optional.of(new Outgoing(resources, removed, latest));
+  }
+
+  /** Marks {@code outgoing} as sent with {@code nonce}: the client now holds its snapshot. */
+  void sent(Outgoing outgoing, String nonce) {
+    base = outgoing.snapshot();
+    lastNonce = nonce;
+    forceAll = false;
+    // A name not heard of yet stays owed, with what the client claimed of it.
+    forced.removeIf(name -> base.resolve(name) != null || base.state(name) != NameState.UNKNOWN);
+    claimed.keySet().removeIf(name -> base.state(name) != NameState.UNKNOWN);
+  }
+
+  /** Every name that could need a resource or a removal: in scope now, or held by the client. */
+  private Set<String> candidates() {
+    Set<String> names = new LinkedHashSet<>(forced);
+    names.addAll(subscription.names());
+    names.addAll(claimed.keySet());
+    if (subscription.wildcard()) {
+      names.addAll(latest.resources().keySet());
+      if (base != null) {
+        names.addAll(base.resources().keySet());
+      }
+    }
+    return names;
+  }
+
+  private boolean covers(XdsResource resource) {
+    if (subscription.covers(resource.name())) {
+      return true;
+    }
+    for (String alias : resource.aliases()) {
+      if (subscription.covers(alias)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private boolean mustSend(String name, XdsResource current) {
+    if (forced.contains(name) || forceAll) {
+      return true;
+    }
+    String held = heldVersion(current.name());
+    return held == null || !held.equals(current.version());
+  }
+
+  /**
+   * A name is reported removed when the client holds it, when it asked for it anew, or, the first
+   * time the proxy learns it does not exist, when the client subscribed to it ("Knowing When a
+   * Requested Resource Does Not Exist").
+   */
+  private boolean mustReportRemoved(String name) {
+    if (forced.contains(name) || heldVersion(name) != null) {
+      return true;
+    }
+    return subscription.names().contains(name) && (base == null || base.state(name) != NameState.ABSENT);
+  }
+
+  /** The version of {@code name} the client holds, or null. */
+  private String heldVersion(String name) {
+    String claim = claimed.get(name);
+    if (claim != null) {
+      return claim;
+    }
+    XdsResource had = base == null ? null : base.get(name);
+    return had == null ? null : had.version();
+  }
+}

@@ -1,0 +1,90 @@
+package io.xdsproxy.downstream.xds;
+
+import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
+import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
+import io.grpc.stub.StreamObserver;
+import io.xdsproxy.core.NodeGroups;
+import io.xdsproxy.core.TypeUrl;
+import io.xdsproxy.downstream.xds.SotwTypeState.Outgoing;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.Executor;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One downstream State-of-the-World stream: ADS (every type multiplexed by type URL) or a per-type
+ * service (one fixed type). Each type is a {@link SotwTypeState}.
+ */
+public final class SotwStream extends ClientStream<DiscoveryRequest, DiscoveryResponse> {
+
+  private static final Logger log = LoggerFactory.getLogger(SotwStream.class);
+
+  private final Map<TypeUrl, SotwTypeState> types = new HashMap<>();
+
+  /**
+   * @param fixedType the type of a per-type service, empty for ADS
+   * @param peer the client's address, for logs
+   */
+  public SotwStream(
+      StreamObserver<DiscoveryResponse> responses, NodeGroups groups, Optional<TypeUrl> fixedType, Executor pool, String peer) {
+    super("SotW", responses, groups, fixedType, pool, peer);
+  }
+
+  @Override
+  void handle(DiscoveryRequest request) {
+    if (!identify(request.hasNode(), request.getNode())) {
+      return;
+    }
+    Optional<TypeUrl> parsed = typeOf(request.getTypeUrl());
+    if (parsed.isEmpty()) {
+      return;
+    }
+    TypeUrl type = parsed.get();
+    SotwTypeState state = types.computeIfAbsent(type, t -> new SotwTypeState(t, group().snapshot(t)));
+    if (!state.isCurrent(request.getResponseNonce())) {
+      // "Requests become stale": the client will ask again when it has seen the newer response.
+      log.debug("node '{}' {}: ignoring request with stale nonce {}", node().getId(), type.shortName(),
+          request.getResponseNonce());
+      return;
+    }
+    if (request.hasErrorDetail()) {
+      state.nack(request.getErrorDetail().getMessage());
+      log.warn("NACK from node '{}' group {} for {} (nonce {}): {}", node().getId(), group().key(), type.shortName(),
+          request.getResponseNonce(), request.getErrorDetail().getMessage());
+    } else if (!request.getResponseNonce().isEmpty()) {
+      state.ack(request.getVersionInfo());
+    }
+    if (state.subscribe(request.getResourceNamesList())) {
+      group().subscribe(this, type, state.subscription().interest());
+    }
+    state.update(group().snapshot(type));
+    send(type);
+  }
+
+  @Override
+  void snapshotChanged(TypeUrl type) {
+    SotwTypeState state = types.get(type);
+    if (state != null) {
+      state.update(group().snapshot(type));
+      send(type);
+    }
+  }
+
+  @Override
+  Optional<DiscoveryResponse> respond(TypeUrl type, String nonce) {
+    SotwTypeState state = types.get(type);
+    Optional<Outgoing> outgoing = state.nextResponse();
+    if (outgoing.isEmpty()) {
+      return Optional.empty();
+    }
+    state.sent(outgoing.get(), nonce);
+    return Optional.of(DiscoveryResponse.newBuilder()
+        .setVersionInfo(outgoing.get().snapshot().version())
+        .setTypeUrl(type.url())
+        .addAllResources(outgoing.get().resources())
+        .setNonce(nonce)
+        .build());
+  }
+}
