@@ -15,7 +15,6 @@ import io.xdsproxy.core.ResourceDecoder.Decoded;
 import io.xdsproxy.core.ResourceDecoder.InvalidResourceException;
 import io.xdsproxy.core.ResourceUpdate;
 import io.xdsproxy.core.SerialExecutor;
-import io.xdsproxy.core.Subscription;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.core.UpstreamSource.UpstreamListener;
 import io.xdsproxy.core.UpstreamSource.UpstreamSession;
@@ -114,10 +113,21 @@ final class SotwUpstreamSession implements UpstreamSession {
         // request's version differs from theirs need an empty version to do so.
         state.acceptedVersion = "";
       }
-      if (stream != null) {
+      if (stream != null && interest.wildcard() && !previous.wildcard() && state.explicitOnStream) {
+        // Names were sent on this stream, so an empty list would now mean "nothing": a new stream
+        // is the only way to ask for the legacy wildcard.
+        log.info("group {}: reopening the stream to {} to subscribe to every {}", group, target, type.shortName());
+        reopenStream();
+      } else if (stream != null) {
         send(state, null);
       }
     });
+  }
+
+  private void reopenStream() {
+    stream.cancel("resubscribing with a wildcard", null);
+    stream = null;
+    openStream();
   }
 
   @Override
@@ -274,20 +284,17 @@ final class SotwUpstreamSession implements UpstreamSession {
 
   /**
    * Sends the request that states {@code state}'s subscription: an ACK when {@code error} is null, a
-   * NACK otherwise. The wildcard is sent the legacy way (no names) while the stream allows it, which
-   * every control plane understands, and as {@code *} once names have been sent ("How the client
-   * specifies what resources to return").
+   * NACK otherwise. A wildcard is sent the legacy way, with no names ("How the client specifies what
+   * resources to return"): every control plane understands it, where some (java-control-plane) take
+   * {@code *} for a resource name. Names asked for beside a wildcard are not sent: for Listener and
+   * Cluster the wildcard is everything the node may have, and a name it leaves out does not exist.
    */
   private void send(TypeState state, com.google.rpc.Status error) {
     if (stream == null) {
       return;
     }
     Interest interest = state.interest;
-    List<String> names = new ArrayList<>();
-    if (interest.wildcard() && (state.explicitOnStream || !interest.names().isEmpty())) {
-      names.add(Subscription.WILDCARD);
-    }
-    names.addAll(new TreeSet<>(interest.names()));
+    List<String> names = interest.wildcard() ? List.of() : List.copyOf(new TreeSet<>(interest.names()));
     if (names.isEmpty() && !interest.wildcard() && !state.explicitOnStream) {
       // Nothing wanted and nothing asked on this stream: an empty request would be a legacy wildcard.
       return;

@@ -120,6 +120,24 @@ class SotwUpstreamSessionTest {
   }
 
   @Test
+  void aWildcardAfterNamesIsAskedForOnANewStreamTheLegacyWay() throws Exception {
+    try (ControlPlane controlPlane = new ControlPlane()) {
+      controlPlane.setSnapshot("fleet", clusters("1", "a", "b"));
+      UpstreamSession session = open(controlPlane.target(), WAIT);
+      session.updateInterest(TypeUrl.CLUSTER, new Interest(false, Set.of("a")));
+      await().atMost(WAIT).until(() -> names(lastUpdate(TypeUrl.CLUSTER)).equals(List.of("a")));
+
+      session.updateInterest(TypeUrl.CLUSTER, new Interest(true, Set.of("a")));
+
+      await().atMost(WAIT).until(() -> names(lastUpdate(TypeUrl.CLUSTER)).equals(List.of("a", "b")));
+      assertThat(lastUpdate(TypeUrl.CLUSTER).complete()).isTrue();
+      assertThat(controlPlane.streamGroups()).as("one stream replaced by another").containsExactly("fleet", "fleet");
+      assertThat(requestsOf(controlPlane, TypeUrl.CLUSTER))
+          .noneSatisfy(request -> assertThat(request.getResourceNamesList()).contains("*"));
+    }
+  }
+
+  @Test
   void namesNoLongerWantedAreForgottenAndTheUpstreamIsToldSo() throws Exception {
     try (ControlPlane controlPlane = new ControlPlane()) {
       controlPlane.setSnapshot("fleet", clusters("1", "a", "b"));
