@@ -1,20 +1,22 @@
 package io.xdsproxy.downstream;
 
 import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpHandler;
 import com.sun.net.httpserver.HttpServer;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import java.util.Map;
 import java.util.concurrent.Executor;
 import java.util.function.BooleanSupplier;
 
-/** The admin HTTP server: liveness and readiness for now. */
+/** The admin HTTP server: liveness, readiness, and whatever else the proxy mounts on it (REST-JSON xDS). */
 final class AdminServer implements AutoCloseable {
 
   private final HttpServer server;
 
-  AdminServer(int port, BooleanSupplier ready, Executor executor) throws IOException {
+  AdminServer(int port, BooleanSupplier ready, Map<String, HttpHandler> handlers, Executor executor) throws IOException {
     server = HttpServer.create(new InetSocketAddress(port), 0);
     server.setExecutor(executor);
     server.createContext("/healthz", exchange -> reply(exchange, 200, "ok\n"));
@@ -22,6 +24,7 @@ final class AdminServer implements AutoCloseable {
       boolean isReady = ready.getAsBoolean();
       reply(exchange, isReady ? 200 : 503, isReady ? "ready\n" : "not ready\n");
     });
+    handlers.forEach(server::createContext);
     server.start();
   }
 

@@ -27,6 +27,7 @@ import org.yaml.snakeyaml.nodes.ScalarNode;
  * @param groupIdleGrace how long a node group with no streams keeps its upstream session and store
  * @param notFoundTimeout how long a name the upstream was asked for may go unanswered before it is
  *     taken not to exist ("Knowing When a Requested Resource Does Not Exist")
+ * @param restPollTimeout how long a REST-JSON long poll waits for a change before 304 Not Modified
  */
 public record ProxyConfig(
     Optional<String> upstream,
@@ -34,10 +35,12 @@ public record ProxyConfig(
     int xdsPort,
     int adminPort,
     Duration groupIdleGrace,
-    Duration notFoundTimeout) {
+    Duration notFoundTimeout,
+    Duration restPollTimeout) {
 
   public static final ProxyConfig DEFAULTS = new ProxyConfig(
-      Optional.empty(), Path.of("deploy/examples/resources"), 18000, 19000, Duration.ofMinutes(5), Duration.ofSeconds(15));
+      Optional.empty(), Path.of("deploy/examples/resources"), 18000, 19000, Duration.ofMinutes(5), Duration.ofSeconds(15),
+      Duration.ofSeconds(30));
 
   static final String USAGE = """
       usage: java -jar xds-proxy.jar [flags]
@@ -52,23 +55,27 @@ public record ProxyConfig(
   private static final List<String> KEYS = List.of("upstream", "resources-dir", "xds-port", "admin-port");
 
   public ProxyConfig withUpstream(String target) {
-    return new ProxyConfig(Optional.of(target), resourcesDir, xdsPort, adminPort, groupIdleGrace, notFoundTimeout);
+    return new ProxyConfig(Optional.of(target), resourcesDir, xdsPort, adminPort, groupIdleGrace, notFoundTimeout, restPollTimeout);
   }
 
   public ProxyConfig withResourcesDir(Path dir) {
-    return new ProxyConfig(upstream, dir, xdsPort, adminPort, groupIdleGrace, notFoundTimeout);
+    return new ProxyConfig(upstream, dir, xdsPort, adminPort, groupIdleGrace, notFoundTimeout, restPollTimeout);
   }
 
   public ProxyConfig withPorts(int xds, int admin) {
-    return new ProxyConfig(upstream, resourcesDir, xds, admin, groupIdleGrace, notFoundTimeout);
+    return new ProxyConfig(upstream, resourcesDir, xds, admin, groupIdleGrace, notFoundTimeout, restPollTimeout);
   }
 
   public ProxyConfig withGroupIdleGrace(Duration grace) {
-    return new ProxyConfig(upstream, resourcesDir, xdsPort, adminPort, grace, notFoundTimeout);
+    return new ProxyConfig(upstream, resourcesDir, xdsPort, adminPort, grace, notFoundTimeout, restPollTimeout);
+  }
+
+  public ProxyConfig withRestPollTimeout(Duration timeout) {
+    return new ProxyConfig(upstream, resourcesDir, xdsPort, adminPort, groupIdleGrace, notFoundTimeout, timeout);
   }
 
   public ProxyConfig withNotFoundTimeout(Duration timeout) {
-    return new ProxyConfig(upstream, resourcesDir, xdsPort, adminPort, groupIdleGrace, timeout);
+    return new ProxyConfig(upstream, resourcesDir, xdsPort, adminPort, groupIdleGrace, timeout, restPollTimeout);
   }
 
   /**

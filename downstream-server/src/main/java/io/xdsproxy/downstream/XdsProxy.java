@@ -9,6 +9,10 @@ import io.xdsproxy.core.UpstreamSource;
 import io.xdsproxy.downstream.xds.AggregatedDiscoveryService;
 import io.xdsproxy.downstream.xds.PeerInterceptor;
 import io.xdsproxy.downstream.xds.PerTypeServices;
+import io.xdsproxy.downstream.xds.RestDiscovery;
+import com.sun.net.httpserver.HttpHandler;
+import java.util.HashMap;
+import java.util.Map;
 import io.xdsproxy.upstream.fs.FileSystemSource;
 import io.xdsproxy.upstream.grpc.AdsUpstream;
 import io.xdsproxy.upstream.grpc.Backoff;
@@ -63,7 +67,10 @@ public final class XdsProxy implements AutoCloseable {
           .permitKeepAliveWithoutCalls(true)
           .build(), "xDS", config.xdsPort());
       try {
-        adminStarted = new AdminServer(config.adminPort(), () -> !pool.isShutdown(), pool);
+        RestDiscovery rest = new RestDiscovery(groups, pool, timer, config.restPollTimeout());
+        Map<String, HttpHandler> handlers = new HashMap<>();
+        RestDiscovery.PATHS.forEach((path, type) -> handlers.put(path, rest.handler(type)));
+        adminStarted = new AdminServer(config.adminPort(), () -> !pool.isShutdown(), handlers, pool);
       } catch (IOException e) {
         throw new IOException("cannot listen for admin HTTP on port " + config.adminPort() + ": " + e.getMessage(), e);
       }

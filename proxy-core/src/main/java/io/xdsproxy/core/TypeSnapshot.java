@@ -3,6 +3,7 @@ package io.xdsproxy.core;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
@@ -26,22 +27,22 @@ public final class TypeSnapshot {
   private final Map<String, XdsResource> resources;
   private final Set<String> absent;
   private final boolean complete;
-  private final long versionHash;
+  private final String version;
   private final boolean received;
 
   private TypeSnapshot(
-      TypeUrl type, Map<String, XdsResource> resources, Set<String> absent, boolean complete, long versionHash, boolean received) {
+      TypeUrl type, Map<String, XdsResource> resources, Set<String> absent, boolean complete, String version, boolean received) {
     this.type = type;
     this.resources = resources;
     this.absent = absent;
     this.complete = complete;
-    this.versionHash = versionHash;
+    this.version = version;
     this.received = received;
   }
 
   /** A type the upstream has not answered for yet. */
   public static TypeSnapshot empty(TypeUrl type) {
-    return new TypeSnapshot(type, Map.of(), Set.of(), false, 0L, false);
+    return new TypeSnapshot(type, Map.of(), Set.of(), false, Versions.ofResources(List.of()), false);
   }
 
   public TypeUrl type() {
@@ -96,7 +97,7 @@ public final class TypeSnapshot {
    * changes whenever any resource does and is the same on every replica fed the same state.
    */
   public String version() {
-    return Versions.typeVersion(versionHash);
+    return version;
   }
 
   /** Applies an update; returns {@code this} when nothing a client could see changed. */
@@ -125,12 +126,8 @@ public final class TypeSnapshot {
     if (!changed) {
       return this;
     }
-    long hash = 0L;
-    for (XdsResource resource : next.values()) {
-      hash ^= Versions.entryHash(resource.name(), resource.version());
-    }
-    return new TypeSnapshot(
-        type, Collections.unmodifiableMap(next), Collections.unmodifiableSet(nextAbsent), update.complete(), hash, true);
+    return new TypeSnapshot(type, Collections.unmodifiableMap(next), Collections.unmodifiableSet(nextAbsent),
+        update.complete(), Versions.ofResources(next.values()), true);
   }
 
   @Override

@@ -39,6 +39,18 @@ public final class Versions {
     return hash;
   }
 
+  /**
+   * The version of a set of resources, made as a type version is made of all of its type's: equal
+   * sets have equal versions, on every replica.
+   */
+  public static String ofResources(Iterable<XdsResource> resources) {
+    long hash = 0L;
+    for (XdsResource resource : resources) {
+      hash ^= entryHash(resource.name(), resource.version());
+    }
+    return typeVersion(hash);
+  }
+
   static String typeVersion(long xorOfEntries) {
     return HexFormat.of().toHexDigits(xorOfEntries);
   }

@@ -20,7 +20,12 @@ import java.util.Set;
 final class SotwTypeState {
 
   /** A response ready to send: its resources and the snapshot it was built from. */
-  record Outgoing(List<Any> resources, TypeSnapshot snapshot) {}
+  record Outgoing(List<XdsResource> included, TypeSnapshot snapshot) {
+    /** The resources as a DiscoveryResponse carries them. */
+    List<Any> resources() {
+      return included.stream().map(XdsResource::body).toList();
+    }
+  }
 
   private final TypeUrl type;
   private Subscription subscription = Subscription.NONE;
@@ -107,7 +112,7 @@ final class SotwTypeState {
     if (subscription.isEmpty()) {
       return Optional.empty();
     }
-    List<Any> resources = type.isFullStateInSotw() ? fullState() : changedOnly();
+    List<XdsResource> resources = type.isFullStateInSotw() ? fullState() : changedOnly();
     if (resources == null) {
       return Optional.empty();
     }
@@ -126,7 +131,7 @@ final class SotwTypeState {
    * it asked for is known to exist or not, so that an absent resource means deleted ("Deleting
    * Resources") rather than not yet heard of.
    */
-  private List<Any> fullState() {
+  private List<XdsResource> fullState() {
     if (subscription.wildcard() && !latest.isComplete()) {
       return null;
     }
@@ -138,14 +143,14 @@ final class SotwTypeState {
     if (lastSent != null && newlySubscribed.isEmpty() && !scopeChanged()) {
       return null;
     }
-    List<Any> resources = new ArrayList<>();
+    List<XdsResource> resources = new ArrayList<>();
     if (subscription.wildcard()) {
-      latest.resources().values().forEach(resource -> resources.add(resource.body()));
+      resources.addAll(latest.resources().values());
     } else {
       for (String name : subscription.names()) {
         XdsResource resource = latest.get(name);
         if (resource != null) {
-          resources.add(resource.body());
+          resources.add(resource);
         }
       }
     }
@@ -168,14 +173,14 @@ final class SotwTypeState {
    * Every other type: only resources that changed since the last response or were newly asked for
    * ("Grouping Resources into Responses"); SotW has no way to say a resource of these types is gone.
    */
-  private List<Any> changedOnly() {
-    List<Any> resources = new ArrayList<>();
+  private List<XdsResource> changedOnly() {
+    List<XdsResource> resources = new ArrayList<>();
     Iterable<String> names = subscription.wildcard() ? latest.resources().keySet() : subscription.names();
     for (String name : names) {
       XdsResource resource = latest.get(name);
       if (resource != null
           && (lastSent == null || lastSent.get(name) != resource || newlySubscribed.contains(name))) {
-        resources.add(resource.body());
+        resources.add(resource);
       }
     }
     return resources.isEmpty() ? null : resources;

@@ -1,0 +1,219 @@
+package io.xdsproxy.downstream.xds;
+
+import com.google.protobuf.InvalidProtocolBufferException;
+import com.google.protobuf.util.JsonFormat;
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpHandler;
+import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
+import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
+import io.xdsproxy.core.ApiTypes;
+import io.xdsproxy.core.GroupWatcher;
+import io.xdsproxy.core.NodeGroup;
+import io.xdsproxy.core.NodeGrouping.UngroupableNodeException;
+import io.xdsproxy.core.NodeGroups;
+import io.xdsproxy.core.SerialExecutor;
+import io.xdsproxy.core.TypeSnapshot;
+import io.xdsproxy.core.TypeUrl;
+import io.xdsproxy.core.Versions;
+import io.xdsproxy.core.XdsResource;
+import io.xdsproxy.downstream.xds.SotwTypeState.Outgoing;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * REST-JSON polling ("REST-JSON polling subscriptions"): {@code POST /v3/discovery:<type>} with a
+ * DiscoveryRequest in proto3 JSON, answered with a DiscoveryResponse in proto3 JSON. When the
+ * request already holds the version the proxy would answer with, the answer waits for a change (long
+ * polling) and, if none comes within the timeout, is {@code 304 Not Modified}.
+ *
+ * <p>A poll is a one-request SotW stream: it holds its node group and a subscription while it waits,
+ * and nothing after. No thread waits with it: the answer is written from the group's notification.
+ */
+public final class RestDiscovery {
+
+  private static final Logger log = LoggerFactory.getLogger(RestDiscovery.class);
+
+  /** Largest request body read; a DiscoveryRequest is a node and some names. */
+  static final int MAX_REQUEST_BYTES = 1024 * 1024;
+
+  /** The paths of the singleton APIs, as the xDS services' HTTP annotations name them. */
+  public static final Map<String, TypeUrl> PATHS = Map.of(
+      "/v3/discovery:listeners", TypeUrl.LISTENER,
+      "/v3/discovery:routes", TypeUrl.ROUTE,
+      "/v3/discovery:scoped-routes", TypeUrl.SCOPED_ROUTE,
+      "/v3/discovery:clusters", TypeUrl.CLUSTER,
+      "/v3/discovery:endpoints", TypeUrl.ENDPOINT,
+      "/v3/discovery:secrets", TypeUrl.SECRET,
+      "/v3/discovery:runtime", TypeUrl.RUNTIME);
+
+  private final NodeGroups groups;
+  private final Executor pool;
+  private final ScheduledExecutorService timer;
+  private final Duration longPollTimeout;
+
+  public RestDiscovery(NodeGroups groups, Executor pool, ScheduledExecutorService timer, Duration longPollTimeout) {
+    this.groups = groups;
+    this.pool = pool;
+    this.timer = timer;
+    this.longPollTimeout = longPollTimeout;
+  }
+
+  /** The handler of {@code type}'s path. */
+  public HttpHandler handler(TypeUrl type) {
+    return exchange -> {
+      try {
+        poll(type, exchange);
+      } catch (IOException | RuntimeException e) {
+        log.warn("REST {} poll from {} failed: {}", type.shortName(), exchange.getRemoteAddress(), e.toString());
+        exchange.close();
+      }
+    };
+  }
+
+  private void poll(TypeUrl type, HttpExchange exchange) throws IOException {
+    if (!"POST".equals(exchange.getRequestMethod())) {
+      exchange.getResponseHeaders().set("Allow", "POST");
+      reply(exchange, 405, "POST a DiscoveryRequest in proto3 JSON\n");
+      return;
+    }
+    DiscoveryRequest request;
+    try (InputStream body = exchange.getRequestBody()) {
+      byte[] bytes = body.readNBytes(MAX_REQUEST_BYTES + 1);
+      if (bytes.length > MAX_REQUEST_BYTES) {
+        reply(exchange, 413, "a DiscoveryRequest may have at most " + MAX_REQUEST_BYTES + " bytes\n");
+        return;
+      }
+      DiscoveryRequest.Builder builder = DiscoveryRequest.newBuilder();
+      JsonFormat.parser().usingTypeRegistry(ApiTypes.json()).merge(new String(bytes, StandardCharsets.UTF_8), builder);
+      request = builder.build();
+    } catch (InvalidProtocolBufferException | RuntimeException e) {
+      reply(exchange, 400, "not a DiscoveryRequest in proto3 JSON: " + e.getMessage() + "\n");
+      return;
+    }
+    if (!request.getTypeUrl().isEmpty() && !request.getTypeUrl().equals(type.url())) {
+      reply(exchange, 400, "type_url " + request.getTypeUrl() + " posted to the " + type.shortName() + " path\n");
+      return;
+    }
+    if (!request.hasNode()) {
+      reply(exchange, 400, "a REST DiscoveryRequest must carry the node\n");
+      return;
+    }
+    NodeGroup group;
+    try {
+      group = groups.acquire(request.getNode());
+    } catch (UngroupableNodeException e) {
+      reply(exchange, 400, e.getMessage() + "\n");
+      return;
+    }
+    new Poll(type, request, group, exchange).start();
+  }
+
+  /** One long poll: a watcher of its group until it answers. */
+  private final class Poll implements GroupWatcher {
+    private final TypeUrl type;
+    private final DiscoveryRequest request;
+    private final NodeGroup group;
+    private final HttpExchange exchange;
+    private final SerialExecutor executor;
+    private final SotwTypeState state;
+    private ScheduledFuture<?> timeout;
+    private boolean done;
+
+    Poll(TypeUrl type, DiscoveryRequest request, NodeGroup group, HttpExchange exchange) {
+      this.type = type;
+      this.request = request;
+      this.group = group;
+      this.exchange = exchange;
+      this.executor = new SerialExecutor(pool, "REST poll from " + exchange.getRemoteAddress());
+      this.state = new SotwTypeState(type, group.snapshot(type));
+    }
+
+    void start() {
+      executor.execute(() -> {
+        state.subscribe(request.getResourceNamesList());
+        group.subscribe(this, type, state.subscription().interest());
+        timeout = timer.schedule(() -> executor.execute(() -> finish(304, null)), longPollTimeout.toMillis(),
+            TimeUnit.MILLISECONDS);
+        answerIfChanged(group.snapshot(type));
+      });
+    }
+
+    @Override
+    public void onSnapshot(TypeSnapshot snapshot) {
+      executor.execute(() -> answerIfChanged(snapshot));
+    }
+
+    private void answerIfChanged(TypeSnapshot snapshot) {
+      if (done) {
+        return;
+      }
+      state.update(snapshot);
+      Optional<Outgoing> outgoing = state.nextResponse();
+      if (outgoing.isEmpty()) {
+        return;
+      }
+      List<XdsResource> resources = outgoing.get().included();
+      String version = Versions.ofResources(resources);
+      if (version.equals(request.getVersionInfo())) {
+        return;
+      }
+      DiscoveryResponse response = DiscoveryResponse.newBuilder()
+          .setVersionInfo(version)
+          .setTypeUrl(type.url())
+          .addAllResources(outgoing.get().resources())
+          .build();
+      try {
+        finish(200, JsonFormat.printer().usingTypeRegistry(ApiTypes.json()).print(response));
+      } catch (InvalidProtocolBufferException e) {
+        finish(500, "cannot print the response as JSON: " + e.getMessage() + "\n");
+      }
+    }
+
+    private void finish(int status, String body) {
+      if (done) {
+        return;
+      }
+      done = true;
+      if (timeout != null) {
+        timeout.cancel(false);
+      }
+      group.leave(this);
+      groups.release(group);
+      try {
+        if (status == 304) {
+          exchange.sendResponseHeaders(304, -1);
+          exchange.close();
+        } else {
+          exchange.getResponseHeaders().set("Content-Type", status == 200 ? "application/json" : "text/plain");
+          reply(exchange, status, body);
+        }
+      } catch (IOException e) {
+        log.debug("REST poll from {}: the client left before its answer: {}", exchange.getRemoteAddress(), e.toString());
+        exchange.close();
+      }
+    }
+  }
+
+  private static void reply(HttpExchange exchange, int status, String body) throws IOException {
+    byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
+    if (!exchange.getResponseHeaders().containsKey("Content-Type")) {
+      exchange.getResponseHeaders().set("Content-Type", "text/plain; charset=utf-8");
+    }
+    exchange.sendResponseHeaders(status, bytes.length);
+    try (OutputStream out = exchange.getResponseBody()) {
+      out.write(bytes);
+    }
+  }
+}
