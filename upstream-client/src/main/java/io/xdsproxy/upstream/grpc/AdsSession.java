@@ -1,0 +1,288 @@
+package io.xdsproxy.upstream.grpc;
+
+import io.envoyproxy.envoy.config.core.v3.Node;
+import io.grpc.Channel;
+import io.grpc.Status;
+import io.grpc.stub.ClientCallStreamObserver;
+import io.grpc.stub.ClientResponseObserver;
+import io.xdsproxy.core.Interest;
+import io.xdsproxy.core.NodeGroupKey;
+import io.xdsproxy.core.ResourceUpdate;
+import io.xdsproxy.core.SerialExecutor;
+import io.xdsproxy.core.TypeUrl;
+import io.xdsproxy.core.UpstreamSource.UpstreamListener;
+import io.xdsproxy.core.UpstreamSource.UpstreamSession;
+import io.xdsproxy.core.XdsResource;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.random.RandomGenerator;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What one node group's ADS session with the control plane does whatever its variant: keep one
+ * stream open, reopening it with backoff when it fails; track per type what the group wants and what
+ * the upstream has sent; drop from the store what nobody wants any more; and take a name the
+ * upstream never answers for not to exist after the not-found timeout. {@link SotwUpstreamSession}
+ * and {@link DeltaUpstreamSession} add the protocol.
+ *
+ * <p>All state is confined to the session's {@link SerialExecutor}; gRPC callbacks and timers only
+ * enqueue onto it.
+ *
+ * @param <Q> the request message
+ * @param <R> the response message
+ * @param <S> the per-type state of the variant
+ */
+abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements UpstreamSession {
+
+  private static final Logger log = LoggerFactory.getLogger(AdsSession.class);
+
+  /** What every variant keeps of one type. */
+  static class TypeState {
+    final TypeUrl type;
+    /** What the group wants. */
+    Interest interest = Interest.NONE;
+    /** Names the upstream has sent and not deleted since. */
+    final Set<String> received = new HashSet<>();
+
+    TypeState(TypeUrl type) {
+      this.type = type;
+    }
+  }
+
+  final NodeGroupKey group;
+  final Node node;
+  final String target;
+  private final Channel channel;
+  private final UpstreamListener listener;
+  private final SerialExecutor executor;
+  private final ScheduledExecutorService timer;
+  private final Backoff backoff;
+  private final Duration notFoundTimeout;
+  private final RandomGenerator random;
+
+  // Confined to the executor.
+  private final Map<TypeUrl, S> types = new TreeMap<>();
+  private ClientCallStreamObserver<Q> stream;
+  /** Counts streams, so callbacks of an abandoned stream are told apart and ignored. */
+  private int generation;
+  private int failedAttempts;
+  private boolean closed;
+
+  AdsSession(
+      NodeGroupKey group,
+      Node node,
+      Channel channel,
+      String target,
+      UpstreamListener listener,
+      Executor pool,
+      ScheduledExecutorService timer,
+      Backoff backoff,
+      Duration notFoundTimeout,
+      RandomGenerator random) {
+    this.group = group;
+    this.node = node;
+    this.channel = channel;
+    this.target = target;
+    this.listener = listener;
+    this.executor = new SerialExecutor(pool, "upstream session of group " + group);
+    this.timer = timer;
+    this.backoff = backoff;
+    this.notFoundTimeout = notFoundTimeout;
+    this.random = random;
+    executor.execute(this::openStream);
+  }
+
+  /** A new, empty state for {@code type}. */
+  abstract S newTypeState(TypeUrl type);
+
+  /** Starts the variant's streaming call on {@code channel}. */
+  abstract void startCall(Channel channel, ClientResponseObserver<Q, R> observer);
+
+  /** A new stream is open: forget per-stream state and send what each type wants. */
+  abstract void streamOpened(Iterable<S> types);
+
+  /** The group's interest in {@code state}'s type changed from {@code previous}; tell the upstream. */
+  abstract void interestChanged(S state, Interest previous);
+
+  /** A response arrived on the current stream. */
+  abstract void onResponse(R response);
+
+  @Override
+  public final void updateInterest(TypeUrl type, Interest interest) {
+    executor.execute(() -> {
+      if (closed) {
+        return;
+      }
+      S state = types.computeIfAbsent(type, this::newTypeState);
+      Interest previous = state.interest;
+      state.interest = interest;
+      forgetWhatIsNoLongerWanted(state, previous);
+      for (String name : interest.names()) {
+        if (!previous.names().contains(name) && !state.received.contains(name)) {
+          armNotFoundTimer(state, name);
+        }
+      }
+      interestChanged(state, previous);
+    });
+  }
+
+  @Override
+  public final void close() {
+    executor.execute(() -> {
+      closed = true;
+      if (stream != null) {
+        stream.cancel("node group " + group + " closed", null);
+        stream = null;
+      }
+    });
+  }
+
+  /** The state of {@code type}, if the group ever wanted it. */
+  final Optional<S> typeState(TypeUrl type) {
+    return Optional.ofNullable(types.get(type));
+  }
+
+  final boolean isStreamOpen() {
+    return stream != null;
+  }
+
+  /** Sends {@code request} on the current stream, if one is open. */
+  final void send(Q request) {
+    if (stream != null) {
+      stream.onNext(request);
+    }
+  }
+
+  /** Abandons the current stream for a new one at once: a change the stream cannot express. */
+  final void reopenStream(String why) {
+    log.info("group {}: reopening the stream to {}: {}", group, target, why);
+    if (stream != null) {
+      stream.cancel(why, null);
+      stream = null;
+    }
+    openStream();
+  }
+
+  /** Passes {@code update} to the group's store, keeping {@link TypeState#received} in step. */
+  final void publish(S state, ResourceUpdate update) {
+    if (update.replaceAll()) {
+      state.received.clear();
+    }
+    state.received.removeAll(update.removed());
+    state.received.removeAll(update.forgotten());
+    for (XdsResource resource : update.resources()) {
+      state.received.add(resource.name());
+    }
+    listener.onUpdate(update);
+  }
+
+  /** A response was applied: the stream works, so the next failure starts the backoff afresh. */
+  final void healthy() {
+    failedAttempts = 0;
+  }
+
+  /** The error detail of a NACK, naming what was rejected and why, for the control plane's operator. */
+  static com.google.rpc.Status rejection(TypeUrl type, String what, String why) {
+    return com.google.rpc.Status.newBuilder()
+        .setCode(Status.Code.INVALID_ARGUMENT.value())
+        .setMessage(type.shortName() + " " + what + " rejected by xds-proxy: " + why)
+        .build();
+  }
+
+  /** Logs a NACK sent upstream. */
+  final void logNack(com.google.rpc.Status detail) {
+    log.warn("group {}: NACK to upstream {}: {}", group, target, detail.getMessage());
+  }
+
+  /** The type a response names, if the session asked for it; logged and empty otherwise. */
+  final Optional<S> stateOfResponse(String typeUrl) {
+    TypeUrl type;
+    try {
+      type = TypeUrl.parse(typeUrl);
+    } catch (IllegalArgumentException e) {
+      log.warn("group {}: upstream {} sent a response with a bad type_url, ignored: {}", group, target, e.getMessage());
+      return Optional.empty();
+    }
+    S state = types.get(type);
+    if (state == null) {
+      log.warn("group {}: upstream {} sent {} which the proxy never asked for; ignored", group, target, type);
+    }
+    return Optional.ofNullable(state);
+  }
+
+  private void openStream() {
+    if (closed) {
+      return;
+    }
+    int streamGeneration = ++generation;
+    startCall(channel, new ClientResponseObserver<Q, R>() {
+      @Override
+      public void beforeStart(ClientCallStreamObserver<Q> requests) {
+        stream = requests;
+      }
+
+      @Override
+      public void onNext(R response) {
+        executor.execute(() -> {
+          if (streamGeneration == generation && !closed) {
+            onResponse(response);
+          }
+        });
+      }
+
+      @Override
+      public void onError(Throwable t) {
+        executor.execute(() -> onStreamEnd(streamGeneration, Status.fromThrowable(t)));
+      }
+
+      @Override
+      public void onCompleted() {
+        executor.execute(() -> onStreamEnd(streamGeneration, Status.UNAVAILABLE.withDescription("closed by the server")));
+      }
+    });
+    streamOpened(types.values());
+  }
+
+  private void onStreamEnd(int streamGeneration, Status status) {
+    if (streamGeneration != generation || closed) {
+      return;
+    }
+    stream = null;
+    failedAttempts++;
+    Duration delay = backoff.delay(failedAttempts, random);
+    log.warn("group {}: upstream stream to {} ended ({}: {}); reconnecting in {} ms, the last good state is served meanwhile",
+        group, target, status.getCode(), status.getDescription(), delay.toMillis());
+    timer.schedule(() -> executor.execute(this::openStream), delay.toMillis(), TimeUnit.MILLISECONDS);
+  }
+
+  private void forgetWhatIsNoLongerWanted(S state, Interest previous) {
+    if (state.interest.wildcard()) {
+      return;
+    }
+    Set<String> unwanted = new HashSet<>(previous.wildcard() ? state.received : previous.names());
+    unwanted.removeAll(state.interest.names());
+    if (!unwanted.isEmpty()) {
+      publish(state, ResourceUpdate.forget(state.type, unwanted));
+    }
+  }
+
+  /** "Knowing When a Requested Resource Does Not Exist": the spec's client-side timeout, kept for the group. */
+  private void armNotFoundTimer(S state, String name) {
+    timer.schedule(() -> executor.execute(() -> {
+      if (!closed && state.interest.names().contains(name) && !state.received.contains(name)) {
+        log.info("group {}: upstream {} has not sent {} '{}' within {}; it is taken not to exist",
+            group, target, state.type.shortName(), name, notFoundTimeout);
+        publish(state, ResourceUpdate.partial(state.type, List.of(), Set.of(name), false));
+      }
+    }), notFoundTimeout.toMillis(), TimeUnit.MILLISECONDS);
+  }
+}
