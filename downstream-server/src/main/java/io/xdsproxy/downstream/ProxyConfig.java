@@ -1,5 +1,6 @@
 package io.xdsproxy.downstream;
 
+import io.xdsproxy.upstream.grpc.AdsUpstream;
 import java.io.IOException;
 import java.io.Reader;
 import java.nio.file.Files;
@@ -21,6 +22,7 @@ import org.yaml.snakeyaml.nodes.ScalarNode;
  * are the flags without their dashes. Flags override the file.
  *
  * @param upstream the control plane, {@code host:port}; empty to serve {@code resourcesDir}
+ * @param upstreamProtocol the ADS variant spoken to the control plane
  * @param resourcesDir the directory of DiscoveryResponse files served when there is no upstream
  * @param xdsPort where clients connect (0: any free port)
  * @param adminPort where the admin HTTP server listens (0: any free port)
@@ -31,6 +33,7 @@ import org.yaml.snakeyaml.nodes.ScalarNode;
  */
 public record ProxyConfig(
     Optional<String> upstream,
+    AdsUpstream.Protocol upstreamProtocol,
     Path resourcesDir,
     int xdsPort,
     int adminPort,
@@ -39,43 +42,93 @@ public record ProxyConfig(
     Duration restPollTimeout) {
 
   public static final ProxyConfig DEFAULTS = new ProxyConfig(
-      Optional.empty(), Path.of("deploy/examples/resources"), 18000, 19000, Duration.ofMinutes(5), Duration.ofSeconds(15),
+      Optional.empty(),
+      AdsUpstream.Protocol.SOTW,
+      Path.of("deploy/examples/resources"),
+      18000,
+      19000,
+      Duration.ofMinutes(5),
+      Duration.ofSeconds(15),
       Duration.ofSeconds(30));
 
   static final String USAGE = """
       usage: java -jar xds-proxy.jar [flags]
-        --config FILE         YAML file whose keys are the flags below without their dashes;
-                              flags given on the command line override it
-        --upstream HOST:PORT  the control plane, over SotW ADS; without it, --resources-dir is served
-        --resources-dir DIR   directory of DiscoveryResponse files (JSON, YAML, text or binary proto),
-                              watched for changes (default deploy/examples/resources)
-        --xds-port N          where xDS clients connect (default 18000)
-        --admin-port N        admin HTTP: /healthz, /readyz (default 19000)""";
+        --config FILE               YAML file whose keys are the flags below without their dashes;
+                                    flags given on the command line override it
+        --upstream HOST:PORT        the control plane; without it, --resources-dir is served
+        --upstream-protocol P       sotw or delta: the ADS variant spoken to it (default sotw)
+        --resources-dir DIR         directory of DiscoveryResponse files (JSON, YAML, text or binary
+                                    proto), watched for changes (default deploy/examples/resources)
+        --xds-port N                where xDS clients connect (default 18000)
+        --admin-port N              admin HTTP: /healthz, /readyz, REST-JSON xDS (default 19000)""";
 
-  private static final List<String> KEYS = List.of("upstream", "resources-dir", "xds-port", "admin-port");
+  private static final List<String> KEYS =
+      List.of("upstream", "upstream-protocol", "resources-dir", "xds-port", "admin-port");
 
   public ProxyConfig withUpstream(String target) {
-    return new ProxyConfig(Optional.of(target), resourcesDir, xdsPort, adminPort, groupIdleGrace, notFoundTimeout, restPollTimeout);
+    return edit(b -> b.upstream = Optional.of(target));
+  }
+
+  public ProxyConfig withUpstreamProtocol(AdsUpstream.Protocol protocol) {
+    return edit(b -> b.upstreamProtocol = protocol);
   }
 
   public ProxyConfig withResourcesDir(Path dir) {
-    return new ProxyConfig(upstream, dir, xdsPort, adminPort, groupIdleGrace, notFoundTimeout, restPollTimeout);
+    return edit(b -> b.resourcesDir = dir);
   }
 
   public ProxyConfig withPorts(int xds, int admin) {
-    return new ProxyConfig(upstream, resourcesDir, xds, admin, groupIdleGrace, notFoundTimeout, restPollTimeout);
+    return edit(b -> {
+      b.xdsPort = xds;
+      b.adminPort = admin;
+    });
   }
 
   public ProxyConfig withGroupIdleGrace(Duration grace) {
-    return new ProxyConfig(upstream, resourcesDir, xdsPort, adminPort, grace, notFoundTimeout, restPollTimeout);
-  }
-
-  public ProxyConfig withRestPollTimeout(Duration timeout) {
-    return new ProxyConfig(upstream, resourcesDir, xdsPort, adminPort, groupIdleGrace, notFoundTimeout, timeout);
+    return edit(b -> b.groupIdleGrace = grace);
   }
 
   public ProxyConfig withNotFoundTimeout(Duration timeout) {
-    return new ProxyConfig(upstream, resourcesDir, xdsPort, adminPort, groupIdleGrace, timeout, restPollTimeout);
+    return edit(b -> b.notFoundTimeout = timeout);
+  }
+
+  public ProxyConfig withRestPollTimeout(Duration timeout) {
+    return edit(b -> b.restPollTimeout = timeout);
+  }
+
+  /** A copy with the changes {@code change} makes. */
+  private ProxyConfig edit(java.util.function.Consumer<Builder> change) {
+    Builder builder = new Builder(this);
+    change.accept(builder);
+    return builder.build();
+  }
+
+  /** The fields of a config, to change some and build anew. */
+  private static final class Builder {
+    Optional<String> upstream;
+    AdsUpstream.Protocol upstreamProtocol;
+    Path resourcesDir;
+    int xdsPort;
+    int adminPort;
+    Duration groupIdleGrace;
+    Duration notFoundTimeout;
+    Duration restPollTimeout;
+
+    Builder(ProxyConfig from) {
+      upstream = from.upstream;
+      upstreamProtocol = from.upstreamProtocol;
+      resourcesDir = from.resourcesDir;
+      xdsPort = from.xdsPort;
+      adminPort = from.adminPort;
+      groupIdleGrace = from.groupIdleGrace;
+      notFoundTimeout = from.notFoundTimeout;
+      restPollTimeout = from.restPollTimeout;
+    }
+
+    ProxyConfig build() {
+      return new ProxyConfig(
+          upstream, upstreamProtocol, resourcesDir, xdsPort, adminPort, groupIdleGrace, notFoundTimeout, restPollTimeout);
+    }
   }
 
   /**
@@ -130,6 +183,12 @@ public record ProxyConfig(
         }
         yield withUpstream(setting.value());
       }
+      case "upstream-protocol" -> switch (setting.value()) {
+        case "sotw" -> withUpstreamProtocol(AdsUpstream.Protocol.SOTW);
+        case "delta" -> withUpstreamProtocol(AdsUpstream.Protocol.DELTA);
+        default -> throw new ConfigException(
+            setting.where() + ": upstream-protocol '" + setting.value() + "' is neither sotw nor delta");
+      };
       case "resources-dir" -> withResourcesDir(Path.of(setting.value()));
       case "xds-port" -> withPorts(port(setting), adminPort);
       case "admin-port" -> withPorts(xdsPort, port(setting));

@@ -43,7 +43,8 @@ public final class XdsProxy implements AutoCloseable {
     timer = Executors.newSingleThreadScheduledExecutor(threads("xds-proxy-timer"));
     try {
       upstream = config.upstream().isPresent()
-          ? new AdsUpstream(config.upstream().get(), pool, timer, Backoff.DEFAULT, config.notFoundTimeout())
+          ? new AdsUpstream(config.upstream().get(), config.upstreamProtocol(), pool, timer, Backoff.DEFAULT,
+              config.notFoundTimeout())
           : new FileSystemSource(config.resourcesDir().toAbsolutePath().normalize());
     } catch (IOException e) {
       timer.shutdownNow();

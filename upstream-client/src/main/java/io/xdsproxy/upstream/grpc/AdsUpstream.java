@@ -20,7 +20,13 @@ public final class AdsUpstream implements UpstreamSource {
   /** Largest response accepted from the control plane: a big mesh's full CDS runs to tens of MiB. */
   static final int MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
 
+  /** The variant of ADS spoken to the control plane. */
+  public enum Protocol {
+    SOTW, DELTA
+  }
+
   private final String target;
+  private final Protocol protocol;
   private final ManagedChannel channel;
   private final Executor pool;
   private final ScheduledExecutorService timer;
@@ -29,12 +35,19 @@ public final class AdsUpstream implements UpstreamSource {
 
   /**
    * @param target {@code host:port}; a DNS name is resolved, and re-resolved on reconnect
+   * @param protocol State of the World or incremental ADS
    * @param notFoundTimeout how long a requested name may go unanswered before it is taken not to
    *     exist ("Knowing When a Requested Resource Does Not Exist": 15 s recommended)
    */
   public AdsUpstream(
-      String target, Executor pool, ScheduledExecutorService timer, Backoff backoff, Duration notFoundTimeout) {
+      String target,
+      Protocol protocol,
+      Executor pool,
+      ScheduledExecutorService timer,
+      Backoff backoff,
+      Duration notFoundTimeout) {
     this.target = target;
+    this.protocol = protocol;
     this.pool = pool;
     this.timer = timer;
     this.backoff = backoff;
@@ -51,13 +64,17 @@ public final class AdsUpstream implements UpstreamSource {
 
   @Override
   public UpstreamSession open(NodeGroupKey group, Node node, UpstreamListener listener) {
-    return new SotwUpstreamSession(
-        group, node, channel, target, listener, pool, timer, backoff, notFoundTimeout, new Random());
+    return switch (protocol) {
+      case SOTW -> new SotwUpstreamSession(
+          group, node, channel, target, listener, pool, timer, backoff, notFoundTimeout, new Random());
+      case DELTA -> new DeltaUpstreamSession(
+          group, node, channel, target, listener, pool, timer, backoff, notFoundTimeout, new Random());
+    };
   }
 
   @Override
   public String describe() {
-    return "control plane " + target + " (SotW ADS)";
+    return "control plane " + target + " (" + (protocol == Protocol.SOTW ? "SotW" : "Delta") + " ADS)";
   }
 
   @Override

@@ -52,7 +52,7 @@ class SotwUpstreamSessionTest {
   }
 
   private UpstreamSession open(String target, Duration notFoundTimeout) {
-    upstream = new AdsUpstream(target, pool, timer, FAST, notFoundTimeout);
+    upstream = new AdsUpstream(target, AdsUpstream.Protocol.SOTW, pool, timer, FAST, notFoundTimeout);
     return upstream.open(new NodeGroupKey("fleet"), NODE, updates::add);
   }
 

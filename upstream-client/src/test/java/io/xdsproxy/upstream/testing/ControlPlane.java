@@ -25,6 +25,7 @@ public final class ControlPlane implements AutoCloseable {
   private final SimpleCache<String> cache = new SimpleCache<>(node -> node.getCluster());
   private final Map<Long, String> streamGroups = new ConcurrentHashMap<>();
   private final List<DiscoveryRequest> requests = new CopyOnWriteArrayList<>();
+  private final List<DeltaDiscoveryRequest> deltaRequests = new CopyOnWriteArrayList<>();
   private final V3DiscoveryServer discovery;
   private int port;
   private Server server;
@@ -40,7 +41,12 @@ public final class ControlPlane implements AutoCloseable {
       }
 
       @Override
-      public void onV3StreamDeltaRequest(long streamId, DeltaDiscoveryRequest request) {}
+      public void onV3StreamDeltaRequest(long streamId, DeltaDiscoveryRequest request) {
+        deltaRequests.add(request);
+        if (request.hasNode()) {
+          streamGroups.putIfAbsent(streamId, request.getNode().getCluster());
+        }
+      }
     };
     discovery = new V3DiscoveryServer(callbacks, cache);
     start();
@@ -77,6 +83,11 @@ public final class ControlPlane implements AutoCloseable {
   /** Every SotW request received, in order. */
   public List<DiscoveryRequest> requests() {
     return List.copyOf(requests);
+  }
+
+  /** Every Delta request received, in order. */
+  public List<DeltaDiscoveryRequest> deltaRequests() {
+    return List.copyOf(deltaRequests);
   }
 
   @Override

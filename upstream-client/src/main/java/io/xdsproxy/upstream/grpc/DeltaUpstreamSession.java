@@ -1,0 +1,183 @@
+package io.xdsproxy.upstream.grpc;
+
+import io.envoyproxy.envoy.config.core.v3.Node;
+import io.envoyproxy.envoy.service.discovery.v3.AggregatedDiscoveryServiceGrpc;
+import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
+import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
+import io.envoyproxy.envoy.service.discovery.v3.Resource;
+import io.grpc.Channel;
+import io.grpc.stub.ClientResponseObserver;
+import io.xdsproxy.core.Interest;
+import io.xdsproxy.core.NodeGroupKey;
+import io.xdsproxy.core.ResourceDecoder;
+import io.xdsproxy.core.ResourceDecoder.InvalidResourceException;
+import io.xdsproxy.core.ResourceUpdate;
+import io.xdsproxy.core.Subscription;
+import io.xdsproxy.core.TypeUrl;
+import io.xdsproxy.core.UpstreamSource.UpstreamListener;
+import io.xdsproxy.core.XdsResource;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.random.RandomGenerator;
+
+/**
+ * One node group's incremental (Delta) ADS session with the control plane: a single
+ * {@code DeltaAggregatedResources} stream that subscribes and unsubscribes names as the group's
+ * interest changes, tells the upstream on reconnect which versions it holds
+ * ({@code initial_resource_versions}, "Incremental reconnect"), and carries the upstream's
+ * per-resource versions into the store, so Delta clients downstream see the upstream's own versions.
+ */
+final class DeltaUpstreamSession
+    extends AdsSession<DeltaDiscoveryRequest, DeltaDiscoveryResponse, DeltaUpstreamSession.DeltaTypeState> {
+
+  /** One type's logical stream within the Delta ADS stream. */
+  static final class DeltaTypeState extends AdsSession.TypeState {
+    /** Name to version of every resource held, for initial_resource_versions on reconnect. */
+    final Map<String, String> held = new HashMap<>();
+    // What the upstream was told on this stream:
+    boolean requestedOnStream;
+    boolean wildcardOnStream;
+    final Set<String> namesOnStream = new HashSet<>();
+
+    DeltaTypeState(TypeUrl type) {
+      super(type);
+    }
+  }
+
+  DeltaUpstreamSession(
+      NodeGroupKey group,
+      Node node,
+      Channel channel,
+      String target,
+      UpstreamListener listener,
+      Executor pool,
+      ScheduledExecutorService timer,
+      Backoff backoff,
+      Duration notFoundTimeout,
+      RandomGenerator random) {
+    super(group, node, channel, target, listener, pool, timer, backoff, notFoundTimeout, random);
+  }
+
+  @Override
+  DeltaTypeState newTypeState(TypeUrl type) {
+    return new DeltaTypeState(type);
+  }
+
+  @Override
+  void startCall(Channel channel, ClientResponseObserver<DeltaDiscoveryRequest, DeltaDiscoveryResponse> observer) {
+    AggregatedDiscoveryServiceGrpc.newStub(channel).deltaAggregatedResources(observer);
+  }
+
+  @Override
+  void streamOpened(Iterable<DeltaTypeState> types) {
+    for (DeltaTypeState state : types) {
+      state.requestedOnStream = false;
+      state.wildcardOnStream = false;
+      state.namesOnStream.clear();
+      subscriptionChanged(state);
+    }
+  }
+
+  @Override
+  void interestChanged(DeltaTypeState state, Interest previous) {
+    state.held.keySet().retainAll(state.received);
+    subscriptionChanged(state);
+  }
+
+  /**
+   * Tells the upstream how the group's interest differs from what the stream is subscribed to. The
+   * first request of a type subscribes to a wildcard the legacy way (no names), which every control
+   * plane understands, and carries the versions held from earlier streams.
+   */
+  private void subscriptionChanged(DeltaTypeState state) {
+    if (!isStreamOpen()) {
+      return;
+    }
+    Interest interest = state.interest;
+    List<String> subscribe = new ArrayList<>(new TreeSet<>(interest.names()));
+    subscribe.removeAll(state.namesOnStream);
+    List<String> unsubscribe = new ArrayList<>(new TreeSet<>(state.namesOnStream));
+    unsubscribe.removeAll(interest.names());
+    boolean legacyWildcard = !state.requestedOnStream && interest.wildcard() && subscribe.isEmpty();
+    if (interest.wildcard() && !state.wildcardOnStream && !legacyWildcard) {
+      subscribe.add(0, Subscription.WILDCARD);
+    } else if (!interest.wildcard() && state.wildcardOnStream) {
+      unsubscribe.add(0, Subscription.WILDCARD);
+    }
+    if (subscribe.isEmpty() && unsubscribe.isEmpty() && !legacyWildcard) {
+      return;
+    }
+    DeltaDiscoveryRequest.Builder request = DeltaDiscoveryRequest.newBuilder()
+        .setTypeUrl(state.type.url())
+        .addAllResourceNamesSubscribe(subscribe)
+        .addAllResourceNamesUnsubscribe(unsubscribe);
+    if (!state.requestedOnStream) {
+      request.putAllInitialResourceVersions(state.held);
+    }
+    // As on SotW sessions: some control planes read the node from every request.
+    request.setNode(node);
+    state.requestedOnStream = true;
+    state.wildcardOnStream = interest.wildcard();
+    state.namesOnStream.clear();
+    state.namesOnStream.addAll(interest.names());
+    send(request.build());
+  }
+
+  @Override
+  void onResponse(DeltaDiscoveryResponse response) {
+    Optional<DeltaTypeState> found = stateOfResponse(response.getTypeUrl());
+    if (found.isEmpty()) {
+      return;
+    }
+    DeltaTypeState state = found.get();
+    List<XdsResource> resources = new ArrayList<>();
+    Set<String> names = new HashSet<>();
+    try {
+      for (int i = 0; i < response.getResourcesCount(); i++) {
+        Resource wrapper = response.getResources(i);
+        if (!wrapper.hasResource()) {
+          // A heartbeat ("TTL"): not a change of the resource.
+          continue;
+        }
+        XdsResource resource = ResourceDecoder.decodeWrapped(state.type, i, wrapper);
+        if (!names.add(resource.name())) {
+          throw new InvalidResourceException("resource #" + i + ": name '" + resource.name() + "' appears twice in one response");
+        }
+        resources.add(resource);
+      }
+    } catch (InvalidResourceException e) {
+      com.google.rpc.Status detail = rejection(state.type, "response " + response.getNonce(), e.getMessage());
+      logNack(detail);
+      send(DeltaDiscoveryRequest.newBuilder()
+          .setTypeUrl(state.type.url())
+          .setResponseNonce(response.getNonce())
+          .setErrorDetail(detail)
+          .setNode(node)
+          .build());
+      return;
+    }
+    healthy();
+    Set<String> removed = new HashSet<>(response.getRemovedResourcesList());
+    for (XdsResource resource : resources) {
+      state.held.put(resource.name(), resource.version());
+    }
+    state.held.keySet().removeAll(removed);
+    send(DeltaDiscoveryRequest.newBuilder()
+        .setTypeUrl(state.type.url())
+        .setResponseNonce(response.getNonce())
+        .setNode(node)
+        .build());
+    // A wildcard answer names every resource the upstream has and removes the rest, so from then on
+    // a name the store lacks does not exist.
+    publish(state, ResourceUpdate.partial(state.type, resources, removed, state.wildcardOnStream));
+  }
+}
