@@ -73,7 +73,7 @@ class DeltaAdsTest {
   }
 
   @Test
-  void aWildcardGetsEveryResourceThenOnlyWhatChangedAndRemovalsByName() {
+  void aWildcardGetsEveryResourceThenOnlyWhatChangedThenRemovalsByName() {
     publish("1", 1, "a", "b", "c");
     client.send(clusters().setNode(node("n1", "fleet")).build());
     DeltaDiscoveryResponse first = client.next(WAIT);
@@ -82,10 +82,27 @@ class DeltaAdsTest {
     client.send(ack(first));
 
     publish("2", 1, "a", "b2", "c");
-    DeltaDiscoveryResponse second = client.next(WAIT);
+    DeltaDiscoveryResponse made = client.next(WAIT);
+    DeltaDiscoveryResponse broken = client.next(WAIT);
 
-    assertThat(names(second)).containsExactly("b2");
-    assertThat(second.getRemovedResourcesList()).containsExactly("b");
+    assertThat(names(made)).containsExactly("b2");
+    assertThat(made.getRemovedResourcesList()).as("removals come after additions").isEmpty();
+    assertThat(broken.getResourcesList()).isEmpty();
+    assertThat(broken.getRemovedResourcesList()).containsExactly("b");
+  }
+
+  @Test
+  void aResourceThatIsOnlyRemovedIsRemovedInOneResponse() {
+    publish("1", 1, "a", "b");
+    client.send(clusters().setNode(node("n1", "fleet")).build());
+    client.send(ack(client.next(WAIT)));
+
+    publish("2", 1, "a");
+
+    DeltaDiscoveryResponse removal = client.next(WAIT);
+    assertThat(removal.getResourcesList()).isEmpty();
+    assertThat(removal.getRemovedResourcesList()).containsExactly("b");
+    client.expectNoResponse(QUIET);
   }
 
   @Test

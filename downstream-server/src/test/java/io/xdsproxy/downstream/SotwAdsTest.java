@@ -85,11 +85,25 @@ class SotwAdsTest {
     client.send(ack(first));
 
     publish("2", 1000, "a", "c");
-    DiscoveryResponse second = client.next(WAIT);
+    DiscoveryResponse made = client.next(WAIT);
+    DiscoveryResponse broken = client.next(WAIT);
 
-    assertThat(names(second)).as("full state: b deleted by absence, a resent").containsExactlyInAnyOrder("a", "c");
-    assertThat(second.getVersionInfo()).isNotEqualTo(first.getVersionInfo());
-    assertThat(second.getNonce()).isNotEqualTo(first.getNonce());
+    assertThat(names(made)).as("make before break: c added, b not yet taken away").containsExactlyInAnyOrder("a", "b", "c");
+    assertThat(names(broken)).as("full state: b deleted by absence, a resent").containsExactlyInAnyOrder("a", "c");
+    assertThat(List.of(first.getVersionInfo(), made.getVersionInfo(), broken.getVersionInfo())).doesNotHaveDuplicates();
+    assertThat(List.of(first.getNonce(), made.getNonce(), broken.getNonce())).doesNotHaveDuplicates();
+  }
+
+  @Test
+  void aClusterThatIsOnlyRemovedIsRemovedInOneResponse() throws Exception {
+    publish("1", 1000, "a", "b");
+    client.send(request(TypeUrl.CLUSTER).setNode(node("n1", "fleet")).build());
+    client.send(ack(client.next(WAIT)));
+
+    publish("2", 1000, "a");
+
+    assertThat(names(client.next(WAIT))).containsExactly("a");
+    client.expectNoResponse(QUIET);
   }
 
   @Test

@@ -1,11 +1,14 @@
 package io.xdsproxy.core;
 
+import java.util.List;
+
 /** A downstream stream, as its node group sees it: something to tell about new snapshots. */
 public interface GroupWatcher {
 
   /**
-   * {@code snapshot} is the new state of a type this watcher subscribed to. Called on the group's
-   * executor: an implementation hands the snapshot to its own executor and returns.
+   * {@code snapshots} are the new states of types this watcher subscribed to, changed together by
+   * one upstream update (so a stream can order them make-before-break). Called on the group's
+   * executor: an implementation hands them to its own executor and returns.
    */
-  void onSnapshot(TypeSnapshot snapshot);
+  void onSnapshots(List<TypeSnapshot> snapshots);
 }

@@ -1,8 +1,11 @@
 package io.xdsproxy.core;
 
 import io.envoyproxy.envoy.config.core.v3.Node;
+import io.xdsproxy.core.UpstreamSource.UpstreamListener;
 import io.xdsproxy.core.UpstreamSource.UpstreamSession;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Executor;
 import org.slf4j.Logger;
@@ -33,7 +36,17 @@ public final class NodeGroup {
     this.key = key;
     this.upstreamNode = upstreamNode;
     this.executor = new SerialExecutor(pool, "node group " + key);
-    executor.execute(() -> session = source.open(key, upstreamNode, this::onUpstreamUpdate));
+    executor.execute(() -> session = source.open(key, upstreamNode, new UpstreamListener() {
+      @Override
+      public void onUpdate(ResourceUpdate update) {
+        onUpstreamUpdates(List.of(update));
+      }
+
+      @Override
+      public void onUpdates(List<ResourceUpdate> updates) {
+        onUpstreamUpdates(updates);
+      }
+    }));
   }
 
   public NodeGroupKey key() {
@@ -56,7 +69,8 @@ public final class NodeGroup {
 
   /**
    * {@code watcher} now wants {@code wanted} of {@code type} ({@link Interest#NONE} for nothing); it
-   * is told of every later snapshot of a type it wants.
+   * is told of every later snapshot of a type it wants, starting with the current one: a snapshot
+   * published between the watcher's last look and this call would otherwise reach nobody.
    */
   public void subscribe(GroupWatcher watcher, TypeUrl type, Interest wanted) {
     executor.execute(() -> {
@@ -66,6 +80,9 @@ public final class NodeGroup {
       Map<TypeUrl, Interest> byType = watchers.computeIfAbsent(watcher, w -> new HashMap<>());
       Interest previous = wanted.isEmpty() ? byType.remove(type) : byType.put(type, wanted);
       changeInterest(type, previous == null ? Interest.NONE : previous, wanted);
+      if (previous == null && !wanted.isEmpty()) {
+        watcher.onSnapshots(List.of(store.snapshot(type)));
+      }
     });
   }
 
@@ -90,18 +107,26 @@ public final class NodeGroup {
     }
   }
 
-  private void onUpstreamUpdate(ResourceUpdate update) {
+  private void onUpstreamUpdates(List<ResourceUpdate> updates) {
     executor.execute(() -> {
       if (closed) {
         return;
       }
-      store.apply(update).ifPresent(snapshot -> {
-        log.debug("group {}: {}", key, snapshot);
-        watchers.forEach((watcher, wanted) -> {
-          if (wanted.containsKey(snapshot.type())) {
-            watcher.onSnapshot(snapshot);
-          }
+      List<TypeSnapshot> changed = new ArrayList<>();
+      for (ResourceUpdate update : updates) {
+        store.apply(update).ifPresent(snapshot -> {
+          log.debug("group {}: {}", key, snapshot);
+          changed.add(snapshot);
         });
+      }
+      if (changed.isEmpty()) {
+        return;
+      }
+      watchers.forEach((watcher, wanted) -> {
+        List<TypeSnapshot> relevant = changed.stream().filter(s -> wanted.containsKey(s.type())).toList();
+        if (!relevant.isEmpty()) {
+          watcher.onSnapshots(relevant);
+        }
       });
     });
   }

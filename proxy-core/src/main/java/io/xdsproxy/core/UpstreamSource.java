@@ -1,6 +1,7 @@
 package io.xdsproxy.core;
 
 import io.envoyproxy.envoy.config.core.v3.Node;
+import java.util.List;
 
 /**
  * Where node groups get their resources: a control plane over ADS, or a directory of files. Opens
@@ -25,6 +26,11 @@ public interface UpstreamSource extends AutoCloseable {
   @FunctionalInterface
   interface UpstreamListener {
     void onUpdate(ResourceUpdate update);
+
+    /** Several types changed together (a filesystem rescan): clients see them as one change. */
+    default void onUpdates(List<ResourceUpdate> updates) {
+      updates.forEach(this::onUpdate);
+    }
   }
 
   /**

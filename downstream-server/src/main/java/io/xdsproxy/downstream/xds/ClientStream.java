@@ -11,10 +11,12 @@ import io.xdsproxy.core.NodeGroups;
 import io.xdsproxy.core.SerialExecutor;
 import io.xdsproxy.core.TypeSnapshot;
 import io.xdsproxy.core.TypeUrl;
+import java.util.List;
 import java.util.Optional;
-import java.util.Set;
+import java.util.Queue;
+import java.util.SortedSet;
 import java.util.TreeSet;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
@@ -46,10 +48,11 @@ abstract class ClientStream<Q, R> implements StreamObserver<Q>, GroupWatcher {
   private final String variant;
 
   /**
-   * Types the group published a new snapshot of since the executor last looked. Only the type is
-   * kept: the executor reads the group's current snapshot, so a stream never goes back in time.
+   * Batches of types the group published new snapshots of since the executor last looked; a batch
+   * is taken whole, so types that changed together are pushed together. Only types are kept: the
+   * executor reads the group's current snapshots, so a stream never goes back in time.
    */
-  private final Set<TypeUrl> changedTypes = ConcurrentHashMap.newKeySet();
+  private final Queue<List<TypeUrl>> changedBatches = new ConcurrentLinkedQueue<>();
   private final AtomicBoolean changedScheduled = new AtomicBoolean();
 
   // Confined to the executor from here on.
@@ -87,14 +90,18 @@ abstract class ClientStream<Q, R> implements StreamObserver<Q>, GroupWatcher {
   /** Handles one request, on the executor; the stream is identified and open. */
   abstract void handle(Q request);
 
-  /** The group published a new snapshot of {@code type}, on the executor. */
-  abstract void snapshotChanged(TypeUrl type);
+  /**
+   * The group published a new snapshot of {@code type}: take it, on the executor. Returns whether
+   * the stream serves the type.
+   */
+  abstract boolean refresh(TypeUrl type);
 
   /**
    * The response owed to the client for {@code type} now, if any, recorded as sent with {@code
-   * nonce}. Called only when the transport is ready.
+   * nonce}. Called only when the transport is ready. With {@code deferRemovals}, nothing the client
+   * holds is taken away yet: the removals are owed to a later call.
    */
-  abstract Optional<R> respond(TypeUrl type, String nonce);
+  abstract Optional<R> respond(TypeUrl type, String nonce, boolean deferRemovals);
 
   /** "SotW ADS", "Delta envoy.config.cluster.v3.Cluster", …: for logs. */
   final String variant() {
@@ -129,8 +136,8 @@ abstract class ClientStream<Q, R> implements StreamObserver<Q>, GroupWatcher {
   }
 
   @Override
-  public final void onSnapshot(TypeSnapshot snapshot) {
-    changedTypes.add(snapshot.type());
+  public final void onSnapshots(List<TypeSnapshot> snapshots) {
+    changedBatches.add(snapshots.stream().map(TypeSnapshot::type).toList());
     if (changedScheduled.compareAndSet(false, true)) {
       executor.execute(this::takeChanges);
     }
@@ -201,6 +208,10 @@ abstract class ClientStream<Q, R> implements StreamObserver<Q>, GroupWatcher {
 
   /** Writes the response owed for {@code type}, if any, now or when the transport is ready. */
   final void send(TypeUrl type) {
+    send(type, false);
+  }
+
+  private void send(TypeUrl type, boolean deferRemovals) {
     if (closed) {
       return;
     }
@@ -209,26 +220,49 @@ abstract class ClientStream<Q, R> implements StreamObserver<Q>, GroupWatcher {
       return;
     }
     String nonce = Long.toString(nonces + 1);
-    Optional<R> response = respond(type, nonce);
+    Optional<R> response = respond(type, nonce, deferRemovals);
     if (response.isPresent()) {
       nonces++;
       responses.onNext(response.get());
     }
   }
 
+  /**
+   * Pushes the changes of {@code types}, make-before-break on ADS ("Eventual consistency
+   * considerations"): every type's additions and updates first, in push order (CDS, EDS, LDS, RDS,
+   * …), and only then what they remove, so that a route never points at a cluster the client has
+   * not got, and a cluster is not taken away while a route still points at it.
+   */
+  private void push(SortedSet<TypeUrl> types) {
+    if (fixedType.isPresent()) {
+      types.forEach(this::send);
+      return;
+    }
+    for (TypeUrl type : types) {
+      send(type, true);
+    }
+    for (TypeUrl type : types) {
+      send(type, false);
+    }
+  }
+
   private void takeChanges() {
     changedScheduled.set(false);
-    for (TypeUrl type : new TreeSet<>(changedTypes)) {
-      changedTypes.remove(type);
-      if (!closed) {
-        snapshotChanged(type);
-      }
+    SortedSet<TypeUrl> types = new TreeSet<>();
+    for (List<TypeUrl> batch = changedBatches.poll(); batch != null; batch = changedBatches.poll()) {
+      types.addAll(batch);
+    }
+    if (!closed) {
+      types.removeIf(type -> !refresh(type));
+      push(types);
     }
   }
 
   private void flushBlocked() {
-    while (!closed && !blocked.isEmpty() && responses.isReady()) {
-      send(blocked.pollFirst());
+    if (!closed && responses.isReady() && !blocked.isEmpty()) {
+      SortedSet<TypeUrl> types = new TreeSet<>(blocked);
+      blocked.clear();
+      push(types);
     }
   }
 

@@ -63,18 +63,18 @@ public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, Delta
   }
 
   @Override
-  void snapshotChanged(TypeUrl type) {
+  boolean refresh(TypeUrl type) {
     DeltaTypeState state = types.get(type);
     if (state != null) {
       state.update(group().snapshot(type));
-      send(type);
     }
+    return state != null;
   }
 
   @Override
-  Optional<DeltaDiscoveryResponse> respond(TypeUrl type, String nonce) {
+  Optional<DeltaDiscoveryResponse> respond(TypeUrl type, String nonce, boolean deferRemovals) {
     DeltaTypeState state = types.get(type);
-    Optional<Outgoing> outgoing = state.nextResponse();
+    Optional<Outgoing> outgoing = state.nextResponse(deferRemovals);
     if (outgoing.isEmpty()) {
       return Optional.empty();
     }

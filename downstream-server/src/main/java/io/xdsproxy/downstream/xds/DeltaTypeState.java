@@ -24,8 +24,11 @@ import java.util.Set;
  */
 final class DeltaTypeState {
 
-  /** A response ready to send, and the snapshot it brings the client to. */
-  record Outgoing(List<Resource> resources, List<String> removed, TypeSnapshot snapshot) {}
+  /**
+   * A response ready to send, the snapshot it brings the client to, and the removals it leaves for
+   * a later response (make-before-break).
+   */
+  record Outgoing(List<Resource> resources, List<String> removed, TypeSnapshot snapshot, List<String> deferred) {}
 
   private final TypeUrl type;
   private Subscription subscription = Subscription.NONE;
@@ -37,6 +40,8 @@ final class DeltaTypeState {
   private final Map<String, String> claimed = new HashMap<>();
   /** Names (or aliases) to send, or report removed, whatever the client may already have. */
   private final Set<String> forced = new LinkedHashSet<>();
+  /** Names the client holds that are gone, whose removal a response left for the next one. */
+  private final Set<String> pendingRemovals = new LinkedHashSet<>();
   /** Everything in the wildcard is to be sent: the wildcard was just subscribed to. */
   private boolean forceAll;
   private String lastNonce = "";
@@ -106,8 +111,12 @@ final class DeltaTypeState {
     latest = snapshot;
   }
 
-  /** The response owed now: resources the client lacks or holds at another version, and removals. */
-  Optional<Outgoing> nextResponse() {
+  /**
+   * The response owed now: resources the client lacks or holds at another version, and removals.
+   * With {@code deferRemovals}, removals are left for the next call, and a response that would only
+   * remove is not made.
+   */
+  Optional<Outgoing> nextResponse(boolean deferRemovals) {
     List<Resource> resources = new ArrayList<>();
     List<String> removed = new ArrayList<>();
     Set<String> sent = new HashSet<>();
@@ -121,14 +130,27 @@ final class DeltaTypeState {
         removed.add(name);
       }
     }
+    if (deferRemovals && !removed.isEmpty()) {
+      return resources.isEmpty() ? Optional.empty() : Optional.of(new Outgoing(resources, List.of(), latest, removed));
+    }
+    for (String name : pendingRemovals) {
+      if (latest.resolve(name) == null && !removed.contains(name)) {
+        removed.add(name);
+      }
+    }
     if (resources.isEmpty() && removed.isEmpty()) {
       return Optional.empty();
     }
-    return Optional.of(new Outgoing(resources, removed, latest));
+    return Optional.of(new Outgoing(resources, removed, latest, List.of()));
   }
 
   /** Marks {@code outgoing} as sent with {@code nonce}: the client now holds its snapshot. */
   void sent(Outgoing outgoing, String nonce) {
+    if (outgoing.deferred().isEmpty()) {
+      pendingRemovals.clear();
+    } else {
+      pendingRemovals.addAll(outgoing.deferred());
+    }
     base = outgoing.snapshot();
     lastNonce = nonce;
     forceAll = false;

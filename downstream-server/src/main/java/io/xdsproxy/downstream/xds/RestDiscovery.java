@@ -151,8 +151,8 @@ public final class RestDiscovery {
     }
 
     @Override
-    public void onSnapshot(TypeSnapshot snapshot) {
-      executor.execute(() -> answerIfChanged(snapshot));
+    public void onSnapshots(List<TypeSnapshot> snapshots) {
+      executor.execute(() -> answerIfChanged(group.snapshot(type)));
     }
 
     private void answerIfChanged(TypeSnapshot snapshot) {
@@ -160,7 +160,7 @@ public final class RestDiscovery {
         return;
       }
       state.update(snapshot);
-      Optional<Outgoing> outgoing = state.nextResponse();
+      Optional<Outgoing> outgoing = state.nextResponse(false);
       if (outgoing.isEmpty()) {
         return;
       }

@@ -64,24 +64,24 @@ public final class SotwStream extends ClientStream<DiscoveryRequest, DiscoveryRe
   }
 
   @Override
-  void snapshotChanged(TypeUrl type) {
+  boolean refresh(TypeUrl type) {
     SotwTypeState state = types.get(type);
     if (state != null) {
       state.update(group().snapshot(type));
-      send(type);
     }
+    return state != null;
   }
 
   @Override
-  Optional<DiscoveryResponse> respond(TypeUrl type, String nonce) {
+  Optional<DiscoveryResponse> respond(TypeUrl type, String nonce, boolean deferRemovals) {
     SotwTypeState state = types.get(type);
-    Optional<Outgoing> outgoing = state.nextResponse();
+    Optional<Outgoing> outgoing = state.nextResponse(deferRemovals);
     if (outgoing.isEmpty()) {
       return Optional.empty();
     }
     state.sent(outgoing.get(), nonce);
     return Optional.of(DiscoveryResponse.newBuilder()
-        .setVersionInfo(outgoing.get().snapshot().version())
+        .setVersionInfo(outgoing.get().version())
         .setTypeUrl(type.url())
         .addAllResources(outgoing.get().resources())
         .setNonce(nonce)

@@ -5,6 +5,7 @@ import io.xdsproxy.core.Subscription;
 import io.xdsproxy.core.TypeSnapshot;
 import io.xdsproxy.core.TypeSnapshot.NameState;
 import io.xdsproxy.core.TypeUrl;
+import io.xdsproxy.core.Versions;
 import io.xdsproxy.core.XdsResource;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -19,8 +20,11 @@ import java.util.Set;
  */
 final class SotwTypeState {
 
-  /** A response ready to send: its resources and the snapshot it was built from. */
-  record Outgoing(List<XdsResource> included, TypeSnapshot snapshot) {
+  /**
+   * A response ready to send: its resources, its version_info, the snapshot it was built from, and
+   * whether it still holds resources that snapshot has removed (make-before-break).
+   */
+  record Outgoing(List<XdsResource> included, String version, TypeSnapshot snapshot, boolean removalsDeferred) {
     /** The resources as a DiscoveryResponse carries them. */
     List<Any> resources() {
       return included.stream().map(XdsResource::body).toList();
@@ -33,6 +37,8 @@ final class SotwTypeState {
   private final Set<String> newlySubscribed = new HashSet<>();
   private TypeSnapshot latest;
   private TypeSnapshot lastSent;
+  /** The last response kept resources that {@link #lastSent} no longer has: the client still holds them. */
+  private boolean removalsPending;
   private String lastNonce = "";
   private String ackedVersion = "";
   private String lastNackMessage;
@@ -106,24 +112,61 @@ final class SotwTypeState {
 
   /**
    * The response owed to the client now, if any ("When to send an update": only when something it
-   * subscribed to changed or was newly asked for).
+   * subscribed to changed or was newly asked for). With {@code deferRemovals}, a full-state response
+   * keeps the resources the client holds that are gone upstream, and a response that would only
+   * remove is not made at all: the removal is owed to the next call.
    */
-  Optional<Outgoing> nextResponse() {
+  Optional<Outgoing> nextResponse(boolean deferRemovals) {
     if (subscription.isEmpty()) {
       return Optional.empty();
     }
-    List<XdsResource> resources = type.isFullStateInSotw() ? fullState() : changedOnly();
+    if (!type.isFullStateInSotw()) {
+      List<XdsResource> changed = changedOnly();
+      return changed == null ? Optional.empty() : Optional.of(new Outgoing(changed, latest.version(), latest, false));
+    }
+    List<XdsResource> resources = fullState();
     if (resources == null) {
       return Optional.empty();
     }
-    return Optional.of(new Outgoing(resources, latest));
+    List<XdsResource> removed = deferRemovals && lastSent != null ? removedSinceLastSent() : List.of();
+    if (!removed.isEmpty()) {
+      if (!addsOrChangesAnything(resources)) {
+        return Optional.empty();
+      }
+      resources = new ArrayList<>(resources);
+      resources.addAll(removed);
+    }
+    return Optional.of(new Outgoing(resources, Versions.ofResources(resources), latest, !removed.isEmpty()));
   }
 
   /** Marks {@code outgoing} as sent with {@code nonce}. */
   void sent(Outgoing outgoing, String nonce) {
     lastSent = outgoing.snapshot();
+    removalsPending = outgoing.removalsDeferred();
     lastNonce = nonce;
     newlySubscribed.clear();
+  }
+
+  /** Resources of the last response that the client subscribes to and that are gone now. */
+  private List<XdsResource> removedSinceLastSent() {
+    Iterable<String> names = subscription.wildcard() ? lastSent.resources().keySet() : subscription.names();
+    List<XdsResource> removed = new ArrayList<>();
+    for (String name : names) {
+      XdsResource had = lastSent.get(name);
+      if (had != null && latest.get(name) == null) {
+        removed.add(had);
+      }
+    }
+    return removed;
+  }
+
+  private boolean addsOrChangesAnything(List<XdsResource> resources) {
+    for (XdsResource resource : resources) {
+      if (lastSent.get(resource.name()) != resource || newlySubscribed.contains(resource.name())) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /**
@@ -140,7 +183,7 @@ final class SotwTypeState {
         return null;
       }
     }
-    if (lastSent != null && newlySubscribed.isEmpty() && !scopeChanged()) {
+    if (lastSent != null && newlySubscribed.isEmpty() && !removalsPending && !scopeChanged()) {
       return null;
     }
     List<XdsResource> resources = new ArrayList<>();

@@ -19,6 +19,7 @@ import java.nio.file.ClosedWatchServiceException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.WatchService;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.FileTime;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -55,6 +56,8 @@ public final class FileSystemSource implements UpstreamSource {
 
   private static final Logger log = LoggerFactory.getLogger(FileSystemSource.class);
   static final Duration RESCAN = Duration.ofMillis(500);
+  /** Scans of one rescan before the directory is taken as it is, should it never hold still. */
+  private static final int MAX_SCANS = 5;
 
   private final Path directory;
   private final ScheduledExecutorService thread;
@@ -98,7 +101,9 @@ public final class FileSystemSource implements UpstreamSource {
     Session session = new Session(listener);
     thread.execute(() -> {
       sessions.add(session);
-      served.forEach((type, resources) -> listener.onUpdate(ResourceUpdate.complete(type, resources)));
+      List<ResourceUpdate> everything = new ArrayList<>();
+      served.forEach((type, resources) -> everything.add(ResourceUpdate.complete(type, resources)));
+      listener.onUpdates(everything);
     });
     return session;
   }
@@ -136,14 +141,11 @@ public final class FileSystemSource implements UpstreamSource {
 
   private void rescan() {
     try {
-      Map<Path, FileState> seen = new HashMap<>();
-      try (Stream<Path> listing = Files.list(directory)) {
-        for (Path file : (Iterable<Path>) listing::iterator) {
-          Optional<Format> format = ResponseFile.formatOf(file);
-          if (format.isPresent() && Files.isRegularFile(file)) {
-            seen.put(file, reread(file, format.get()));
-          }
-        }
+      Map<Path, FileState> seen = scan();
+      // A file replaced while the scan read the others (a ConfigMap's atomic swap of every file)
+      // would mix old and new: read again until the directory holds still.
+      for (int attempt = 1; attempt < MAX_SCANS && !unchanged(seen); attempt++) {
+        seen = scan();
       }
       boolean changed = !seen.keySet().equals(files.keySet());
       for (Map.Entry<Path, FileState> entry : seen.entrySet()) {
@@ -152,7 +154,8 @@ public final class FileSystemSource implements UpstreamSource {
       if (!changed) {
         return;
       }
-      files.keySet().stream().filter(file -> !seen.containsKey(file))
+      Map<Path, FileState> current = seen;
+      files.keySet().stream().filter(file -> !current.containsKey(file))
           .forEach(file -> log.info("resources file {} removed", file));
       files.clear();
       files.putAll(seen);
@@ -162,12 +165,41 @@ public final class FileSystemSource implements UpstreamSource {
     }
   }
 
-  /** The file's state, read again only if its modification time or size changed. */
+  private Map<Path, FileState> scan() throws IOException {
+    Map<Path, FileState> seen = new HashMap<>();
+    for (Path file : listFiles()) {
+      seen.put(file, reread(file, ResponseFile.formatOf(file).orElseThrow()));
+    }
+    return seen;
+  }
+
+  /** The resource files in the directory now. */
+  private List<Path> listFiles() throws IOException {
+    try (Stream<Path> listing = Files.list(directory)) {
+      return listing.filter(file -> ResponseFile.formatOf(file).isPresent() && Files.isRegularFile(file)).toList();
+    }
+  }
+
+  /** Whether the directory still holds exactly the files of {@code seen}, as they were read. */
+  private boolean unchanged(Map<Path, FileState> seen) throws IOException {
+    List<Path> now = listFiles();
+    if (now.size() != seen.size()) {
+      return false;
+    }
+    for (Path file : now) {
+      FileState state = seen.get(file);
+      if (state == null || !state.stamp().equals(Stamp.of(file))) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** The file's state, read again only if it is not the file last read. */
   private FileState reread(Path file, Format format) throws IOException {
-    FileTime modified = Files.getLastModifiedTime(file);
-    long size = Files.size(file);
+    Stamp stamp = Stamp.of(file);
     FileState previous = files.get(file);
-    if (previous != null && previous.modified().equals(modified) && previous.size() == size) {
+    if (previous != null && previous.stamp().equals(stamp)) {
       return previous;
     }
     Optional<Contents> good = previous == null ? Optional.empty() : previous.good();
@@ -179,7 +211,7 @@ public final class FileSystemSource implements UpstreamSource {
       log.warn("resources file {} is not served: {}; {}", file, e.getMessage(),
           good.isPresent() ? "its last good contents stay" : "it had no good contents yet");
     }
-    return new FileState(modified, size, good);
+    return new FileState(stamp, good);
   }
 
   /** Tells every session about each type whose union of files changed. */
@@ -211,12 +243,22 @@ public final class FileSystemSource implements UpstreamSource {
       }
     }
     served = next;
-    for (Session session : sessions) {
-      updates.forEach(session.listener::onUpdate);
+    if (!updates.isEmpty()) {
+      for (Session session : sessions) {
+        session.listener.onUpdates(updates);
+      }
     }
   }
 
-  private record FileState(FileTime modified, long size, Optional<Contents> good) {}
+  /** What tells one version of a file from another: its inode (a swapped symlink changes it), time and size. */
+  private record Stamp(Object fileKey, FileTime modified, long size) {
+    static Stamp of(Path file) throws IOException {
+      BasicFileAttributes attributes = Files.readAttributes(file, BasicFileAttributes.class);
+      return new Stamp(attributes.fileKey(), attributes.lastModifiedTime(), attributes.size());
+    }
+  }
+
+  private record FileState(Stamp stamp, Optional<Contents> good) {}
 
   /** A node group's view: everything in the directory, whatever it asks for. */
   private final class Session implements UpstreamSession {
