@@ -107,6 +107,29 @@ class SotwAdsTest {
   }
 
   @Test
+  void anEmptyListAfterNamesUnsubscribesEverythingRatherThanBeingAWildcard() throws Exception {
+    publish("1", 1000, "a", "b");
+    client.send(request(TypeUrl.CLUSTER, "a").setNode(node("n1", "fleet")).build());
+    DiscoveryResponse first = client.next(WAIT);
+    assertThat(names(first)).containsExactly("a");
+
+    client.send(ack(first));
+
+    client.expectNoResponse(QUIET);
+    publish("2", 1000, "a", "b", "c");
+    client.expectNoResponse(QUIET);
+  }
+
+  @Test
+  void aNameAlsoCoveredByTheWildcardIsSentOnce() throws Exception {
+    publish("1", 1000, "a", "b");
+
+    client.send(request(TypeUrl.CLUSTER, "*", "a").setNode(node("n1", "fleet")).build());
+
+    assertThat(names(client.next(WAIT))).as("duplicate names are never sent").containsExactlyInAnyOrder("a", "b");
+  }
+
+  @Test
   void namedEndpointsGetOnlyTheResourcesThatChanged() throws Exception {
     publish("1", 1000, "a", "b");
     client.send(request(TypeUrl.ENDPOINT, "a", "b").setNode(node("n1", "fleet")).build());
