@@ -104,13 +104,25 @@ public final class TypeSnapshot {
   TypeSnapshot apply(ResourceUpdate update) {
     Map<String, XdsResource> next = update.replaceAll() ? new HashMap<>() : new HashMap<>(resources);
     Set<String> nextAbsent = update.replaceAll() ? new HashSet<>() : new HashSet<>(absent);
-    boolean changed = update.complete() != complete || !received;
+    // A partial update keeps a complete store complete; forgetting names makes it incomplete.
+    boolean nextComplete = update.replaceAll()
+        ? update.complete()
+        : update.forgotten().isEmpty() && (complete || update.complete());
+    boolean changed = nextComplete != complete || !received;
     for (XdsResource resource : update.resources()) {
       XdsResource previous = resources.get(resource.name());
       // Keep the object clients already have when nothing about it changed: streams compare by reference.
       next.put(resource.name(), resource.sameAs(previous) ? previous : resource);
       changed |= !resource.sameAs(previous);
       nextAbsent.remove(resource.name());
+    }
+    for (String name : update.heartbeats()) {
+      XdsResource current = next.containsKey(name) ? next.get(name) : update.replaceAll() ? resources.get(name) : null;
+      if (current != null) {
+        next.put(name, current.refreshed());
+        nextAbsent.remove(name);
+        changed = true;
+      }
     }
     if (update.replaceAll()) {
       changed |= !next.keySet().equals(resources.keySet()) || !absent.isEmpty();
@@ -127,7 +139,7 @@ public final class TypeSnapshot {
       return this;
     }
     return new TypeSnapshot(type, Collections.unmodifiableMap(next), Collections.unmodifiableSet(nextAbsent),
-        update.complete(), Versions.ofResources(next.values()), true);
+        nextComplete, Versions.ofResources(next.values()), true);
   }
 
   @Override

@@ -35,14 +35,30 @@ public record XdsResource(
     return new XdsResource(name, Versions.ofContent(body), body, List.of(), Optional.empty(), false);
   }
 
-  /** Whether this and {@code other} would look the same to a client. */
+  /** Whether this and {@code other} would look the same to a client that knows TTLs. */
   public boolean sameAs(XdsResource other) {
+    return sameBody(other) && ttl.equals(other.ttl) && doNotCache == other.doNotCache;
+  }
+
+  /** Whether this and {@code other} would look the same to a client that does not know TTLs. */
+  public boolean sameBody(XdsResource other) {
     return other != null
-        && version.equals(other.version)
-        && body.equals(other.body)
-        && aliases.equals(other.aliases)
-        && ttl.equals(other.ttl)
-        && doNotCache == other.doNotCache;
+        && (other == this || version.equals(other.version) && body.equals(other.body) && aliases.equals(other.aliases));
+  }
+
+  /**
+   * The same resource, refreshed by a heartbeat ("TTL"): equal in every field, but another object,
+   * which is how streams, comparing by reference, tell a heartbeat from no news.
+   */
+  public XdsResource refreshed() {
+    return new XdsResource(name, version, body, aliases, ttl, doNotCache);
+  }
+
+  /** The heartbeat of this resource: its wrapper without the resource, to refresh its TTL. */
+  public Resource toHeartbeat() {
+    Resource.Builder heartbeat = Resource.newBuilder().setName(name).setVersion(version);
+    ttl.ifPresent(heartbeat::setTtl);
+    return heartbeat.build();
   }
 
   /** The resource in its {@link Resource} wrapper, as Delta responses and TTL-aware SotW carry it. */

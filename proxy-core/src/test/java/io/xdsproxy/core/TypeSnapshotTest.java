@@ -89,4 +89,38 @@ class TypeSnapshotTest {
     store.apply(ResourceUpdate.complete(TypeUrl.ROUTE, List.of()));
     assertThat(store.snapshot(TypeUrl.ROUTE).isReceived()).isTrue();
   }
+
+  @Test
+  void aHeartbeatRefreshesAResourceAsANewObjectWithTheSameContentAndVersion() {
+    TypeSnapshot first = store.apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1)))).orElseThrow();
+
+    TypeSnapshot beat = store.apply(
+        ResourceUpdate.partial(TypeUrl.CLUSTER, List.of(), Set.of(), false).withHeartbeats(Set.of("a"))).orElseThrow();
+
+    assertThat(beat.get("a")).isNotSameAs(first.get("a"));
+    assertThat(beat.get("a").sameAs(first.get("a"))).isTrue();
+    assertThat(beat.version()).isEqualTo(first.version());
+    assertThat(beat.isComplete()).as("a partial update keeps a complete store complete").isTrue();
+  }
+
+  @Test
+  void aHeartbeatInAFullStateKeepsItsResourceAndTheRestIsReplaced() {
+    store.apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1), cluster("b", 1))));
+
+    TypeSnapshot next = store.apply(
+        ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("c", 1))).withHeartbeats(Set.of("a"))).orElseThrow();
+
+    assertThat(next.resources()).containsOnlyKeys("a", "c");
+    assertThat(next.state("b")).isEqualTo(NameState.ABSENT);
+  }
+
+  @Test
+  void forgettingNamesMakesACompleteStoreIncomplete() {
+    store.apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1), cluster("b", 1))));
+
+    TypeSnapshot next = store.apply(ResourceUpdate.forget(TypeUrl.CLUSTER, Set.of("b"))).orElseThrow();
+
+    assertThat(next.isComplete()).isFalse();
+    assertThat(next.state("b")).as("forgotten, not known to be gone").isEqualTo(NameState.UNKNOWN);
+  }
 }

@@ -140,12 +140,14 @@ final class DeltaUpstreamSession
     }
     DeltaTypeState state = found.get();
     List<XdsResource> resources = new ArrayList<>();
+    Set<String> heartbeats = new HashSet<>();
     Set<String> names = new HashSet<>();
     try {
       for (int i = 0; i < response.getResourcesCount(); i++) {
         Resource wrapper = response.getResources(i);
         if (!wrapper.hasResource()) {
-          // A heartbeat ("TTL"): not a change of the resource.
+          // A heartbeat ("TTL"): not a change of the resource, a refresh of its TTL.
+          heartbeats.add(wrapper.getName());
           continue;
         }
         XdsResource resource = ResourceDecoder.decodeWrapped(state.type, i, wrapper);
@@ -178,6 +180,6 @@ final class DeltaUpstreamSession
         .build());
     // A wildcard answer names every resource the upstream has and removes the rest, so from then on
     // a name the store lacks does not exist.
-    publish(state, ResourceUpdate.partial(state.type, resources, removed, state.wildcardOnStream));
+    publish(state, ResourceUpdate.partial(state.type, resources, removed, state.wildcardOnStream).withHeartbeats(heartbeats));
   }
 }

@@ -9,6 +9,7 @@ import io.grpc.stub.ClientResponseObserver;
 import io.xdsproxy.core.Interest;
 import io.xdsproxy.core.NodeGroupKey;
 import io.xdsproxy.core.ResourceDecoder;
+import io.xdsproxy.core.ResourceDecoder.Decoded;
 import io.xdsproxy.core.ResourceDecoder.InvalidResourceException;
 import io.xdsproxy.core.ResourceUpdate;
 import io.xdsproxy.core.TypeUrl;
@@ -109,9 +110,9 @@ final class SotwUpstreamSession
       return;
     }
     SotwTypeState state = found.get();
-    List<XdsResource> resources;
+    Decoded decoded;
     try {
-      resources = ResourceDecoder.decode(state.type, response.getResourcesList()).resources();
+      decoded = ResourceDecoder.decode(state.type, response.getResourcesList());
     } catch (InvalidResourceException e) {
       com.google.rpc.Status detail = rejection(state.type, "version " + response.getVersionInfo(), e.getMessage());
       logNack(detail);
@@ -120,7 +121,7 @@ final class SotwUpstreamSession
       return;
     }
     healthy();
-    ResourceUpdate update = toUpdate(state, resources);
+    ResourceUpdate update = toUpdate(state, decoded.resources(), Set.copyOf(decoded.heartbeats()));
     state.acceptedVersion = response.getVersionInfo();
     state.nonce = response.getNonce();
     state.answeredOnStream = true;
@@ -134,16 +135,17 @@ final class SotwUpstreamSession
    * upstream had given and now leaves out is deleted, and so is one it leaves out of its first answer
    * on a stream, which can only answer the stream's first request. Other names it leaves out may just
    * not have been asked for yet when it answered ("Knowing When a Requested Resource Does Not Exist"):
-   * the not-found timer decides them.
+   * the not-found timer decides them. A heartbeat stands for its resource ("SotW TTL"), and a
+   * response of heartbeats alone only refreshes TTLs.
    */
-  private static ResourceUpdate toUpdate(SotwTypeState state, List<XdsResource> resources) {
-    if (!state.type.isFullStateInSotw()) {
-      return ResourceUpdate.partial(state.type, resources, Set.of(), false);
+  private static ResourceUpdate toUpdate(SotwTypeState state, List<XdsResource> resources, Set<String> heartbeats) {
+    if (!state.type.isFullStateInSotw() || resources.isEmpty() && !heartbeats.isEmpty()) {
+      return ResourceUpdate.partial(state.type, resources, Set.of(), false).withHeartbeats(heartbeats);
     }
     if (state.interest.wildcard()) {
-      return ResourceUpdate.complete(state.type, resources);
+      return ResourceUpdate.complete(state.type, resources).withHeartbeats(heartbeats);
     }
-    Set<String> names = new HashSet<>();
+    Set<String> names = new HashSet<>(heartbeats);
     resources.forEach(resource -> names.add(resource.name()));
     Set<String> removed = new HashSet<>();
     for (String name : state.interest.names()) {
@@ -152,7 +154,7 @@ final class SotwUpstreamSession
         removed.add(name);
       }
     }
-    return ResourceUpdate.partial(state.type, resources, removed, false);
+    return ResourceUpdate.partial(state.type, resources, removed, false).withHeartbeats(heartbeats);
   }
 
   /**
