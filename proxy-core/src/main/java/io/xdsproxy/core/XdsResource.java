@@ -63,8 +63,15 @@ public record XdsResource(
 
   /** The resource in its {@link Resource} wrapper, as Delta responses and TTL-aware SotW carry it. */
   public Resource toResource() {
+    return toResource(true);
+  }
+
+  /** The resource in its {@link Resource} wrapper, its TTL left out for a client that does not know TTLs. */
+  public Resource toResource(boolean withTtl) {
     Resource.Builder wrapper = Resource.newBuilder().setName(name).setVersion(version).setResource(body).addAllAliases(aliases);
-    ttl.ifPresent(wrapper::setTtl);
+    if (withTtl) {
+      ttl.ifPresent(wrapper::setTtl);
+    }
     if (doNotCache) {
       wrapper.getCacheControlBuilder().setDoNotCache(true);
     }

@@ -39,6 +39,8 @@ import org.slf4j.LoggerFactory;
 abstract class ClientStream<Q, R> implements StreamObserver<Q>, GroupWatcher {
 
   private static final Logger log = LoggerFactory.getLogger(ClientStream.class);
+  static final String SUPPORTS_TTL = "xds.config.supports-resource-ttl";
+  static final String SUPPORTS_RESOURCE_IN_SOTW = "xds.config.supports-resource-in-sotw";
 
   private final ServerCallStreamObserver<R> responses;
   private final NodeGroups groups;
@@ -196,6 +198,16 @@ abstract class ClientStream<Q, R> implements StreamObserver<Q>, GroupWatcher {
 
   final Node node() {
     return node;
+  }
+
+  /**
+   * Whether the client announced TTL support ("TTL": {@code xds.config.supports-resource-ttl});
+   * for SotW it must also take resources wrapped in {@code Resource}
+   * ({@code xds.config.supports-resource-in-sotw}).
+   */
+  final boolean knowsTtl(boolean sotw) {
+    List<String> features = node.getClientFeaturesList();
+    return features.contains(SUPPORTS_TTL) && (!sotw || features.contains(SUPPORTS_RESOURCE_IN_SOTW));
   }
 
   final NodeGroup group() {

@@ -46,7 +46,7 @@ public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, Delta
       return;
     }
     TypeUrl type = parsed.get();
-    DeltaTypeState state = types.computeIfAbsent(type, t -> new DeltaTypeState(t, group().snapshot(t)));
+    DeltaTypeState state = types.computeIfAbsent(type, t -> new DeltaTypeState(t, group().snapshot(t), knowsTtl(false)));
     // The nonce pairs an ACK or NACK with a response, but "the server must honor changes to the
     // subscription state even if the nonce is stale" ("Incremental xDS").
     if (state.isLatest(request.getResponseNonce()) && request.hasErrorDetail()) {

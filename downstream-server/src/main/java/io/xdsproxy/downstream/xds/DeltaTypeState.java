@@ -31,6 +31,7 @@ final class DeltaTypeState {
   record Outgoing(List<Resource> resources, List<String> removed, TypeSnapshot snapshot, List<String> deferred) {}
 
   private final TypeUrl type;
+  private final boolean knowsTtl;
   private Subscription subscription = Subscription.NONE;
   private boolean requested;
   private TypeSnapshot latest;
@@ -47,9 +48,11 @@ final class DeltaTypeState {
   private String lastNonce = "";
   private String lastNackMessage;
 
-  DeltaTypeState(TypeUrl type, TypeSnapshot initial) {
+  /** @param knowsTtl the client announced TTL support: it gets TTLs and heartbeats ("TTL") */
+  DeltaTypeState(TypeUrl type, TypeSnapshot initial, boolean knowsTtl) {
     this.type = type;
     this.latest = initial;
+    this.knowsTtl = knowsTtl;
   }
 
   TypeUrl type() {
@@ -123,8 +126,12 @@ final class DeltaTypeState {
     for (String name : candidates()) {
       XdsResource current = latest.resolve(name);
       if (current != null) {
-        if (covers(current) && sent.add(current.name()) && mustSend(name, current)) {
-          resources.add(current.toResource());
+        if (covers(current) && sent.add(current.name())) {
+          if (mustSend(name, current)) {
+            resources.add(current.toResource(knowsTtl));
+          } else if (knowsTtl && isHeartbeat(current)) {
+            resources.add(current.toHeartbeat());
+          }
         }
       } else if (latest.state(name) == NameState.ABSENT && mustReportRemoved(name)) {
         removed.add(name);
@@ -190,7 +197,18 @@ final class DeltaTypeState {
       return true;
     }
     String held = heldVersion(current.name());
-    return held == null || !held.equals(current.version());
+    if (held == null || !held.equals(current.version())) {
+      return true;
+    }
+    // Same version, other TTL: "the management server resends the resource with a new TTL".
+    XdsResource sent = base == null ? null : base.get(current.name());
+    return knowsTtl && sent != null && sent != current && !sent.sameAs(current);
+  }
+
+  /** The resource was refreshed by a heartbeat since the client got it. */
+  private boolean isHeartbeat(XdsResource current) {
+    XdsResource sent = base == null ? null : base.get(current.name());
+    return sent != null && sent != current && sent.sameAs(current);
   }
 
   /**

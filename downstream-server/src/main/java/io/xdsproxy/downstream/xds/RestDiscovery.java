@@ -137,7 +137,7 @@ public final class RestDiscovery {
       this.group = group;
       this.exchange = exchange;
       this.executor = new SerialExecutor(pool, "REST poll from " + exchange.getRemoteAddress());
-      this.state = new SotwTypeState(type, group.snapshot(type));
+      this.state = new SotwTypeState(type, group.snapshot(type), false);
     }
 
     void start() {
@@ -172,7 +172,7 @@ public final class RestDiscovery {
       DiscoveryResponse response = DiscoveryResponse.newBuilder()
           .setVersionInfo(version)
           .setTypeUrl(type.url())
-          .addAllResources(outgoing.get().resources())
+          .addAllResources(state.encode(outgoing.get()))
           .build();
       try {
         finish(200, JsonFormat.printer().usingTypeRegistry(ApiTypes.json()).print(response));

@@ -42,7 +42,7 @@ public final class SotwStream extends ClientStream<DiscoveryRequest, DiscoveryRe
       return;
     }
     TypeUrl type = parsed.get();
-    SotwTypeState state = types.computeIfAbsent(type, t -> new SotwTypeState(t, group().snapshot(t)));
+    SotwTypeState state = types.computeIfAbsent(type, t -> new SotwTypeState(t, group().snapshot(t), knowsTtl(true)));
     if (!state.isCurrent(request.getResponseNonce())) {
       // "Requests become stale": the client will ask again when it has seen the newer response.
       log.debug("node '{}' {}: ignoring request with stale nonce {}", node().getId(), type.shortName(),
@@ -83,7 +83,7 @@ public final class SotwStream extends ClientStream<DiscoveryRequest, DiscoveryRe
     return Optional.of(DiscoveryResponse.newBuilder()
         .setVersionInfo(outgoing.get().version())
         .setTypeUrl(type.url())
-        .addAllResources(outgoing.get().resources())
+        .addAllResources(state.encode(outgoing.get()))
         .setNonce(nonce)
         .build());
   }

@@ -1,6 +1,7 @@
 package io.xdsproxy.downstream.xds;
 
 import com.google.protobuf.Any;
+import io.envoyproxy.envoy.service.discovery.v3.Resource;
 import io.xdsproxy.core.Subscription;
 import io.xdsproxy.core.TypeSnapshot;
 import io.xdsproxy.core.TypeSnapshot.NameState;
@@ -17,21 +18,27 @@ import java.util.Set;
  * One type's logical stream within a SotW stream: what the client subscribed to, what was last
  * sent, and what it ACKed or NACKed. Its record of what the client holds is a single pointer, the
  * snapshot the last response was built from; the next response is the difference to it.
+ *
+ * <p>A client that announces TTL support ("SotW TTL") gets resources that have a TTL wrapped in a
+ * {@link Resource}, and heartbeats; any other client gets bare resources, and never a response for a
+ * heartbeat, which changes nothing it can see.
  */
 final class SotwTypeState {
 
   /**
-   * A response ready to send: its resources, its version_info, the snapshot it was built from, and
-   * whether it still holds resources that snapshot has removed (make-before-break).
+   * A response ready to send: its resources, the heartbeats it carries, its version_info, the
+   * snapshot it was built from, and whether it still holds resources that snapshot has removed
+   * (make-before-break).
    */
-  record Outgoing(List<XdsResource> included, String version, TypeSnapshot snapshot, boolean removalsDeferred) {
-    /** The resources as a DiscoveryResponse carries them. */
-    List<Any> resources() {
-      return included.stream().map(XdsResource::body).toList();
-    }
-  }
+  record Outgoing(
+      List<XdsResource> included,
+      List<XdsResource> heartbeats,
+      String version,
+      TypeSnapshot snapshot,
+      boolean removalsDeferred) {}
 
   private final TypeUrl type;
+  private final boolean knowsTtl;
   private Subscription subscription = Subscription.NONE;
   /** Names added to the subscription since the last response: sent even if unchanged. */
   private final Set<String> newlySubscribed = new HashSet<>();
@@ -43,9 +50,23 @@ final class SotwTypeState {
   private String ackedVersion = "";
   private String lastNackMessage;
 
-  SotwTypeState(TypeUrl type, TypeSnapshot initial) {
+  /** @param knowsTtl the client announced TTL and Resource-in-SotW support */
+  SotwTypeState(TypeUrl type, TypeSnapshot initial, boolean knowsTtl) {
     this.type = type;
     this.latest = initial;
+    this.knowsTtl = knowsTtl;
+  }
+
+  /** The resources of {@code outgoing} as a DiscoveryResponse carries them to this client. */
+  List<Any> encode(Outgoing outgoing) {
+    List<Any> encoded = new ArrayList<>(outgoing.included().size() + outgoing.heartbeats().size());
+    for (XdsResource resource : outgoing.included()) {
+      encoded.add(knowsTtl && resource.ttl().isPresent() ? Any.pack(resource.toResource()) : resource.body());
+    }
+    for (XdsResource heartbeat : outgoing.heartbeats()) {
+      encoded.add(Any.pack(heartbeat.toHeartbeat()));
+    }
+    return encoded;
   }
 
   TypeUrl type() {
@@ -120,23 +141,7 @@ final class SotwTypeState {
     if (subscription.isEmpty()) {
       return Optional.empty();
     }
-    if (!type.isFullStateInSotw()) {
-      List<XdsResource> changed = changedOnly();
-      return changed == null ? Optional.empty() : Optional.of(new Outgoing(changed, latest.version(), latest, false));
-    }
-    List<XdsResource> resources = fullState();
-    if (resources == null) {
-      return Optional.empty();
-    }
-    List<XdsResource> removed = deferRemovals && lastSent != null ? removedSinceLastSent() : List.of();
-    if (!removed.isEmpty()) {
-      if (!addsOrChangesAnything(resources)) {
-        return Optional.empty();
-      }
-      resources = new ArrayList<>(resources);
-      resources.addAll(removed);
-    }
-    return Optional.of(new Outgoing(resources, Versions.ofResources(resources), latest, !removed.isEmpty()));
+    return type.isFullStateInSotw() ? fullState(deferRemovals) : changedOnly();
   }
 
   /** Marks {@code outgoing} as sent with {@code nonce}. */
@@ -145,6 +150,70 @@ final class SotwTypeState {
     removalsPending = outgoing.removalsDeferred();
     lastNonce = nonce;
     newlySubscribed.clear();
+  }
+
+  /** Whether the client would see a difference between what it was sent and {@code current}. */
+  private boolean differs(XdsResource sent, XdsResource current) {
+    return sent != current && (knowsTtl ? !current.sameAs(sent) : !current.sameBody(sent));
+  }
+
+  /**
+   * Listener and Cluster: the complete state of what the client subscribed to, sent once every name
+   * it asked for is known to exist or not, so that an absent resource means deleted ("Deleting
+   * Resources") rather than not yet heard of. A client that knows TTLs gets a response of heartbeats
+   * alone when only heartbeats came.
+   */
+  private Optional<Outgoing> fullState(boolean deferRemovals) {
+    if (subscription.wildcard() && !latest.isComplete()) {
+      return Optional.empty();
+    }
+    for (String name : subscription.names()) {
+      if (latest.state(name) == NameState.UNKNOWN) {
+        return Optional.empty();
+      }
+    }
+    List<XdsResource> resources = new ArrayList<>();
+    if (subscription.wildcard()) {
+      resources.addAll(latest.resources().values());
+    } else {
+      for (String name : subscription.names()) {
+        XdsResource resource = latest.get(name);
+        if (resource != null) {
+          resources.add(resource);
+        }
+      }
+    }
+    boolean resend = lastSent == null || !newlySubscribed.isEmpty() || removalsPending;
+    if (!resend && (lastSent == latest || !knowsTtl && subscription.wildcard() && lastSent.version().equals(latest.version()))) {
+      // Nothing at all, or nothing such a client can see: the type version covers every resource's.
+      return Optional.empty();
+    }
+    List<XdsResource> heartbeats = new ArrayList<>();
+    boolean changed = resend;
+    if (!resend) {
+      for (XdsResource resource : resources) {
+        XdsResource sent = lastSent.get(resource.name());
+        if (sent == null || differs(sent, resource)) {
+          changed = true;
+        } else if (knowsTtl && sent != resource) {
+          heartbeats.add(resource);
+        }
+      }
+    }
+    List<XdsResource> removed = lastSent == null ? List.of() : removedSinceLastSent();
+    if (!changed && removed.isEmpty()) {
+      return heartbeats.isEmpty()
+          ? Optional.empty()
+          : Optional.of(new Outgoing(List.of(), heartbeats, latest.version(), latest, false));
+    }
+    if (deferRemovals && !removed.isEmpty()) {
+      if (!changed) {
+        return Optional.empty();
+      }
+      resources.addAll(removed);
+      return Optional.of(new Outgoing(resources, List.of(), Versions.ofResources(resources), latest, true));
+    }
+    return Optional.of(new Outgoing(resources, List.of(), Versions.ofResources(resources), latest, false));
   }
 
   /** Resources of the last response that the client subscribes to and that are gone now. */
@@ -160,72 +229,29 @@ final class SotwTypeState {
     return removed;
   }
 
-  private boolean addsOrChangesAnything(List<XdsResource> resources) {
-    for (XdsResource resource : resources) {
-      if (lastSent.get(resource.name()) != resource || newlySubscribed.contains(resource.name())) {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  /**
-   * Listener and Cluster: the complete state of what the client subscribed to, sent once every name
-   * it asked for is known to exist or not, so that an absent resource means deleted ("Deleting
-   * Resources") rather than not yet heard of.
-   */
-  private List<XdsResource> fullState() {
-    if (subscription.wildcard() && !latest.isComplete()) {
-      return null;
-    }
-    for (String name : subscription.names()) {
-      if (latest.state(name) == NameState.UNKNOWN) {
-        return null;
-      }
-    }
-    if (lastSent != null && newlySubscribed.isEmpty() && !removalsPending && !scopeChanged()) {
-      return null;
-    }
-    List<XdsResource> resources = new ArrayList<>();
-    if (subscription.wildcard()) {
-      resources.addAll(latest.resources().values());
-    } else {
-      for (String name : subscription.names()) {
-        XdsResource resource = latest.get(name);
-        if (resource != null) {
-          resources.add(resource);
-        }
-      }
-    }
-    return resources;
-  }
-
-  private boolean scopeChanged() {
-    if (subscription.wildcard()) {
-      return lastSent != latest && !lastSent.version().equals(latest.version());
-    }
-    for (String name : subscription.names()) {
-      if (lastSent.get(name) != latest.get(name)) {
-        return true;
-      }
-    }
-    return false;
-  }
-
   /**
    * Every other type: only resources that changed since the last response or were newly asked for
    * ("Grouping Resources into Responses"); SotW has no way to say a resource of these types is gone.
    */
-  private List<XdsResource> changedOnly() {
+  private Optional<Outgoing> changedOnly() {
     List<XdsResource> resources = new ArrayList<>();
+    List<XdsResource> heartbeats = new ArrayList<>();
     Iterable<String> names = subscription.wildcard() ? latest.resources().keySet() : subscription.names();
     for (String name : names) {
       XdsResource resource = latest.get(name);
-      if (resource != null
-          && (lastSent == null || lastSent.get(name) != resource || newlySubscribed.contains(name))) {
+      XdsResource sent = lastSent == null ? null : lastSent.get(name);
+      if (resource == null) {
+        continue;
+      }
+      if (sent == null || newlySubscribed.contains(name) || differs(sent, resource)) {
         resources.add(resource);
+      } else if (knowsTtl && sent != resource) {
+        heartbeats.add(resource);
       }
     }
-    return resources.isEmpty() ? null : resources;
+    if (resources.isEmpty() && heartbeats.isEmpty()) {
+      return Optional.empty();
+    }
+    return Optional.of(new Outgoing(resources, heartbeats, latest.version(), latest, false));
   }
 }

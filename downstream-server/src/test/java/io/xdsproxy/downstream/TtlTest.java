@@ -1,0 +1,142 @@
+package io.xdsproxy.downstream;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.google.protobuf.Any;
+import com.google.protobuf.util.Durations;
+import io.envoyproxy.envoy.config.cluster.v3.Cluster;
+import io.envoyproxy.envoy.config.core.v3.Node;
+import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
+import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
+import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
+import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
+import io.envoyproxy.envoy.service.discovery.v3.Resource;
+import io.xdsproxy.core.TypeUrl;
+import io.xdsproxy.downstream.testing.XdsTestClient;
+import io.xdsproxy.upstream.testing.ScriptedControlPlane;
+import java.time.Duration;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * "TTL": resources with a TTL, and heartbeats, pass from the upstream to the clients that announce
+ * they understand them, wrapped in {@code Resource} for SotW ("SotW TTL"); other clients get the bare
+ * resources and never hear of a heartbeat.
+ */
+class TtlTest {
+
+  private static final Duration WAIT = Duration.ofSeconds(10);
+  private static final Duration QUIET = Duration.ofMillis(600);
+  private static final String RESOURCE_URL = "type.googleapis.com/envoy.service.discovery.v3.Resource";
+
+  private ScriptedControlPlane upstream;
+  private XdsProxy proxy;
+
+  @BeforeEach
+  void start() throws Exception {
+    upstream = new ScriptedControlPlane();
+    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(upstream.target()).withPorts(0, 0));
+  }
+
+  @AfterEach
+  void stop() {
+    proxy.close();
+    upstream.close();
+  }
+
+  private static Node node(String id, boolean knowsTtl) {
+    Node.Builder node = Node.newBuilder().setId(id).setCluster("fleet");
+    if (knowsTtl) {
+      node.addClientFeatures("xds.config.supports-resource-ttl").addClientFeatures("xds.config.supports-resource-in-sotw");
+    }
+    return node.build();
+  }
+
+  private static final Cluster LEASED = Cluster.newBuilder().setName("leased").setType(Cluster.DiscoveryType.EDS).build();
+  private static final Cluster PLAIN = Cluster.newBuilder().setName("plain").setType(Cluster.DiscoveryType.EDS).build();
+
+  /** The upstream's answer: one cluster with a 30 s TTL, one without. */
+  private void answerWithALeasedAndAPlainCluster() throws Exception {
+    DiscoveryRequest request = upstream.nextRequest(WAIT);
+    assertThat(request.getTypeUrl()).isEqualTo(TypeUrl.CLUSTER.url());
+    upstream.send(DiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).setVersionInfo("1").setNonce("u1")
+        .addResources(Any.pack(Resource.newBuilder().setName("leased").setVersion("v1")
+            .setTtl(Durations.fromSeconds(30)).setResource(Any.pack(LEASED)).build()))
+        .addResources(Any.pack(PLAIN))
+        .build());
+    upstream.nextRequest(WAIT);
+  }
+
+  private void heartbeat() {
+    upstream.send(DiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).setVersionInfo("1").setNonce("u2")
+        .addResources(Any.pack(Resource.newBuilder().setName("leased").setVersion("v1")
+            .setTtl(Durations.fromSeconds(30)).build()))
+        .build());
+  }
+
+  private static DiscoveryRequest ack(DiscoveryResponse response) {
+    return DiscoveryRequest.newBuilder().setTypeUrl(response.getTypeUrl()).setVersionInfo(response.getVersionInfo())
+        .setResponseNonce(response.getNonce()).build();
+  }
+
+  @Test
+  void sotwClientsThatKnowTtlsGetWrappedResourcesAndHeartbeatsAndOthersBareResourcesOnly() throws Exception {
+    try (var knowing = XdsTestClient.sotwAds(proxy.xdsPort()); var unknowing = XdsTestClient.sotwAds(proxy.xdsPort())) {
+      knowing.send(DiscoveryRequest.newBuilder().setNode(node("knows", true)).setTypeUrl(TypeUrl.CLUSTER.url()).build());
+      answerWithALeasedAndAPlainCluster();
+      unknowing.send(DiscoveryRequest.newBuilder().setNode(node("ignores", false)).setTypeUrl(TypeUrl.CLUSTER.url()).build());
+
+      DiscoveryResponse wrapped = knowing.next(WAIT);
+      DiscoveryResponse bare = unknowing.next(WAIT);
+
+      Any leased = wrapped.getResourcesList().stream().filter(any -> any.getTypeUrl().equals(RESOURCE_URL)).findFirst()
+          .orElseThrow(() -> new AssertionError("no Resource-wrapped cluster in " + wrapped));
+      Resource lease = leased.unpack(Resource.class);
+      assertThat(lease.getName()).isEqualTo("leased");
+      assertThat(lease.getTtl()).isEqualTo(Durations.fromSeconds(30));
+      assertThat(lease.getResource().unpack(Cluster.class)).isEqualTo(LEASED);
+      assertThat(wrapped.getResourcesList()).contains(Any.pack(PLAIN));
+      assertThat(bare.getResourcesList()).containsExactlyInAnyOrder(Any.pack(LEASED), Any.pack(PLAIN));
+      knowing.send(ack(wrapped));
+      unknowing.send(ack(bare));
+
+      heartbeat();
+
+      DiscoveryResponse beat = knowing.next(WAIT);
+      assertThat(beat.getResourcesList()).hasSize(1);
+      Resource heartbeat = beat.getResources(0).unpack(Resource.class);
+      assertThat(heartbeat.getName()).isEqualTo("leased");
+      assertThat(heartbeat.hasResource()).as("a heartbeat has no resource").isFalse();
+      assertThat(heartbeat.getTtl()).isEqualTo(Durations.fromSeconds(30));
+      unknowing.expectNoResponse(QUIET);
+    }
+  }
+
+  @Test
+  void deltaClientsThatKnowTtlsGetTtlsAndHeartbeatsAndOthersNeither() throws Exception {
+    try (var knowing = XdsTestClient.deltaAds(proxy.xdsPort()); var unknowing = XdsTestClient.deltaAds(proxy.xdsPort())) {
+      knowing.send(DeltaDiscoveryRequest.newBuilder().setNode(node("knows", true)).setTypeUrl(TypeUrl.CLUSTER.url()).build());
+      answerWithALeasedAndAPlainCluster();
+      unknowing.send(DeltaDiscoveryRequest.newBuilder().setNode(node("ignores", false)).setTypeUrl(TypeUrl.CLUSTER.url()).build());
+
+      DeltaDiscoveryResponse withTtl = knowing.next(WAIT);
+      DeltaDiscoveryResponse withoutTtl = unknowing.next(WAIT);
+
+      assertThat(withTtl.getResourcesList()).filteredOn(r -> r.getName().equals("leased"))
+          .singleElement().satisfies(r -> assertThat(r.getTtl()).isEqualTo(Durations.fromSeconds(30)));
+      assertThat(withoutTtl.getResourcesList()).filteredOn(r -> r.getName().equals("leased"))
+          .singleElement().satisfies(r -> assertThat(r.hasTtl()).isFalse());
+
+      heartbeat();
+
+      DeltaDiscoveryResponse beat = knowing.next(WAIT);
+      assertThat(beat.getResourcesList()).singleElement().satisfies(r -> {
+        assertThat(r.getName()).isEqualTo("leased");
+        assertThat(r.getVersion()).isEqualTo("v1");
+        assertThat(r.hasResource()).isFalse();
+      });
+      unknowing.expectNoResponse(QUIET);
+    }
+  }
+}
