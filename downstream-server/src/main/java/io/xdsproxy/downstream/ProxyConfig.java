@@ -10,6 +10,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.yaml.snakeyaml.LoaderOptions;
 import org.yaml.snakeyaml.Yaml;
 import org.yaml.snakeyaml.nodes.MappingNode;
@@ -60,10 +62,16 @@ public record ProxyConfig(
         --resources-dir DIR         directory of DiscoveryResponse files (JSON, YAML, text or binary
                                     proto), watched for changes (default deploy/examples/resources)
         --xds-port N                where xDS clients connect (default 18000)
-        --admin-port N              admin HTTP: /healthz, /readyz, REST-JSON xDS (default 19000)""";
+        --admin-port N              admin HTTP: /healthz, /readyz, REST-JSON xDS (default 19000)
+        --not-found-timeout D       how long a name the upstream was asked for may go unanswered
+                                    before it is taken not to exist (default 15s)
+        --rest-poll-timeout D       how long a REST-JSON long poll waits for a change (default 30s)
+        --group-idle-grace D        how long a node group without streams keeps its upstream
+                                    session and cache (default 5m)
+      D is a duration: 500ms, 15s, 5m, 1h.""";
 
-  private static final List<String> KEYS =
-      List.of("upstream", "upstream-protocol", "resources-dir", "xds-port", "admin-port");
+  private static final List<String> KEYS = List.of("upstream", "upstream-protocol", "resources-dir", "xds-port",
+      "admin-port", "not-found-timeout", "rest-poll-timeout", "group-idle-grace");
 
   public ProxyConfig withUpstream(String target) {
     return edit(b -> b.upstream = Optional.of(target));
@@ -190,6 +198,9 @@ public record ProxyConfig(
             setting.where() + ": upstream-protocol '" + setting.value() + "' is neither sotw nor delta");
       };
       case "resources-dir" -> withResourcesDir(Path.of(setting.value()));
+      case "not-found-timeout" -> withNotFoundTimeout(duration(setting));
+      case "rest-poll-timeout" -> withRestPollTimeout(duration(setting));
+      case "group-idle-grace" -> withGroupIdleGrace(duration(setting));
       case "xds-port" -> withPorts(port(setting), adminPort);
       case "admin-port" -> withPorts(xdsPort, port(setting));
       default -> throw new IllegalStateException("unhandled key " + key);
@@ -207,6 +218,26 @@ public record ProxyConfig(
     }
     throw new ConfigException(setting.where() + ": '" + setting.value() + "' is not a port number (0-65535)");
   }
+
+  private static Duration duration(Setting setting) throws ConfigException {
+    Matcher matcher = DURATION.matcher(setting.value());
+    if (!matcher.matches()) {
+      throw new ConfigException(setting.where() + ": '" + setting.value() + "' is not a duration such as 500ms, 15s, 5m or 1h");
+    }
+    long amount = Long.parseLong(matcher.group(1));
+    Duration duration = switch (matcher.group(2)) {
+      case "ms" -> Duration.ofMillis(amount);
+      case "s" -> Duration.ofSeconds(amount);
+      case "m" -> Duration.ofMinutes(amount);
+      default -> Duration.ofHours(amount);
+    };
+    if (duration.isZero()) {
+      throw new ConfigException(setting.where() + ": the duration must be more than zero");
+    }
+    return duration;
+  }
+
+  private static final Pattern DURATION = Pattern.compile("(\\d{1,9})(ms|s|m|h)");
 
   /** A value and where it was given, for error messages. */
   private record Setting(String value, String where) {}

@@ -61,4 +61,27 @@ class ProxyConfigTest {
         .isInstanceOf(ConfigException.class)
         .hasMessageContaining("broken.yaml");
   }
+
+  @Test
+  void timeoutsAndTheUpstreamProtocolAreConfigurable() throws Exception {
+    Path file = Files.writeString(dir.resolve("proxy.yaml"), "not-found-timeout: 2s\ngroup-idle-grace: 10m\n");
+
+    ProxyConfig config = ProxyConfig.parse(new String[] {
+        "--config", file.toString(), "--rest-poll-timeout", "500ms", "--upstream-protocol", "delta"});
+
+    assertThat(config.notFoundTimeout()).isEqualTo(java.time.Duration.ofSeconds(2));
+    assertThat(config.groupIdleGrace()).isEqualTo(java.time.Duration.ofMinutes(10));
+    assertThat(config.restPollTimeout()).isEqualTo(java.time.Duration.ofMillis(500));
+    assertThat(config.upstreamProtocol()).isEqualTo(io.xdsproxy.upstream.grpc.AdsUpstream.Protocol.DELTA);
+  }
+
+  @Test
+  void aBadDurationOrProtocolIsNamedWithWhereItWasGiven() throws Exception {
+    Path file = Files.writeString(dir.resolve("proxy.yaml"), "\nnot-found-timeout: soon\n");
+
+    assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--config", file.toString()}))
+        .hasMessageContaining("line 2").hasMessageContaining("'soon'").hasMessageContaining("duration");
+    assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--upstream-protocol", "rest"}))
+        .hasMessageContaining("--upstream-protocol").hasMessageContaining("'rest'");
+  }
 }

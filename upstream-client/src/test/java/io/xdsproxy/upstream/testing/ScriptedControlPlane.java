@@ -3,6 +3,8 @@ package io.xdsproxy.upstream.testing;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.envoyproxy.envoy.service.discovery.v3.AggregatedDiscoveryServiceGrpc.AggregatedDiscoveryServiceImplBase;
+import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
+import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.grpc.Server;
@@ -16,14 +18,16 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 /**
- * An ADS server on loopback whose every response the test writes by hand: the control plane that
+ * An ADS server on loopback (SotW and incremental) whose every response the test writes by hand: the control plane that
  * sends what no well-behaved one would (a resource of the wrong type, bytes that do not parse), and
  * whose every request the test reads.
  */
 public final class ScriptedControlPlane implements AutoCloseable {
 
   private final BlockingQueue<DiscoveryRequest> requests = new LinkedBlockingQueue<>();
+  private final BlockingQueue<DeltaDiscoveryRequest> deltaRequests = new LinkedBlockingQueue<>();
   private volatile StreamObserver<DiscoveryResponse> stream;
+  private volatile StreamObserver<DeltaDiscoveryResponse> deltaStream;
   private final Server server;
 
   public ScriptedControlPlane() throws IOException {
@@ -36,6 +40,26 @@ public final class ScriptedControlPlane implements AutoCloseable {
               @Override
               public void onNext(DiscoveryRequest request) {
                 requests.add(request);
+              }
+
+              @Override
+              public void onError(Throwable t) {}
+
+              @Override
+              public void onCompleted() {
+                responses.onCompleted();
+              }
+            };
+          }
+
+          @Override
+          public StreamObserver<DeltaDiscoveryRequest> deltaAggregatedResources(
+              StreamObserver<DeltaDiscoveryResponse> responses) {
+            deltaStream = responses;
+            return new StreamObserver<>() {
+              @Override
+              public void onNext(DeltaDiscoveryRequest request) {
+                deltaRequests.add(request);
               }
 
               @Override
@@ -66,6 +90,18 @@ public final class ScriptedControlPlane implements AutoCloseable {
   /** Sends {@code response} on the latest stream. */
   public void send(DiscoveryResponse response) {
     stream.onNext(response);
+  }
+
+  /** The next incremental request from the proxy, failing if none comes within {@code timeout}. */
+  public DeltaDiscoveryRequest nextDeltaRequest(Duration timeout) throws InterruptedException {
+    DeltaDiscoveryRequest request = deltaRequests.poll(timeout.toMillis(), TimeUnit.MILLISECONDS);
+    assertThat(request).as("an incremental request from the proxy within %s", timeout).isNotNull();
+    return request;
+  }
+
+  /** Sends {@code response} on the latest incremental stream. */
+  public void send(DeltaDiscoveryResponse response) {
+    deltaStream.onNext(response);
   }
 
   @Override
