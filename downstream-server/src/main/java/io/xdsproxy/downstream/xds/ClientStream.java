@@ -11,7 +11,9 @@ import io.xdsproxy.core.NodeGroups;
 import io.xdsproxy.core.SerialExecutor;
 import io.xdsproxy.core.TypeSnapshot;
 import io.xdsproxy.core.TypeUrl;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Queue;
 import java.util.SortedSet;
@@ -19,6 +21,7 @@ import java.util.TreeSet;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -35,8 +38,14 @@ import org.slf4j.LoggerFactory;
  *
  * @param <Q> the request message
  * @param <R> the response message
+ * @param <S> the state of one type's logical stream in the variant
  */
-abstract class ClientStream<Q, R> implements StreamObserver<Q>, GroupWatcher {
+abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements StreamObserver<Q>, GroupWatcher {
+
+  /** One type's logical stream within a stream: it follows the group's snapshots of its type. */
+  interface TypeStream {
+    void update(TypeSnapshot snapshot);
+  }
 
   private static final Logger log = LoggerFactory.getLogger(ClientStream.class);
   static final String SUPPORTS_TTL = "xds.config.supports-resource-ttl";
@@ -58,6 +67,7 @@ abstract class ClientStream<Q, R> implements StreamObserver<Q>, GroupWatcher {
   private final AtomicBoolean changedScheduled = new AtomicBoolean();
 
   // Confined to the executor from here on.
+  private final Map<TypeUrl, S> types = new HashMap<>();
   /** Types with a response owed that the transport was not ready for, flushed in push order. */
   private final TreeSet<TypeUrl> blocked = new TreeSet<>();
   private Node node;
@@ -92,11 +102,15 @@ abstract class ClientStream<Q, R> implements StreamObserver<Q>, GroupWatcher {
   /** Handles one request, on the executor; the stream is identified and open. */
   abstract void handle(Q request);
 
-  /**
-   * The group published a new snapshot of {@code type}: take it, on the executor. Returns whether
-   * the stream serves the type.
-   */
-  abstract boolean refresh(TypeUrl type);
+  /** The state of {@code type}'s logical stream, made with {@code create} on the type's first request. */
+  final S typeStream(TypeUrl type, Function<TypeUrl, S> create) {
+    return types.computeIfAbsent(type, create);
+  }
+
+  /** The state of {@code type}'s logical stream; the client asked for the type. */
+  final S typeStream(TypeUrl type) {
+    return types.get(type);
+  }
 
   /**
    * The response owed to the client for {@code type} now, if any, recorded as sent with {@code
@@ -265,7 +279,8 @@ abstract class ClientStream<Q, R> implements StreamObserver<Q>, GroupWatcher {
       types.addAll(batch);
     }
     if (!closed) {
-      types.removeIf(type -> !refresh(type));
+      types.removeIf(type -> !this.types.containsKey(type));
+      types.forEach(type -> this.types.get(type).update(group.snapshot(type)));
       push(types);
     }
   }

@@ -6,8 +6,6 @@ import io.grpc.stub.StreamObserver;
 import io.xdsproxy.core.NodeGroups;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.downstream.xds.DeltaTypeState.Outgoing;
-import java.util.HashMap;
-import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.Executor;
 import org.slf4j.Logger;
@@ -17,11 +15,9 @@ import org.slf4j.LoggerFactory;
  * One downstream incremental (Delta) stream: ADS or a per-type service. Each type is a
  * {@link DeltaTypeState}.
  */
-public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, DeltaDiscoveryResponse> {
+public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, DeltaDiscoveryResponse, DeltaTypeState> {
 
   private static final Logger log = LoggerFactory.getLogger(DeltaStream.class);
-
-  private final Map<TypeUrl, DeltaTypeState> types = new HashMap<>();
 
   /**
    * @param fixedType the type of a per-type service, empty for ADS
@@ -46,7 +42,7 @@ public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, Delta
       return;
     }
     TypeUrl type = parsed.get();
-    DeltaTypeState state = types.computeIfAbsent(type, t -> new DeltaTypeState(t, group().snapshot(t), knowsTtl(false)));
+    DeltaTypeState state = typeStream(type, t -> new DeltaTypeState(t, group().snapshot(t), knowsTtl(false)));
     // The nonce pairs an ACK or NACK with a response, but "the server must honor changes to the
     // subscription state even if the nonce is stale" ("Incremental xDS").
     if (state.isLatest(request.getResponseNonce()) && request.hasErrorDetail()) {
@@ -63,17 +59,8 @@ public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, Delta
   }
 
   @Override
-  boolean refresh(TypeUrl type) {
-    DeltaTypeState state = types.get(type);
-    if (state != null) {
-      state.update(group().snapshot(type));
-    }
-    return state != null;
-  }
-
-  @Override
   Optional<DeltaDiscoveryResponse> respond(TypeUrl type, String nonce, boolean deferRemovals) {
-    DeltaTypeState state = types.get(type);
+    DeltaTypeState state = typeStream(type);
     Optional<Outgoing> outgoing = state.nextResponse(deferRemovals);
     if (outgoing.isEmpty()) {
       return Optional.empty();

@@ -22,7 +22,7 @@ import java.util.Set;
  * the next response is the per-resource difference to it, restricted to what the client subscribed
  * to. A stream therefore costs a pointer per type, not a map of names and versions.
  */
-final class DeltaTypeState {
+final class DeltaTypeState implements ClientStream.TypeStream {
 
   /**
    * A response ready to send, the snapshot it brings the client to, and the removals it leaves for
@@ -110,7 +110,8 @@ final class DeltaTypeState {
     return changed;
   }
 
-  void update(TypeSnapshot snapshot) {
+  @Override
+  public void update(TypeSnapshot snapshot) {
     latest = snapshot;
   }
 

@@ -6,8 +6,6 @@ import io.grpc.stub.StreamObserver;
 import io.xdsproxy.core.NodeGroups;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.downstream.xds.SotwTypeState.Outgoing;
-import java.util.HashMap;
-import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.Executor;
 import org.slf4j.Logger;
@@ -17,11 +15,9 @@ import org.slf4j.LoggerFactory;
  * One downstream State-of-the-World stream: ADS (every type multiplexed by type URL) or a per-type
  * service (one fixed type). Each type is a {@link SotwTypeState}.
  */
-public final class SotwStream extends ClientStream<DiscoveryRequest, DiscoveryResponse> {
+public final class SotwStream extends ClientStream<DiscoveryRequest, DiscoveryResponse, SotwTypeState> {
 
   private static final Logger log = LoggerFactory.getLogger(SotwStream.class);
-
-  private final Map<TypeUrl, SotwTypeState> types = new HashMap<>();
 
   /**
    * @param fixedType the type of a per-type service, empty for ADS
@@ -42,7 +38,7 @@ public final class SotwStream extends ClientStream<DiscoveryRequest, DiscoveryRe
       return;
     }
     TypeUrl type = parsed.get();
-    SotwTypeState state = types.computeIfAbsent(type, t -> new SotwTypeState(t, group().snapshot(t), knowsTtl(true)));
+    SotwTypeState state = typeStream(type, t -> new SotwTypeState(t, group().snapshot(t), knowsTtl(true)));
     if (!state.isCurrent(request.getResponseNonce())) {
       // "Requests become stale": the client will ask again when it has seen the newer response.
       log.debug("node '{}' {}: ignoring request with stale nonce {}", node().getId(), type.shortName(),
@@ -64,17 +60,8 @@ public final class SotwStream extends ClientStream<DiscoveryRequest, DiscoveryRe
   }
 
   @Override
-  boolean refresh(TypeUrl type) {
-    SotwTypeState state = types.get(type);
-    if (state != null) {
-      state.update(group().snapshot(type));
-    }
-    return state != null;
-  }
-
-  @Override
   Optional<DiscoveryResponse> respond(TypeUrl type, String nonce, boolean deferRemovals) {
-    SotwTypeState state = types.get(type);
+    SotwTypeState state = typeStream(type);
     Optional<Outgoing> outgoing = state.nextResponse(deferRemovals);
     if (outgoing.isEmpty()) {
       return Optional.empty();

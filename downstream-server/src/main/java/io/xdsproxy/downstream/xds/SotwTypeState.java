@@ -23,7 +23,7 @@ import java.util.Set;
  * {@link Resource}, and heartbeats; any other client gets bare resources, and never a response for a
  * heartbeat, which changes nothing it can see.
  */
-final class SotwTypeState {
+final class SotwTypeState implements ClientStream.TypeStream {
 
   /**
    * A response ready to send: its resources, the heartbeats it carries, its version_info, the
@@ -127,7 +127,8 @@ final class SotwTypeState {
     return true;
   }
 
-  void update(TypeSnapshot snapshot) {
+  @Override
+  public void update(TypeSnapshot snapshot) {
     latest = snapshot;
   }
 

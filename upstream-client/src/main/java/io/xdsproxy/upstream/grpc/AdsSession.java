@@ -58,16 +58,22 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
     }
   }
 
+  /** What every session of one upstream shares: where it is, and the proxy's threads and timings. */
+  record Context(
+      Channel channel,
+      String target,
+      Executor pool,
+      ScheduledExecutorService timer,
+      Backoff backoff,
+      Duration notFoundTimeout,
+      RandomGenerator random) {}
+
   final NodeGroupKey group;
   final Node node;
   final String target;
-  private final Channel channel;
+  private final Context context;
   private final UpstreamListener listener;
   private final SerialExecutor executor;
-  private final ScheduledExecutorService timer;
-  private final Backoff backoff;
-  private final Duration notFoundTimeout;
-  private final RandomGenerator random;
 
   // Confined to the executor.
   private final Map<TypeUrl, S> types = new TreeMap<>();
@@ -77,27 +83,13 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
   private int failedAttempts;
   private boolean closed;
 
-  AdsSession(
-      NodeGroupKey group,
-      Node node,
-      Channel channel,
-      String target,
-      UpstreamListener listener,
-      Executor pool,
-      ScheduledExecutorService timer,
-      Backoff backoff,
-      Duration notFoundTimeout,
-      RandomGenerator random) {
+  AdsSession(NodeGroupKey group, Node node, UpstreamListener listener, Context context) {
     this.group = group;
     this.node = node;
-    this.channel = channel;
-    this.target = target;
+    this.target = context.target();
+    this.context = context;
     this.listener = listener;
-    this.executor = new SerialExecutor(pool, "upstream session of group " + group);
-    this.timer = timer;
-    this.backoff = backoff;
-    this.notFoundTimeout = notFoundTimeout;
-    this.random = random;
+    this.executor = new SerialExecutor(context.pool(), "upstream session of group " + group);
     executor.execute(this::openStream);
   }
 
@@ -224,7 +216,7 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
       return;
     }
     int streamGeneration = ++generation;
-    startCall(channel, new ClientResponseObserver<Q, R>() {
+    startCall(context.channel(), new ClientResponseObserver<Q, R>() {
       @Override
       public void beforeStart(ClientCallStreamObserver<Q> requests) {
         stream = requests;
@@ -258,10 +250,10 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
     }
     stream = null;
     failedAttempts++;
-    Duration delay = backoff.delay(failedAttempts, random);
+    Duration delay = context.backoff().delay(failedAttempts, context.random());
     log.warn("group {}: upstream stream to {} ended ({}: {}); reconnecting in {} ms, the last good state is served meanwhile",
         group, target, status.getCode(), status.getDescription(), delay.toMillis());
-    timer.schedule(() -> executor.execute(this::openStream), delay.toMillis(), TimeUnit.MILLISECONDS);
+    context.timer().schedule(() -> executor.execute(this::openStream), delay.toMillis(), TimeUnit.MILLISECONDS);
   }
 
   private void forgetWhatIsNoLongerWanted(S state, Interest previous) {
@@ -277,12 +269,12 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
 
   /** "Knowing When a Requested Resource Does Not Exist": the spec's client-side timeout, kept for the group. */
   private void armNotFoundTimer(S state, String name) {
-    timer.schedule(() -> executor.execute(() -> {
+    context.timer().schedule(() -> executor.execute(() -> {
       if (!closed && state.interest.names().contains(name) && !state.received.contains(name)) {
         log.info("group {}: upstream {} has not sent {} '{}' within {}; it is taken not to exist",
-            group, target, state.type.shortName(), name, notFoundTimeout);
+            group, target, state.type.shortName(), name, context.notFoundTimeout());
         publish(state, ResourceUpdate.partial(state.type, List.of(), Set.of(name), false));
       }
-    }), notFoundTimeout.toMillis(), TimeUnit.MILLISECONDS);
+    }), context.notFoundTimeout().toMillis(), TimeUnit.MILLISECONDS);
   }
 }

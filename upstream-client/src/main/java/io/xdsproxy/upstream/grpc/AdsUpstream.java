@@ -6,9 +6,9 @@ import io.grpc.netty.NettyChannelBuilder;
 import io.xdsproxy.core.NodeGroupKey;
 import io.xdsproxy.core.UpstreamSource;
 import java.time.Duration;
+import java.util.Random;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.Random;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -28,10 +28,7 @@ public final class AdsUpstream implements UpstreamSource {
   private final String target;
   private final Protocol protocol;
   private final ManagedChannel channel;
-  private final Executor pool;
-  private final ScheduledExecutorService timer;
-  private final Backoff backoff;
-  private final Duration notFoundTimeout;
+  private final AdsSession.Context context;
 
   /**
    * @param target {@code host:port}; a DNS name is resolved, and re-resolved on reconnect
@@ -48,10 +45,6 @@ public final class AdsUpstream implements UpstreamSource {
       Duration notFoundTimeout) {
     this.target = target;
     this.protocol = protocol;
-    this.pool = pool;
-    this.timer = timer;
-    this.backoff = backoff;
-    this.notFoundTimeout = notFoundTimeout;
     this.channel = NettyChannelBuilder.forTarget(target)
         .usePlaintext()
         .executor(pool)
@@ -60,15 +53,14 @@ public final class AdsUpstream implements UpstreamSource {
         .keepAliveTime(30, TimeUnit.SECONDS)
         .keepAliveTimeout(10, TimeUnit.SECONDS)
         .build();
+    this.context = new AdsSession.Context(channel, target, pool, timer, backoff, notFoundTimeout, new Random());
   }
 
   @Override
   public UpstreamSession open(NodeGroupKey group, Node node, UpstreamListener listener) {
     return switch (protocol) {
-      case SOTW -> new SotwUpstreamSession(
-          group, node, channel, target, listener, pool, timer, backoff, notFoundTimeout, new Random());
-      case DELTA -> new DeltaUpstreamSession(
-          group, node, channel, target, listener, pool, timer, backoff, notFoundTimeout, new Random());
+      case SOTW -> new SotwUpstreamSession(group, node, listener, context);
+      case DELTA -> new DeltaUpstreamSession(group, node, listener, context);
     };
   }
 

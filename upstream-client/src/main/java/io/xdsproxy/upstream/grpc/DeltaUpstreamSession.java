@@ -16,7 +16,6 @@ import io.xdsproxy.core.Subscription;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.core.UpstreamSource.UpstreamListener;
 import io.xdsproxy.core.XdsResource;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -25,9 +24,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
-import java.util.concurrent.Executor;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.random.RandomGenerator;
 
 /**
  * One node group's incremental (Delta) ADS session with the control plane: a single
@@ -53,18 +49,8 @@ final class DeltaUpstreamSession
     }
   }
 
-  DeltaUpstreamSession(
-      NodeGroupKey group,
-      Node node,
-      Channel channel,
-      String target,
-      UpstreamListener listener,
-      Executor pool,
-      ScheduledExecutorService timer,
-      Backoff backoff,
-      Duration notFoundTimeout,
-      RandomGenerator random) {
-    super(group, node, channel, target, listener, pool, timer, backoff, notFoundTimeout, random);
+  DeltaUpstreamSession(NodeGroupKey group, Node node, UpstreamListener listener, Context context) {
+    super(group, node, listener, context);
   }
 
   @Override

@@ -15,15 +15,11 @@ import io.xdsproxy.core.ResourceUpdate;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.core.UpstreamSource.UpstreamListener;
 import io.xdsproxy.core.XdsResource;
-import java.time.Duration;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
-import java.util.concurrent.Executor;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.random.RandomGenerator;
 
 /**
  * One node group's State-of-the-World ADS session with the control plane: a single
@@ -49,18 +45,8 @@ final class SotwUpstreamSession
     }
   }
 
-  SotwUpstreamSession(
-      NodeGroupKey group,
-      Node node,
-      Channel channel,
-      String target,
-      UpstreamListener listener,
-      Executor pool,
-      ScheduledExecutorService timer,
-      Backoff backoff,
-      Duration notFoundTimeout,
-      RandomGenerator random) {
-    super(group, node, channel, target, listener, pool, timer, backoff, notFoundTimeout, random);
+  SotwUpstreamSession(NodeGroupKey group, Node node, UpstreamListener listener, Context context) {
+    super(group, node, listener, context);
   }
 
   @Override
