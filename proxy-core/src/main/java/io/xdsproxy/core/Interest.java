@@ -19,4 +19,11 @@ public record Interest(boolean wildcard, Set<String> names) {
   public boolean isEmpty() {
     return !wildcard && names.isEmpty();
   }
+
+  /** What this interest asks for that {@code other} does not. */
+  public Interest beyond(Interest other) {
+    java.util.Set<String> more = new java.util.HashSet<>(names);
+    more.removeAll(other.names);
+    return new Interest(wildcard && !other.wildcard, more);
+  }
 }

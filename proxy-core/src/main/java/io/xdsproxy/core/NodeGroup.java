@@ -79,9 +79,16 @@ public final class NodeGroup {
       }
       Map<TypeUrl, Interest> byType = watchers.computeIfAbsent(watcher, w -> new HashMap<>());
       Interest previous = wanted.isEmpty() ? byType.remove(type) : byType.put(type, wanted);
-      changeInterest(type, previous == null ? Interest.NONE : previous, wanted);
+      Interest before = previous == null ? Interest.NONE : previous;
+      changeInterest(type, before, wanted);
+      TypeSnapshot current = store.snapshot(type);
       if (previous == null && !wanted.isEmpty()) {
-        watcher.onSnapshots(List.of(store.snapshot(type)));
+        watcher.onSnapshots(List.of(current));
+      }
+      if (current.holdsUncacheable(wanted.beyond(before))) {
+        // Invariant 3: what the upstream said not to cache is not served from the store to a
+        // newcomer; the newcomer gets the upstream's next copy.
+        session.refetch(type);
       }
     });
   }

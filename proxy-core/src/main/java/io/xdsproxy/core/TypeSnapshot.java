@@ -29,6 +29,7 @@ public final class TypeSnapshot {
   private final boolean complete;
   private final String version;
   private final boolean received;
+  private final boolean anyUncacheable;
 
   private TypeSnapshot(
       TypeUrl type, Map<String, XdsResource> resources, Set<String> absent, boolean complete, String version, boolean received) {
@@ -38,6 +39,7 @@ public final class TypeSnapshot {
     this.complete = complete;
     this.version = version;
     this.received = received;
+    this.anyUncacheable = resources.values().stream().anyMatch(XdsResource::doNotCache);
   }
 
   /** A type the upstream has not answered for yet. */
@@ -73,6 +75,19 @@ public final class TypeSnapshot {
       }
     }
     return null;
+  }
+
+  /** Whether a resource {@code interest} covers is marked do_not_cache. */
+  public boolean holdsUncacheable(Interest interest) {
+    if (!anyUncacheable) {
+      return false;
+    }
+    for (XdsResource resource : resources.values()) {
+      if (resource.doNotCache() && (interest.wildcard() || interest.names().contains(resource.name()))) {
+        return true;
+      }
+    }
+    return false;
   }
 
   public NameState state(String name) {
@@ -111,9 +126,12 @@ public final class TypeSnapshot {
     boolean changed = nextComplete != complete || !received;
     for (XdsResource resource : update.resources()) {
       XdsResource previous = resources.get(resource.name());
-      // Keep the object clients already have when nothing about it changed: streams compare by reference.
-      next.put(resource.name(), resource.sameAs(previous) ? previous : resource);
-      changed |= !resource.sameAs(previous);
+      // Keep the object clients already have when nothing about it changed: streams compare by
+      // reference. A do_not_cache resource is always a new object: each delivery reaches the streams
+      // subscribed at that moment, including any that joined since the last one.
+      boolean same = resource.sameAs(previous) && !resource.doNotCache();
+      next.put(resource.name(), same ? previous : resource);
+      changed |= !same;
       nextAbsent.remove(resource.name());
     }
     for (String name : update.heartbeats()) {

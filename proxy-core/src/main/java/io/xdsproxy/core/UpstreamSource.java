@@ -42,6 +42,12 @@ public interface UpstreamSource extends AutoCloseable {
     /** From now on the group wants {@code interest} of {@code type}; {@link Interest#NONE} to stop. */
     void updateInterest(TypeUrl type, Interest interest);
 
+    /**
+     * Asks the upstream to send {@code type}'s resources again: a new client wants some the proxy
+     * was told not to cache ({@code do_not_cache}), so it may not serve them from its store.
+     */
+    void refetch(TypeUrl type);
+
     void close();
   }
 }

@@ -94,7 +94,7 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
     this.variant = protocol + " " + fixedType.map(TypeUrl::shortName).orElse("ADS");
     this.executor = new SerialExecutor(pool, variant + " stream from " + peer);
     responses.disableAutoRequest();
-    responses.setOnReadyHandler(() -> executor.execute(this::flushBlocked));
+    responses.setOnReadyHandler(() -> executor.execute(guarded(this::flushBlocked)));
     responses.setOnCancelHandler(() -> executor.execute(() -> end("cancelled by the client")));
     responses.request(1);
   }
@@ -126,14 +126,14 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
 
   @Override
   public final void onNext(Q request) {
-    executor.execute(() -> {
+    executor.execute(guarded(() -> {
       if (!closed) {
         handle(request);
         if (!closed) {
           responses.request(1);
         }
       }
-    });
+    }));
   }
 
   @Override
@@ -155,7 +155,7 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
   public final void onSnapshots(List<TypeSnapshot> snapshots) {
     changedBatches.add(snapshots.stream().map(TypeSnapshot::type).toList());
     if (changedScheduled.compareAndSet(false, true)) {
-      executor.execute(this::takeChanges);
+      executor.execute(guarded(this::takeChanges));
     }
   }
 
@@ -291,6 +291,21 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
       blocked.clear();
       push(types);
     }
+  }
+
+  /**
+   * {@code task}, ending the stream with INTERNAL should it throw: a stream the proxy cannot serve
+   * correctly is closed, so its client reconnects, rather than left silent; other streams go on.
+   */
+  private Runnable guarded(Runnable task) {
+    return () -> {
+      try {
+        task.run();
+      } catch (RuntimeException e) {
+        log.error("{} stream from {} (node '{}') failed; closing it", variant, peer, node == null ? "?" : node.getId(), e);
+        fail(Status.INTERNAL.withDescription("xds-proxy failed to serve this stream: " + e));
+      }
+    };
   }
 
   /** Ends the stream with {@code status}, logged with the node. */

@@ -28,7 +28,8 @@ final class DeltaTypeState implements ClientStream.TypeStream {
    * A response ready to send, the snapshot it brings the client to, and the removals it leaves for
    * a later response (make-before-break).
    */
-  record Outgoing(List<Resource> resources, List<String> removed, TypeSnapshot snapshot, List<String> deferred) {}
+  record Outgoing(
+      List<Resource> resources, List<String> removed, TypeSnapshot snapshot, List<String> deferred, Set<String> withheld) {}
 
   private final TypeUrl type;
   private final boolean knowsTtl;
@@ -37,6 +38,8 @@ final class DeltaTypeState implements ClientStream.TypeStream {
   private TypeSnapshot latest;
   /** What the last response brought the client to; null before the first response. */
   private TypeSnapshot base;
+  /** The snapshot when the client last asked for more: do_not_cache resources in it predate the ask. */
+  private TypeSnapshot joined;
   /** Versions the client said it has from an earlier stream, for names not answered for yet. */
   private final Map<String, String> claimed = new HashMap<>();
   /** Names (or aliases) to send, or report removed, whatever the client may already have. */
@@ -52,6 +55,7 @@ final class DeltaTypeState implements ClientStream.TypeStream {
   DeltaTypeState(TypeUrl type, TypeSnapshot initial, boolean knowsTtl) {
     this.type = type;
     this.latest = initial;
+    this.joined = initial;
     this.knowsTtl = knowsTtl;
   }
 
@@ -106,6 +110,9 @@ final class DeltaTypeState implements ClientStream.TypeStream {
       }
     }
     boolean changed = !next.equals(subscription);
+    if (!next.interest().beyond(subscription.interest()).isEmpty() || !subscribe.isEmpty()) {
+      joined = latest;
+    }
     subscription = next;
     return changed;
   }
@@ -124,9 +131,12 @@ final class DeltaTypeState implements ClientStream.TypeStream {
     List<Resource> resources = new ArrayList<>();
     List<String> removed = new ArrayList<>();
     Set<String> sent = new HashSet<>();
+    Set<String> withheld = new HashSet<>();
     for (String name : candidates()) {
       XdsResource current = latest.resolve(name);
-      if (current != null) {
+      if (current != null && covers(current) && !servable(current)) {
+        withheld.add(name);
+      } else if (current != null) {
         if (covers(current) && sent.add(current.name())) {
           if (mustSend(name, current)) {
             resources.add(current.toResource(knowsTtl));
@@ -139,7 +149,9 @@ final class DeltaTypeState implements ClientStream.TypeStream {
       }
     }
     if (deferRemovals && !removed.isEmpty()) {
-      return resources.isEmpty() ? Optional.empty() : Optional.of(new Outgoing(resources, List.of(), latest, removed));
+      return resources.isEmpty()
+          ? Optional.empty()
+          : Optional.of(new Outgoing(resources, List.of(), latest, removed, withheld));
     }
     for (String name : pendingRemovals) {
       if (latest.resolve(name) == null && !removed.contains(name)) {
@@ -149,7 +161,7 @@ final class DeltaTypeState implements ClientStream.TypeStream {
     if (resources.isEmpty() && removed.isEmpty()) {
       return Optional.empty();
     }
-    return Optional.of(new Outgoing(resources, removed, latest, List.of()));
+    return Optional.of(new Outgoing(resources, removed, latest, List.of(), withheld));
   }
 
   /** Marks {@code outgoing} as sent with {@code nonce}: the client now holds its snapshot. */
@@ -164,6 +176,8 @@ final class DeltaTypeState implements ClientStream.TypeStream {
     forceAll = false;
     // A name not heard of yet stays owed, with what the client claimed of it.
     forced.removeIf(name -> base.resolve(name) != null || base.state(name) != NameState.UNKNOWN);
+    // Left out as do_not_cache: owed, whatever its version, once the upstream's fresh copy comes.
+    forced.addAll(outgoing.withheld());
     claimed.keySet().removeIf(name -> base.state(name) != NameState.UNKNOWN);
   }
 
@@ -179,6 +193,17 @@ final class DeltaTypeState implements ClientStream.TypeStream {
       }
     }
     return names;
+  }
+
+  /**
+   * Whether {@code resource} may be sent to this client. One the upstream marked do_not_cache is
+   * not served from the store to a client that asked for it after it came (invariant 3): that client
+   * waits for the upstream's next copy, which the proxy asks for.
+   */
+  private boolean servable(XdsResource resource) {
+    return !resource.doNotCache()
+        || joined.get(resource.name()) != resource
+        || base != null && base.get(resource.name()) == resource;
   }
 
   private boolean covers(XdsResource resource) {

@@ -35,7 +35,8 @@ final class SotwTypeState implements ClientStream.TypeStream {
       List<XdsResource> heartbeats,
       String version,
       TypeSnapshot snapshot,
-      boolean removalsDeferred) {}
+      boolean removalsDeferred,
+      Set<String> withheld) {}
 
   private final TypeUrl type;
   private final boolean knowsTtl;
@@ -44,6 +45,10 @@ final class SotwTypeState implements ClientStream.TypeStream {
   private final Set<String> newlySubscribed = new HashSet<>();
   private TypeSnapshot latest;
   private TypeSnapshot lastSent;
+  /** The snapshot when the client last asked for more: do_not_cache resources in it predate the ask. */
+  private TypeSnapshot joined;
+  /** Names in scope the last response left out as do_not_cache: owed as soon as a fresh copy comes. */
+  private Set<String> withheld = Set.of();
   /** The last response kept resources that {@link #lastSent} no longer has: the client still holds them. */
   private boolean removalsPending;
   private String lastNonce = "";
@@ -54,6 +59,7 @@ final class SotwTypeState implements ClientStream.TypeStream {
   SotwTypeState(TypeUrl type, TypeSnapshot initial, boolean knowsTtl) {
     this.type = type;
     this.latest = initial;
+    this.joined = initial;
     this.knowsTtl = knowsTtl;
   }
 
@@ -119,6 +125,9 @@ final class SotwTypeState implements ClientStream.TypeStream {
       }
     }
     newlySubscribed.retainAll(next.names());
+    if (!next.interest().beyond(subscription.interest()).isEmpty()) {
+      joined = latest;
+    }
     if (next.wildcard() && !subscription.wildcard()) {
       // A new wildcard is a request for everything: resend as if nothing had been sent.
       lastSent = null;
@@ -149,8 +158,20 @@ final class SotwTypeState implements ClientStream.TypeStream {
   void sent(Outgoing outgoing, String nonce) {
     lastSent = outgoing.snapshot();
     removalsPending = outgoing.removalsDeferred();
+    withheld = outgoing.withheld();
     lastNonce = nonce;
     newlySubscribed.clear();
+  }
+
+  /**
+   * Whether {@code resource} may be sent to this client. One the upstream marked do_not_cache is
+   * not served from the store to a client that asked for it after it came (invariant 3): that client
+   * waits for the upstream's next copy, which the proxy asks for.
+   */
+  private boolean servable(XdsResource resource) {
+    return !resource.doNotCache()
+        || joined.get(resource.name()) != resource
+        || lastSent != null && lastSent.get(resource.name()) == resource;
   }
 
   /** Whether the client would see a difference between what it was sent and {@code current}. */
@@ -174,18 +195,20 @@ final class SotwTypeState implements ClientStream.TypeStream {
       }
     }
     List<XdsResource> resources = new ArrayList<>();
-    if (subscription.wildcard()) {
-      resources.addAll(latest.resources().values());
-    } else {
-      for (String name : subscription.names()) {
-        XdsResource resource = latest.get(name);
-        if (resource != null) {
-          resources.add(resource);
-        }
+    Set<String> withheldNow = new HashSet<>();
+    Iterable<XdsResource> inScope = subscription.wildcard()
+        ? latest.resources().values()
+        : subscription.names().stream().map(latest::get).filter(java.util.Objects::nonNull).toList();
+    for (XdsResource resource : inScope) {
+      if (servable(resource)) {
+        resources.add(resource);
+      } else {
+        withheldNow.add(resource.name());
       }
     }
     boolean resend = lastSent == null || !newlySubscribed.isEmpty() || removalsPending;
-    if (!resend && (lastSent == latest || !knowsTtl && subscription.wildcard() && lastSent.version().equals(latest.version()))) {
+    if (!resend && (lastSent == latest || !knowsTtl && withheld.isEmpty() && subscription.wildcard()
+        && lastSent.version().equals(latest.version()))) {
       // Nothing at all, or nothing such a client can see: the type version covers every resource's.
       return Optional.empty();
     }
@@ -194,7 +217,7 @@ final class SotwTypeState implements ClientStream.TypeStream {
     if (!resend) {
       for (XdsResource resource : resources) {
         XdsResource sent = lastSent.get(resource.name());
-        if (sent == null || differs(sent, resource)) {
+        if (sent == null || differs(sent, resource) || withheld.contains(resource.name())) {
           changed = true;
         } else if (knowsTtl && sent != resource) {
           heartbeats.add(resource);
@@ -205,16 +228,16 @@ final class SotwTypeState implements ClientStream.TypeStream {
     if (!changed && removed.isEmpty()) {
       return heartbeats.isEmpty()
           ? Optional.empty()
-          : Optional.of(new Outgoing(List.of(), heartbeats, latest.version(), latest, false));
+          : Optional.of(new Outgoing(List.of(), heartbeats, latest.version(), latest, false, withheldNow));
     }
     if (deferRemovals && !removed.isEmpty()) {
       if (!changed) {
         return Optional.empty();
       }
       resources.addAll(removed);
-      return Optional.of(new Outgoing(resources, List.of(), Versions.ofResources(resources), latest, true));
+      return Optional.of(new Outgoing(resources, List.of(), Versions.ofResources(resources), latest, true, withheldNow));
     }
-    return Optional.of(new Outgoing(resources, List.of(), Versions.ofResources(resources), latest, false));
+    return Optional.of(new Outgoing(resources, List.of(), Versions.ofResources(resources), latest, false, withheldNow));
   }
 
   /** Resources of the last response that the client subscribes to and that are gone now. */
@@ -237,6 +260,7 @@ final class SotwTypeState implements ClientStream.TypeStream {
   private Optional<Outgoing> changedOnly() {
     List<XdsResource> resources = new ArrayList<>();
     List<XdsResource> heartbeats = new ArrayList<>();
+    Set<String> withheldNow = new HashSet<>();
     Iterable<String> names = subscription.wildcard() ? latest.resources().keySet() : subscription.names();
     for (String name : names) {
       XdsResource resource = latest.get(name);
@@ -244,7 +268,9 @@ final class SotwTypeState implements ClientStream.TypeStream {
       if (resource == null) {
         continue;
       }
-      if (sent == null || newlySubscribed.contains(name) || differs(sent, resource)) {
+      if (!servable(resource)) {
+        withheldNow.add(name);
+      } else if (sent == null || newlySubscribed.contains(name) || withheld.contains(name) || differs(sent, resource)) {
         resources.add(resource);
       } else if (knowsTtl && sent != resource) {
         heartbeats.add(resource);
@@ -253,6 +279,6 @@ final class SotwTypeState implements ClientStream.TypeStream {
     if (resources.isEmpty() && heartbeats.isEmpty()) {
       return Optional.empty();
     }
-    return Optional.of(new Outgoing(resources, heartbeats, latest.version(), latest, false));
+    return Optional.of(new Outgoing(resources, heartbeats, latest.version(), latest, false, withheldNow));
   }
 }

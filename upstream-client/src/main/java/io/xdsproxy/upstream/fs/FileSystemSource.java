@@ -274,6 +274,11 @@ public final class FileSystemSource implements UpstreamSource {
     }
 
     @Override
+    public void refetch(TypeUrl type) {
+      thread.execute(() -> listener.onUpdate(ResourceUpdate.complete(type, served.getOrDefault(type, List.of()))));
+    }
+
+    @Override
     public void close() {
       thread.execute(() -> sessions.remove(this));
     }

@@ -108,6 +108,9 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
   /** A response arrived on the current stream. */
   abstract void onResponse(R response);
 
+  /** Asks the upstream to send {@code state}'s type again, unchanged or not. */
+  abstract void askAgain(S state);
+
   @Override
   public final void updateInterest(TypeUrl type, Interest interest) {
     executor.execute(() -> {
@@ -124,6 +127,16 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
         }
       }
       interestChanged(state, previous);
+    });
+  }
+
+  @Override
+  public final void refetch(TypeUrl type) {
+    executor.execute(() -> {
+      S state = types.get(type);
+      if (!closed && state != null) {
+        askAgain(state);
+      }
     });
   }
 

@@ -119,6 +119,20 @@ final class DeltaUpstreamSession
   }
 
   @Override
+  void askAgain(DeltaTypeState state) {
+    // "Subscribing to Resources": names subscribed again are sent again, even if unchanged.
+    if (!isStreamOpen() || !state.requestedOnStream) {
+      return;
+    }
+    List<String> names = new ArrayList<>(new TreeSet<>(state.namesOnStream));
+    if (state.wildcardOnStream) {
+      names.add(0, Subscription.WILDCARD);
+    }
+    send(DeltaDiscoveryRequest.newBuilder().setTypeUrl(state.type.url()).addAllResourceNamesSubscribe(names)
+        .setNode(node).build());
+  }
+
+  @Override
   void onResponse(DeltaDiscoveryResponse response) {
     Optional<DeltaTypeState> found = stateOfResponse(response.getTypeUrl());
     if (found.isEmpty()) {

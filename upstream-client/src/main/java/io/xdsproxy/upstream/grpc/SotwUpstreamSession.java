@@ -90,6 +90,13 @@ final class SotwUpstreamSession
   }
 
   @Override
+  void askAgain(SotwTypeState state) {
+    // A control plane answers a request whose version is not its own.
+    state.acceptedVersion = "";
+    request(state, null);
+  }
+
+  @Override
   void onResponse(DiscoveryResponse response) {
     Optional<SotwTypeState> found = stateOfResponse(response.getTypeUrl());
     if (found.isEmpty()) {
