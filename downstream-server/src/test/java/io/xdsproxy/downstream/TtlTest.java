@@ -139,4 +139,58 @@ class TtlTest {
       unknowing.expectNoResponse(QUIET);
     }
   }
+
+  /** The upstream's answer: a cluster leased for {@code ttl}, and one without a TTL. */
+  private void answerWithALease(com.google.protobuf.Duration ttl) throws Exception {
+    upstream.nextRequest(WAIT);
+    upstream.send(DiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).setVersionInfo("1").setNonce("u1")
+        .addResources(Any.pack(Resource.newBuilder().setName("leased").setVersion("v1").setTtl(ttl)
+            .setResource(Any.pack(LEASED)).build()))
+        .addResources(Any.pack(PLAIN))
+        .build());
+  }
+
+  @Test
+  void aTtlThatLapsesWithoutAHeartbeatRemovesTheResourceFromEveryClient() throws Exception {
+    try (var delta = XdsTestClient.deltaAds(proxy.xdsPort()); var sotw = XdsTestClient.sotwAds(proxy.xdsPort())) {
+      delta.send(DeltaDiscoveryRequest.newBuilder().setNode(node("delta", true)).setTypeUrl(TypeUrl.CLUSTER.url()).build());
+      answerWithALease(Durations.fromMillis(500));
+      sotw.send(DiscoveryRequest.newBuilder().setNode(node("sotw", false)).setTypeUrl(TypeUrl.CLUSTER.url()).build());
+      assertThat(delta.next(WAIT).getResourcesCount()).isEqualTo(2);
+      DiscoveryResponse both = sotw.next(WAIT);
+      assertThat(both.getResourcesCount()).isEqualTo(2);
+      sotw.send(ack(both));
+
+      DeltaDiscoveryResponse expiry = delta.next(WAIT);
+      DiscoveryResponse rest = sotw.next(WAIT);
+
+      assertThat(expiry.getRemovedResourcesList()).containsExactly("leased");
+      assertThat(rest.getResourcesList()).containsExactly(Any.pack(PLAIN));
+    }
+  }
+
+  @Test
+  void heartbeatsKeepALeasedResourceAndItLapsesWhenTheyStop() throws Exception {
+    java.util.concurrent.ScheduledExecutorService beats = java.util.concurrent.Executors.newSingleThreadScheduledExecutor();
+    try (var client = XdsTestClient.deltaAds(proxy.xdsPort())) {
+      client.send(DeltaDiscoveryRequest.newBuilder().setNode(node("ignores", false)).setTypeUrl(TypeUrl.CLUSTER.url()).build());
+      answerWithALease(Durations.fromSeconds(1));
+      assertThat(client.next(WAIT).getResourcesCount()).isEqualTo(2);
+
+      var beating = beats.scheduleAtFixedRate(this::heartbeatWithASecond, 200, 200, java.util.concurrent.TimeUnit.MILLISECONDS);
+      client.expectNoResponse(Duration.ofMillis(2500));
+      beating.cancel(false);
+
+      assertThat(client.next(WAIT).getRemovedResourcesList()).containsExactly("leased");
+    } finally {
+      beats.shutdownNow();
+    }
+  }
+
+  private void heartbeatWithASecond() {
+    upstream.send(DiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).setVersionInfo("1").setNonce("beat")
+        .addResources(Any.pack(Resource.newBuilder().setName("leased").setVersion("v1")
+            .setTtl(Durations.fromSeconds(1)).build()))
+        .build());
+  }
 }

@@ -1,5 +1,6 @@
 package io.xdsproxy.core;
 
+import com.google.protobuf.util.Durations;
 import io.envoyproxy.envoy.config.core.v3.Node;
 import io.xdsproxy.core.UpstreamSource.UpstreamListener;
 import io.xdsproxy.core.UpstreamSource.UpstreamSession;
@@ -7,7 +8,10 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.Executor;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -23,6 +27,7 @@ public final class NodeGroup {
   private final NodeGroupKey key;
   private final Node upstreamNode;
   private final SerialExecutor executor;
+  private final ScheduledExecutorService timer;
   private final ResourceStore store = new ResourceStore();
   private final Map<TypeUrl, InterestCount> interest = new HashMap<>();
   private final Map<GroupWatcher, Map<TypeUrl, Interest>> watchers = new HashMap<>();
@@ -32,9 +37,10 @@ public final class NodeGroup {
   /** Streams holding this group; guarded by {@link NodeGroups}' map, not by the executor. */
   int references;
 
-  NodeGroup(NodeGroupKey key, Node upstreamNode, Executor pool, UpstreamSource source) {
+  NodeGroup(NodeGroupKey key, Node upstreamNode, Executor pool, ScheduledExecutorService timer, UpstreamSource source) {
     this.key = key;
     this.upstreamNode = upstreamNode;
+    this.timer = timer;
     this.executor = new SerialExecutor(pool, "node group " + key);
     executor.execute(() -> session = source.open(key, upstreamNode, new UpstreamListener() {
       @Override
@@ -115,27 +121,55 @@ public final class NodeGroup {
   }
 
   private void onUpstreamUpdates(List<ResourceUpdate> updates) {
-    executor.execute(() -> {
-      if (closed) {
-        return;
-      }
-      List<TypeSnapshot> changed = new ArrayList<>();
-      for (ResourceUpdate update : updates) {
-        store.apply(update).ifPresent(snapshot -> {
-          log.debug("group {}: {}", key, snapshot);
-          changed.add(snapshot);
-        });
-      }
-      if (changed.isEmpty()) {
-        return;
-      }
-      watchers.forEach((watcher, wanted) -> {
-        List<TypeSnapshot> relevant = changed.stream().filter(s -> wanted.containsKey(s.type())).toList();
-        if (!relevant.isEmpty()) {
-          watcher.onSnapshots(relevant);
-        }
+    executor.execute(() -> apply(updates));
+  }
+
+  /** Applies updates to the store and tells each watcher of the types it wants that changed. */
+  private void apply(List<ResourceUpdate> updates) {
+    if (closed) {
+      return;
+    }
+    List<TypeSnapshot> changed = new ArrayList<>();
+    for (ResourceUpdate update : updates) {
+      store.apply(update).ifPresent(snapshot -> {
+        log.debug("group {}: {}", key, snapshot);
+        changed.add(snapshot);
+        armTtls(snapshot, update);
       });
+    }
+    if (changed.isEmpty()) {
+      return;
+    }
+    watchers.forEach((watcher, wanted) -> {
+      List<TypeSnapshot> relevant = changed.stream().filter(s -> wanted.containsKey(s.type())).toList();
+      if (!relevant.isEmpty()) {
+        watcher.onSnapshots(relevant);
+      }
     });
+  }
+
+  /**
+   * "TTL": a resource the update brought or refreshed that has a TTL leaves the store when the TTL
+   * lapses, unless a heartbeat or a new copy has replaced it by then (invariant 4).
+   */
+  private void armTtls(TypeSnapshot snapshot, ResourceUpdate update) {
+    List<String> touched = new ArrayList<>(update.heartbeats());
+    update.resources().forEach(resource -> touched.add(resource.name()));
+    for (String name : touched) {
+      XdsResource resource = snapshot.get(name);
+      if (resource != null && resource.ttl().isPresent()) {
+        long millis = Durations.toMillis(resource.ttl().get());
+        timer.schedule(() -> executor.execute(() -> expire(snapshot.type(), resource)), millis, TimeUnit.MILLISECONDS);
+      }
+    }
+  }
+
+  private void expire(TypeUrl type, XdsResource resource) {
+    if (!closed && store.snapshot(type).get(resource.name()) == resource) {
+      log.info("group {}: the TTL of {} '{}' lapsed without a heartbeat; it is removed", key, type.shortName(),
+          resource.name());
+      apply(List.of(ResourceUpdate.partial(type, List.of(), Set.of(resource.name()), false)));
+    }
   }
 
   void close() {

@@ -45,7 +45,7 @@ public final class NodeGroups implements AutoCloseable {
     NodeGroupKey key = grouping.keyOf(node);
     return groups.compute(key, (k, group) -> {
       if (group == null) {
-        group = new NodeGroup(k, node, pool, source);
+        group = new NodeGroup(k, node, pool, timer, source);
         log.info("node group {} opened for node '{}' (upstream: {})", k, node.getId(), source.describe());
       }
       group.references++;
