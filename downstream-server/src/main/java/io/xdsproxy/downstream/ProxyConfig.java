@@ -1,11 +1,13 @@
 package io.xdsproxy.downstream;
 
+import io.xdsproxy.core.NodeGroupRule;
 import io.xdsproxy.upstream.grpc.AdsUpstream;
 import java.io.IOException;
 import java.io.Reader;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -18,6 +20,7 @@ import org.yaml.snakeyaml.nodes.MappingNode;
 import org.yaml.snakeyaml.nodes.Node;
 import org.yaml.snakeyaml.nodes.NodeTuple;
 import org.yaml.snakeyaml.nodes.ScalarNode;
+import org.yaml.snakeyaml.nodes.SequenceNode;
 
 /**
  * How the proxy is configured: command-line flags, and a YAML file ({@code --config}) whose keys
@@ -28,6 +31,9 @@ import org.yaml.snakeyaml.nodes.ScalarNode;
  * @param resourcesDir the directory of DiscoveryResponse files served when there is no upstream
  * @param xdsPort where clients connect (0: any free port)
  * @param adminPort where the admin HTTP server listens (0: any free port)
+ * @param nodeGroupKey the parts of a client's node that make its node-group key ({@link NodeGroupRule})
+ * @param upstreamNodeId empty: the upstream sees each group's first client's node as it is; else that
+ *     node with this id, in which {@code {group}} and {@code {id}} are replaced
  * @param groupIdleGrace how long a node group with no streams keeps its upstream session and store
  * @param notFoundTimeout how long a name the upstream was asked for may go unanswered before it is
  *     taken not to exist ("Knowing When a Requested Resource Does Not Exist")
@@ -39,6 +45,8 @@ public record ProxyConfig(
     Path resourcesDir,
     int xdsPort,
     int adminPort,
+    List<String> nodeGroupKey,
+    Optional<String> upstreamNodeId,
     Duration groupIdleGrace,
     Duration notFoundTimeout,
     Duration restPollTimeout) {
@@ -49,6 +57,8 @@ public record ProxyConfig(
       Path.of("deploy/examples/resources"),
       18000,
       19000,
+      List.of("cluster"),
+      Optional.empty(),
       Duration.ofMinutes(5),
       Duration.ofSeconds(15),
       Duration.ofSeconds(30));
@@ -63,6 +73,11 @@ public record ProxyConfig(
                                     proto), watched for changes (default deploy/examples/resources)
         --xds-port N                where xDS clients connect (default 18000)
         --admin-port N              admin HTTP: /healthz, /readyz, REST-JSON xDS (default 19000)
+        --node-group-key PART       a part of the node-group key, given once per part, in order:
+                                    cluster, locality, id:<regex with a capture group>,
+                                    metadata:<dotted.path> (default cluster)
+        --upstream-node-id T        the upstream sees each group's first client's node with this
+                                    id; {group} and {id} are replaced (default: the node unchanged)
         --not-found-timeout D       how long a name the upstream was asked for may go unanswered
                                     before it is taken not to exist (default 15s)
         --rest-poll-timeout D       how long a REST-JSON long poll waits for a change (default 30s)
@@ -71,7 +86,9 @@ public record ProxyConfig(
       D is a duration: 500ms, 15s, 5m, 1h.""";
 
   private static final List<String> KEYS = List.of("upstream", "upstream-protocol", "resources-dir", "xds-port",
-      "admin-port", "not-found-timeout", "rest-poll-timeout", "group-idle-grace");
+      "admin-port", "node-group-key", "upstream-node-id", "not-found-timeout", "rest-poll-timeout", "group-idle-grace");
+  /** Keys that take several values: a YAML list, or the flag given more than once. */
+  private static final List<String> LIST_KEYS = List.of("node-group-key");
 
   public ProxyConfig withUpstream(String target) {
     return edit(b -> b.upstream = Optional.of(target));
@@ -90,6 +107,14 @@ public record ProxyConfig(
       b.xdsPort = xds;
       b.adminPort = admin;
     });
+  }
+
+  public ProxyConfig withNodeGroupKey(List<String> parts) {
+    return edit(b -> b.nodeGroupKey = parts);
+  }
+
+  public ProxyConfig withUpstreamNodeId(String template) {
+    return edit(b -> b.upstreamNodeId = Optional.of(template));
   }
 
   public ProxyConfig withGroupIdleGrace(Duration grace) {
@@ -118,6 +143,8 @@ public record ProxyConfig(
     Path resourcesDir;
     int xdsPort;
     int adminPort;
+    List<String> nodeGroupKey;
+    Optional<String> upstreamNodeId;
     Duration groupIdleGrace;
     Duration notFoundTimeout;
     Duration restPollTimeout;
@@ -128,14 +155,16 @@ public record ProxyConfig(
       resourcesDir = from.resourcesDir;
       xdsPort = from.xdsPort;
       adminPort = from.adminPort;
+      nodeGroupKey = from.nodeGroupKey;
+      upstreamNodeId = from.upstreamNodeId;
       groupIdleGrace = from.groupIdleGrace;
       notFoundTimeout = from.notFoundTimeout;
       restPollTimeout = from.restPollTimeout;
     }
 
     ProxyConfig build() {
-      return new ProxyConfig(
-          upstream, upstreamProtocol, resourcesDir, xdsPort, adminPort, groupIdleGrace, notFoundTimeout, restPollTimeout);
+      return new ProxyConfig(upstream, upstreamProtocol, resourcesDir, xdsPort, adminPort, List.copyOf(nodeGroupKey),
+          upstreamNodeId, groupIdleGrace, notFoundTimeout, restPollTimeout);
     }
   }
 
@@ -145,7 +174,7 @@ public record ProxyConfig(
    * @throws ConfigException naming the flag, key or file that is wrong
    */
   public static ProxyConfig parse(String[] args) throws ConfigException {
-    Map<String, String> flags = new LinkedHashMap<>();
+    Map<String, List<String>> flags = new LinkedHashMap<>();
     Optional<Path> file = Optional.empty();
     for (int i = 0; i < args.length; i++) {
       String arg = args[i];
@@ -166,7 +195,11 @@ public record ProxyConfig(
       if (name.equals("config")) {
         file = Optional.of(Path.of(value));
       } else if (KEYS.contains(name)) {
-        flags.put(name, value);
+        List<String> values = flags.computeIfAbsent(name, n -> new ArrayList<>());
+        if (!LIST_KEYS.contains(name)) {
+          values.clear();
+        }
+        values.add(value);
       } else {
         throw new ConfigException("unknown flag --" + name);
       }
@@ -175,7 +208,7 @@ public record ProxyConfig(
     if (file.isPresent()) {
       settings.putAll(readFile(file.get()));
     }
-    flags.forEach((name, value) -> settings.put(name, new Setting(value, "flag --" + name)));
+    flags.forEach((name, values) -> settings.put(name, new Setting(values, "flag --" + name)));
     ProxyConfig config = DEFAULTS;
     for (Map.Entry<String, Setting> entry : settings.entrySet()) {
       config = config.with(entry.getKey(), entry.getValue());
@@ -201,6 +234,15 @@ public record ProxyConfig(
       case "not-found-timeout" -> withNotFoundTimeout(duration(setting));
       case "rest-poll-timeout" -> withRestPollTimeout(duration(setting));
       case "group-idle-grace" -> withGroupIdleGrace(duration(setting));
+      case "node-group-key" -> {
+        try {
+          NodeGroupRule.of(setting.values());
+        } catch (IllegalArgumentException e) {
+          throw new ConfigException(setting.where() + ": " + e.getMessage());
+        }
+        yield edit(b -> b.nodeGroupKey = setting.values());
+      }
+      case "upstream-node-id" -> edit(b -> b.upstreamNodeId = Optional.of(setting.value()));
       case "xds-port" -> withPorts(port(setting), adminPort);
       case "admin-port" -> withPorts(xdsPort, port(setting));
       default -> throw new IllegalStateException("unhandled key " + key);
@@ -239,8 +281,13 @@ public record ProxyConfig(
 
   private static final Pattern DURATION = Pattern.compile("(\\d{1,9})(ms|s|m|h)");
 
-  /** A value and where it was given, for error messages. */
-  private record Setting(String value, String where) {}
+  /** The values of a key and where they were given, for error messages. */
+  private record Setting(List<String> values, String where) {
+    /** The one value of a key that takes one (the last given wins on the command line). */
+    String value() {
+      return values.get(values.size() - 1);
+    }
+  }
 
   private static Map<String, Setting> readFile(Path file) throws ConfigException {
     Node root;
@@ -264,10 +311,21 @@ public record ProxyConfig(
       if (!(tuple.getKeyNode() instanceof ScalarNode key) || !KEYS.contains(key.getValue())) {
         throw new ConfigException(where + ": unknown key " + describe(tuple.getKeyNode()) + " (known: " + String.join(", ", KEYS) + ")");
       }
-      if (!(tuple.getValueNode() instanceof ScalarNode value)) {
-        throw new ConfigException(where + ": key " + key.getValue() + " needs a single value");
+      List<String> values = new ArrayList<>();
+      if (tuple.getValueNode() instanceof ScalarNode value) {
+        values.add(value.getValue());
+      } else if (tuple.getValueNode() instanceof SequenceNode list && LIST_KEYS.contains(key.getValue())) {
+        for (Node item : list.getValue()) {
+          if (!(item instanceof ScalarNode scalar)) {
+            throw new ConfigException(where + ": the items of " + key.getValue() + " must be single values");
+          }
+          values.add(scalar.getValue());
+        }
+      } else {
+        throw new ConfigException(where + ": key " + key.getValue() + " needs a single value"
+            + (LIST_KEYS.contains(key.getValue()) ? " or a list" : ""));
       }
-      settings.put(key.getValue(), new Setting(value.getValue(), where + " (" + key.getValue() + ")"));
+      settings.put(key.getValue(), new Setting(values, where + " (" + key.getValue() + ")"));
     }
     return settings;
   }

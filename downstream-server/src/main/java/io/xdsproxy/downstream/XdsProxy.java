@@ -3,7 +3,7 @@ package io.xdsproxy.downstream;
 import io.grpc.Server;
 import io.grpc.ServerInterceptors;
 import io.grpc.netty.NettyServerBuilder;
-import io.xdsproxy.core.NodeGrouping;
+import io.xdsproxy.core.NodeGroupRule;
 import io.xdsproxy.core.NodeGroups;
 import io.xdsproxy.core.UpstreamSource;
 import io.xdsproxy.downstream.xds.AggregatedDiscoveryService;
@@ -51,7 +51,13 @@ public final class XdsProxy implements AutoCloseable {
       pool.shutdown();
       throw e;
     }
-    groups = new NodeGroups(NodeGrouping.byCluster(), upstream, pool, timer, config.groupIdleGrace());
+    groups = new NodeGroups(
+        NodeGroupRule.of(config.nodeGroupKey()),
+        config.upstreamNodeId().map(NodeGroups::withId).orElse(NodeGroups.firstClientsNode()),
+        upstream,
+        pool,
+        timer,
+        config.groupIdleGrace());
     AggregatedDiscoveryService ads = new AggregatedDiscoveryService(groups, pool);
     Server started = null;
     AdminServer adminStarted = null;

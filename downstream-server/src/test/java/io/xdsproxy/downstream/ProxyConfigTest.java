@@ -84,4 +84,24 @@ class ProxyConfigTest {
     assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--upstream-protocol", "rest"}))
         .hasMessageContaining("--upstream-protocol").hasMessageContaining("'rest'");
   }
+
+  @Test
+  void theNodeGroupKeyIsAListInTheFileOrARepeatedFlag() throws Exception {
+    Path file = Files.writeString(dir.resolve("proxy.yaml"), "node-group-key:\n  - metadata:NAMESPACE\n  - locality\n");
+
+    assertThat(ProxyConfig.parse(new String[] {"--config", file.toString()}).nodeGroupKey())
+        .containsExactly("metadata:NAMESPACE", "locality");
+    assertThat(ProxyConfig.parse(new String[] {"--node-group-key", "cluster", "--node-group-key", "id:^(\\w+)-"})
+        .nodeGroupKey()).containsExactly("cluster", "id:^(\\w+)-");
+    assertThat(ProxyConfig.parse(new String[] {"--upstream-node-id", "xds-proxy~{group}"}).upstreamNodeId())
+        .contains("xds-proxy~{group}");
+  }
+
+  @Test
+  void aBadNodeGroupPartIsNamedWithItsLine() throws Exception {
+    Path file = Files.writeString(dir.resolve("proxy.yaml"), "node-group-key: [cluster, zone]\n");
+
+    assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--config", file.toString()}))
+        .hasMessageContaining("line 1").hasMessageContaining("'zone'");
+  }
 }

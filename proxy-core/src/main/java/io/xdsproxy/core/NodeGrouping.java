@@ -17,13 +17,7 @@ public interface NodeGrouping {
 
   /** The default rule: one group per {@code node.cluster}. */
   static NodeGrouping byCluster() {
-    return node -> {
-      if (node.getCluster().isEmpty()) {
-        throw new UngroupableNodeException(
-            "node '" + node.getId() + "' has no node.cluster, which the node-group rule (node.cluster) needs");
-      }
-      return new NodeGroupKey(node.getCluster());
-    };
+    return NodeGroupRule.of(java.util.List.of("cluster"));
   }
 
   /** A node the rule cannot place; the message says which node and what it lacks. */

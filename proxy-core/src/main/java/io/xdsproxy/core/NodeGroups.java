@@ -9,6 +9,7 @@ import java.util.concurrent.ConcurrentMap;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BiFunction;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -21,19 +22,45 @@ public final class NodeGroups implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(NodeGroups.class);
 
   private final NodeGrouping grouping;
+  private final BiFunction<NodeGroupKey, Node, Node> upstreamNodeOf;
   private final UpstreamSource source;
   private final Executor pool;
   private final ScheduledExecutorService timer;
   private final Duration idleGrace;
   private final ConcurrentMap<NodeGroupKey, NodeGroup> groups = new ConcurrentHashMap<>();
 
+  /**
+   * @param upstreamNode the node the upstream sees for a group, made from the group's first client's
+   *     node; {@link #firstClientsNode()} or {@link #withId(String)}
+   */
   public NodeGroups(
-      NodeGrouping grouping, UpstreamSource source, Executor pool, ScheduledExecutorService timer, Duration idleGrace) {
+      NodeGrouping grouping,
+      BiFunction<NodeGroupKey, Node, Node> upstreamNode,
+      UpstreamSource source,
+      Executor pool,
+      ScheduledExecutorService timer,
+      Duration idleGrace) {
     this.grouping = grouping;
+    this.upstreamNodeOf = upstreamNode;
     this.source = source;
     this.pool = pool;
     this.timer = timer;
     this.idleGrace = idleGrace;
+  }
+
+  /** The upstream sees each group as its first client: that client's node, verbatim. */
+  public static BiFunction<NodeGroupKey, Node, Node> firstClientsNode() {
+    return (key, node) -> node;
+  }
+
+  /**
+   * The upstream sees each group as its first client's node with the id {@code template}, in which
+   * {@code {group}} is the group's key and {@code {id}} the first client's id.
+   */
+  public static BiFunction<NodeGroupKey, Node, Node> withId(String template) {
+    return (key, node) -> node.toBuilder()
+        .setId(template.replace("{group}", key.value()).replace("{id}", node.getId()))
+        .build();
   }
 
   /**
@@ -45,8 +72,10 @@ public final class NodeGroups implements AutoCloseable {
     NodeGroupKey key = grouping.keyOf(node);
     return groups.compute(key, (k, group) -> {
       if (group == null) {
-        group = new NodeGroup(k, node, pool, timer, source);
-        log.info("node group {} opened for node '{}' (upstream: {})", k, node.getId(), source.describe());
+        Node upstreamNode = upstreamNodeOf.apply(k, node);
+        group = new NodeGroup(k, upstreamNode, pool, timer, source);
+        log.info("node group {} opened for node '{}', seen upstream as node '{}' (upstream: {})", k, node.getId(),
+            upstreamNode.getId(), source.describe());
       }
       group.references++;
       return group;
