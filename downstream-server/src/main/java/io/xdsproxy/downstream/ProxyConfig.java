@@ -2,6 +2,7 @@ package io.xdsproxy.downstream;
 
 import io.xdsproxy.core.NodeGroupRule;
 import io.xdsproxy.upstream.grpc.AdsUpstream;
+import io.xdsproxy.upstream.grpc.Backoff;
 import java.io.IOException;
 import java.io.Reader;
 import java.nio.file.Files;
@@ -26,8 +27,10 @@ import org.yaml.snakeyaml.nodes.SequenceNode;
  * How the proxy is configured: command-line flags, and a YAML file ({@code --config}) whose keys
  * are the flags without their dashes. Flags override the file.
  *
- * @param upstream the control plane, {@code host:port}; empty to serve {@code resourcesDir}
+ * @param upstream the control plane's addresses, {@code host:port} each, tried in turn; empty to
+ *     serve {@code resourcesDir}
  * @param upstreamProtocol the ADS variant spoken to the control plane
+ * @param upstreamBackoff how long to wait before reconnecting to the control plane
  * @param resourcesDir the directory of DiscoveryResponse files served when there is no upstream
  * @param xdsPort where clients connect (0: any free port)
  * @param adminPort where the admin HTTP server listens (0: any free port)
@@ -40,8 +43,9 @@ import org.yaml.snakeyaml.nodes.SequenceNode;
  * @param restPollTimeout how long a REST-JSON long poll waits for a change before 304 Not Modified
  */
 public record ProxyConfig(
-    Optional<String> upstream,
+    List<String> upstream,
     AdsUpstream.Protocol upstreamProtocol,
+    Backoff upstreamBackoff,
     Path resourcesDir,
     int xdsPort,
     int adminPort,
@@ -52,8 +56,9 @@ public record ProxyConfig(
     Duration restPollTimeout) {
 
   public static final ProxyConfig DEFAULTS = new ProxyConfig(
-      Optional.empty(),
+      List.of(),
       AdsUpstream.Protocol.SOTW,
+      Backoff.DEFAULT,
       Path.of("deploy/examples/resources"),
       18000,
       19000,
@@ -67,8 +72,11 @@ public record ProxyConfig(
       usage: java -jar xds-proxy.jar [flags]
         --config FILE               YAML file whose keys are the flags below without their dashes;
                                     flags given on the command line override it
-        --upstream HOST:PORT        the control plane; without it, --resources-dir is served
+        --upstream HOST:PORT[,...]  the control plane; several addresses are tried in turn when a
+                                    stream fails; without it, --resources-dir is served
         --upstream-protocol P       sotw or delta: the ADS variant spoken to it (default sotw)
+        --upstream-backoff-initial D   first wait before reconnecting (default 500ms), doubling
+        --upstream-backoff-max D    up to this (default 30s), each wait spread by +-20%
         --resources-dir DIR         directory of DiscoveryResponse files (JSON, YAML, text or binary
                                     proto), watched for changes (default deploy/examples/resources)
         --xds-port N                where xDS clients connect (default 18000)
@@ -85,13 +93,18 @@ public record ProxyConfig(
                                     session and cache (default 5m)
       D is a duration: 500ms, 15s, 5m, 1h.""";
 
-  private static final List<String> KEYS = List.of("upstream", "upstream-protocol", "resources-dir", "xds-port",
+  private static final List<String> KEYS = List.of("upstream", "upstream-protocol", "upstream-backoff-initial",
+      "upstream-backoff-max", "resources-dir", "xds-port",
       "admin-port", "node-group-key", "upstream-node-id", "not-found-timeout", "rest-poll-timeout", "group-idle-grace");
   /** Keys that take several values: a YAML list, or the flag given more than once. */
   private static final List<String> LIST_KEYS = List.of("node-group-key");
 
-  public ProxyConfig withUpstream(String target) {
-    return edit(b -> b.upstream = Optional.of(target));
+  public ProxyConfig withUpstream(String... targets) {
+    return edit(b -> b.upstream = List.of(targets));
+  }
+
+  public ProxyConfig withUpstreamBackoff(Backoff backoff) {
+    return edit(b -> b.upstreamBackoff = backoff);
   }
 
   public ProxyConfig withUpstreamProtocol(AdsUpstream.Protocol protocol) {
@@ -138,8 +151,9 @@ public record ProxyConfig(
 
   /** The fields of a config, to change some and build anew. */
   private static final class Builder {
-    Optional<String> upstream;
+    List<String> upstream;
     AdsUpstream.Protocol upstreamProtocol;
+    Backoff upstreamBackoff;
     Path resourcesDir;
     int xdsPort;
     int adminPort;
@@ -152,6 +166,7 @@ public record ProxyConfig(
     Builder(ProxyConfig from) {
       upstream = from.upstream;
       upstreamProtocol = from.upstreamProtocol;
+      upstreamBackoff = from.upstreamBackoff;
       resourcesDir = from.resourcesDir;
       xdsPort = from.xdsPort;
       adminPort = from.adminPort;
@@ -163,7 +178,7 @@ public record ProxyConfig(
     }
 
     ProxyConfig build() {
-      return new ProxyConfig(upstream, upstreamProtocol, resourcesDir, xdsPort, adminPort, List.copyOf(nodeGroupKey),
+      return new ProxyConfig(List.copyOf(upstream), upstreamProtocol, upstreamBackoff, resourcesDir, xdsPort, adminPort, List.copyOf(nodeGroupKey),
           upstreamNodeId, groupIdleGrace, notFoundTimeout, restPollTimeout);
     }
   }
@@ -219,10 +234,25 @@ public record ProxyConfig(
   private ProxyConfig with(String key, Setting setting) throws ConfigException {
     return switch (key) {
       case "upstream" -> {
-        if (!setting.value().matches("[^\\s:]+:\\d{1,5}") && !setting.value().matches("\\[[0-9a-fA-F:.]+\\]:\\d{1,5}")) {
-          throw new ConfigException(setting.where() + ": upstream '" + setting.value() + "' is not HOST:PORT");
+        List<String> targets = List.of(setting.value().split(",", -1));
+        for (String target : targets) {
+          if (!target.matches("[^\\s:,]+:\\d{1,5}") && !target.matches("\\[[0-9a-fA-F:.]+\\]:\\d{1,5}")) {
+            throw new ConfigException(setting.where() + ": upstream '" + target + "' is not HOST:PORT");
+          }
         }
-        yield withUpstream(setting.value());
+        yield edit(b -> b.upstream = targets);
+      }
+      case "upstream-backoff-initial" -> {
+        Duration initial = duration(setting);
+        yield withUpstreamBackoff(new Backoff(initial, max(initial, upstreamBackoff.max()), 2.0, 0.2));
+      }
+      case "upstream-backoff-max" -> {
+        Duration max = duration(setting);
+        if (max.compareTo(upstreamBackoff.initial()) < 0) {
+          throw new ConfigException(setting.where() + ": the backoff's maximum is below its initial wait "
+              + upstreamBackoff.initial().toMillis() + "ms");
+        }
+        yield withUpstreamBackoff(new Backoff(upstreamBackoff.initial(), max, 2.0, 0.2));
       }
       case "upstream-protocol" -> switch (setting.value()) {
         case "sotw" -> withUpstreamProtocol(AdsUpstream.Protocol.SOTW);
@@ -247,6 +277,10 @@ public record ProxyConfig(
       case "admin-port" -> withPorts(xdsPort, port(setting));
       default -> throw new IllegalStateException("unhandled key " + key);
     };
+  }
+
+  private static Duration max(Duration a, Duration b) {
+    return a.compareTo(b) >= 0 ? a : b;
   }
 
   private static int port(Setting setting) throws ConfigException {

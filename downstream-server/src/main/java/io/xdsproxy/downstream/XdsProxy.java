@@ -15,7 +15,6 @@ import java.util.HashMap;
 import java.util.Map;
 import io.xdsproxy.upstream.fs.FileSystemSource;
 import io.xdsproxy.upstream.grpc.AdsUpstream;
-import io.xdsproxy.upstream.grpc.Backoff;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.util.concurrent.ExecutorService;
@@ -42,8 +41,8 @@ public final class XdsProxy implements AutoCloseable {
     pool = Executors.newFixedThreadPool(Math.max(2, Runtime.getRuntime().availableProcessors()), threads("xds-proxy-worker"));
     timer = Executors.newSingleThreadScheduledExecutor(threads("xds-proxy-timer"));
     try {
-      upstream = config.upstream().isPresent()
-          ? new AdsUpstream(config.upstream().get(), config.upstreamProtocol(), pool, timer, Backoff.DEFAULT,
+      upstream = !config.upstream().isEmpty()
+          ? new AdsUpstream(config.upstream(), config.upstreamProtocol(), pool, timer, config.upstreamBackoff(),
               config.notFoundTimeout())
           : new FileSystemSource(config.resourcesDir().toAbsolutePath().normalize());
     } catch (IOException e) {

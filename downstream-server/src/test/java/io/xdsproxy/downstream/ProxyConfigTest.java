@@ -104,4 +104,18 @@ class ProxyConfigTest {
     assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--config", file.toString()}))
         .hasMessageContaining("line 1").hasMessageContaining("'zone'");
   }
+
+  @Test
+  void severalUpstreamAddressesAndTheBackoffAreConfigurable() throws Exception {
+    ProxyConfig config = ProxyConfig.parse(new String[] {"--upstream", "cp-a:15010,cp-b:15010",
+        "--upstream-backoff-initial", "100ms", "--upstream-backoff-max", "5s"});
+
+    assertThat(config.upstream()).containsExactly("cp-a:15010", "cp-b:15010");
+    assertThat(config.upstreamBackoff().initial()).isEqualTo(java.time.Duration.ofMillis(100));
+    assertThat(config.upstreamBackoff().max()).isEqualTo(java.time.Duration.ofSeconds(5));
+    assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--upstream", "cp-a:15010,cp-b"}))
+        .hasMessageContaining("'cp-b' is not HOST:PORT");
+    assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--upstream-backoff-max", "100ms"}))
+        .hasMessageContaining("below its initial wait");
+  }
 }

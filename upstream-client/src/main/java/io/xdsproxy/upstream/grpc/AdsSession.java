@@ -58,10 +58,13 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
     }
   }
 
-  /** What every session of one upstream shares: where it is, and the proxy's threads and timings. */
+  /**
+   * What every session of one upstream shares: where it is (a control plane's addresses, tried in
+   * turn, with a channel each), and the proxy's threads and timings.
+   */
   record Context(
-      Channel channel,
-      String target,
+      List<Channel> channels,
+      List<String> targets,
       Executor pool,
       ScheduledExecutorService timer,
       Backoff backoff,
@@ -70,8 +73,10 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
 
   final NodeGroupKey group;
   final Node node;
-  final String target;
   private final Context context;
+  /** Where the current or next stream goes: an index into the context's targets. */
+  private int targetIndex;
+  private String target;
   private final UpstreamListener listener;
   private final SerialExecutor executor;
 
@@ -86,7 +91,7 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
   AdsSession(NodeGroupKey group, Node node, UpstreamListener listener, Context context) {
     this.group = group;
     this.node = node;
-    this.target = context.target();
+    this.target = context.targets().get(0);
     this.context = context;
     this.listener = listener;
     this.executor = new SerialExecutor(context.pool(), "upstream session of group " + group);
@@ -229,7 +234,8 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
       return;
     }
     int streamGeneration = ++generation;
-    startCall(context.channel(), new ClientResponseObserver<Q, R>() {
+    target = context.targets().get(targetIndex);
+    startCall(context.channels().get(targetIndex), new ClientResponseObserver<Q, R>() {
       @Override
       public void beforeStart(ClientCallStreamObserver<Q> requests) {
         stream = requests;
@@ -264,8 +270,11 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
     stream = null;
     failedAttempts++;
     Duration delay = context.backoff().delay(failedAttempts, context.random());
-    log.warn("group {}: upstream stream to {} ended ({}: {}); reconnecting in {} ms, the last good state is served meanwhile",
-        group, target, status.getCode(), status.getDescription(), delay.toMillis());
+    // Failover: the next stream goes to the control plane's next address, round the list.
+    targetIndex = (targetIndex + 1) % context.targets().size();
+    log.warn("group {}: upstream stream to {} ended ({}: {}); reconnecting to {} in {} ms, the last good state is served"
+            + " meanwhile", group, target, status.getCode(), status.getDescription(), context.targets().get(targetIndex),
+        delay.toMillis());
     context.timer().schedule(() -> executor.execute(this::openStream), delay.toMillis(), TimeUnit.MILLISECONDS);
   }
 

@@ -6,6 +6,7 @@ import io.grpc.netty.NettyChannelBuilder;
 import io.xdsproxy.core.NodeGroupKey;
 import io.xdsproxy.core.UpstreamSource;
 import java.time.Duration;
+import java.util.List;
 import java.util.Random;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ScheduledExecutorService;
@@ -25,35 +26,40 @@ public final class AdsUpstream implements UpstreamSource {
     SOTW, DELTA
   }
 
-  private final String target;
+  private final List<String> targets;
   private final Protocol protocol;
-  private final ManagedChannel channel;
+  private final List<ManagedChannel> channels;
   private final AdsSession.Context context;
 
   /**
-   * @param target {@code host:port}; a DNS name is resolved, and re-resolved on reconnect
+   * @param targets the control plane's addresses, {@code host:port} each, tried in turn when a
+   *     stream fails; a DNS name is resolved, and re-resolved on reconnect
    * @param protocol State of the World or incremental ADS
    * @param notFoundTimeout how long a requested name may go unanswered before it is taken not to
    *     exist ("Knowing When a Requested Resource Does Not Exist": 15 s recommended)
    */
   public AdsUpstream(
-      String target,
+      List<String> targets,
       Protocol protocol,
       Executor pool,
       ScheduledExecutorService timer,
       Backoff backoff,
       Duration notFoundTimeout) {
-    this.target = target;
+    if (targets.isEmpty()) {
+      throw new IllegalArgumentException("an upstream needs at least one address");
+    }
+    this.targets = List.copyOf(targets);
     this.protocol = protocol;
-    this.channel = NettyChannelBuilder.forTarget(target)
+    this.channels = this.targets.stream().map(target -> NettyChannelBuilder.forTarget(target)
         .usePlaintext()
         .executor(pool)
         .maxInboundMessageSize(MAX_RESPONSE_BYTES)
         // The spec's advice for ADS connections: HTTP/2 keepalive detects a peer that went silent.
         .keepAliveTime(30, TimeUnit.SECONDS)
         .keepAliveTimeout(10, TimeUnit.SECONDS)
-        .build();
-    this.context = new AdsSession.Context(channel, target, pool, timer, backoff, notFoundTimeout, new Random());
+        .build()).toList();
+    this.context = new AdsSession.Context(
+        List.copyOf(channels), this.targets, pool, timer, backoff, notFoundTimeout, new Random());
   }
 
   @Override
@@ -66,11 +72,11 @@ public final class AdsUpstream implements UpstreamSource {
 
   @Override
   public String describe() {
-    return "control plane " + target + " (" + (protocol == Protocol.SOTW ? "SotW" : "Delta") + " ADS)";
+    return "control plane " + String.join(", ", targets) + " (" + (protocol == Protocol.SOTW ? "SotW" : "Delta") + " ADS)";
   }
 
   @Override
   public void close() {
-    channel.shutdownNow();
+    channels.forEach(ManagedChannel::shutdownNow);
   }
 }

@@ -44,7 +44,7 @@ class DeltaUpstreamSessionTest {
   @BeforeEach
   void start() throws Exception {
     controlPlane = new ControlPlane();
-    upstream = new AdsUpstream(controlPlane.target(), AdsUpstream.Protocol.DELTA, pool, timer, FAST, WAIT);
+    upstream = new AdsUpstream(java.util.List.of(controlPlane.target()), AdsUpstream.Protocol.DELTA, pool, timer, FAST, WAIT);
     session = upstream.open(new NodeGroupKey("fleet"), NODE, updates::add);
   }
 

@@ -52,7 +52,7 @@ class SotwUpstreamSessionTest {
   }
 
   private UpstreamSession open(String target, Duration notFoundTimeout) {
-    upstream = new AdsUpstream(target, AdsUpstream.Protocol.SOTW, pool, timer, FAST, notFoundTimeout);
+    upstream = new AdsUpstream(java.util.List.of(target), AdsUpstream.Protocol.SOTW, pool, timer, FAST, notFoundTimeout);
     return upstream.open(new NodeGroupKey("fleet"), NODE, updates::add);
   }
 
@@ -171,6 +171,21 @@ class SotwUpstreamSessionTest {
       assertThat(again.getNode()).isEqualTo(NODE);
       assertThat(again.getVersionInfo()).as("the version it had, as the spec asks of a reconnecting client").isEqualTo("1");
       assertThat(again.getResponseNonce()).as("nonces do not survive a stream").isEmpty();
+    }
+  }
+
+  @Test
+  void whenTheFirstAddressDoesNotAnswerTheNextOneIsTried() throws Exception {
+    try (ControlPlane dead = new ControlPlane(); ControlPlane live = new ControlPlane()) {
+      dead.stop();
+      live.setSnapshot("fleet", clusters("1", "a"));
+      upstream = new AdsUpstream(List.of(dead.target(), live.target()), AdsUpstream.Protocol.SOTW, pool, timer, FAST, WAIT);
+      UpstreamSession session = upstream.open(new NodeGroupKey("fleet"), NODE, updates::add);
+
+      session.updateInterest(TypeUrl.CLUSTER, new Interest(true, Set.of()));
+
+      await().atMost(WAIT).until(() -> names(lastUpdate(TypeUrl.CLUSTER)).equals(List.of("a")));
+      assertThat(live.streamGroups()).containsExactly("fleet");
     }
   }
 
