@@ -12,6 +12,7 @@ import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 
@@ -24,6 +25,7 @@ public final class ControlPlane implements AutoCloseable {
 
   private final SimpleCache<String> cache = new SimpleCache<>(node -> node.getCluster());
   private final Map<Long, String> streamGroups = new ConcurrentHashMap<>();
+  private final Set<Long> closedStreams = ConcurrentHashMap.newKeySet();
   private final List<DiscoveryRequest> requests = new CopyOnWriteArrayList<>();
   private final List<DeltaDiscoveryRequest> deltaRequests = new CopyOnWriteArrayList<>();
   private final V3DiscoveryServer discovery;
@@ -38,6 +40,16 @@ public final class ControlPlane implements AutoCloseable {
         if (request.hasNode()) {
           streamGroups.putIfAbsent(streamId, request.getNode().getCluster());
         }
+      }
+
+      @Override
+      public void onStreamClose(long streamId, String typeUrl) {
+        closedStreams.add(streamId);
+      }
+
+      @Override
+      public void onStreamCloseWithError(long streamId, String typeUrl, Throwable error) {
+        closedStreams.add(streamId);
       }
 
       @Override
@@ -78,6 +90,11 @@ public final class ControlPlane implements AutoCloseable {
   /** The node group (node.cluster) of every ADS stream opened to this control plane so far. */
   public List<String> streamGroups() {
     return List.copyOf(streamGroups.values());
+  }
+
+  /** How many ADS streams are open now. */
+  public long openStreams() {
+    return streamGroups.keySet().stream().filter(id -> !closedStreams.contains(id)).count();
   }
 
   /** Every SotW request received, in order. */
