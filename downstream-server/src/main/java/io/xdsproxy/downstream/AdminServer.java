@@ -10,6 +10,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.concurrent.Executor;
 import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
 
 /** The admin HTTP server: liveness, readiness, and whatever else the proxy mounts on it (REST-JSON xDS). */
 final class AdminServer implements AutoCloseable {
@@ -28,13 +29,23 @@ final class AdminServer implements AutoCloseable {
     server.start();
   }
 
+  /** A handler that answers GET with the text {@code body} makes, of {@code contentType}. */
+  static HttpHandler text(Supplier<String> body, String contentType) {
+    return exchange -> {
+      exchange.getResponseHeaders().set("Content-Type", contentType);
+      reply(exchange, 200, body.get());
+    };
+  }
+
   int port() {
     return server.getAddress().getPort();
   }
 
   private static void reply(HttpExchange exchange, int status, String body) throws IOException {
     byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
-    exchange.getResponseHeaders().set("Content-Type", "text/plain; charset=utf-8");
+    if (!exchange.getResponseHeaders().containsKey("Content-Type")) {
+      exchange.getResponseHeaders().set("Content-Type", "text/plain; charset=utf-8");
+    }
     exchange.sendResponseHeaders(status, bytes.length);
     try (OutputStream out = exchange.getResponseBody()) {
       out.write(bytes);

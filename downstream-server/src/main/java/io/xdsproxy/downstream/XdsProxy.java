@@ -1,6 +1,16 @@
 package io.xdsproxy.downstream;
 
 import io.grpc.Server;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.binder.jvm.ClassLoaderMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
+import io.micrometer.core.instrument.binder.system.FileDescriptorMetrics;
+import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
+import io.micrometer.core.instrument.binder.system.UptimeMetrics;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.grpc.ServerInterceptors;
 import io.grpc.netty.NettyServerBuilder;
 import io.xdsproxy.core.NodeGroupRule;
@@ -10,8 +20,11 @@ import io.xdsproxy.downstream.xds.AggregatedDiscoveryService;
 import io.xdsproxy.downstream.xds.PeerInterceptor;
 import io.xdsproxy.downstream.xds.PerTypeServices;
 import io.xdsproxy.downstream.xds.RestDiscovery;
+import io.xdsproxy.downstream.xds.Serving;
+import io.xdsproxy.downstream.xds.StreamMetrics;
 import com.sun.net.httpserver.HttpHandler;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import io.xdsproxy.upstream.fs.FileSystemSource;
 import io.xdsproxy.upstream.grpc.AdsUpstream;
@@ -32,6 +45,7 @@ public final class XdsProxy implements AutoCloseable {
 
   private final ExecutorService pool;
   private final ScheduledExecutorService timer;
+  private final PrometheusMeterRegistry meters;
   private final UpstreamSource upstream;
   private final NodeGroups groups;
   private final Server server;
@@ -40,10 +54,13 @@ public final class XdsProxy implements AutoCloseable {
   private XdsProxy(ProxyConfig config) throws IOException {
     pool = Executors.newFixedThreadPool(Math.max(2, Runtime.getRuntime().availableProcessors()), threads("xds-proxy-worker"));
     timer = Executors.newSingleThreadScheduledExecutor(threads("xds-proxy-timer"));
+    meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    List.of(new JvmMemoryMetrics(), new JvmGcMetrics(), new JvmThreadMetrics(), new ClassLoaderMetrics(),
+        new ProcessorMetrics(), new UptimeMetrics(), new FileDescriptorMetrics()).forEach(binder -> binder.bindTo(meters));
     try {
       upstream = !config.upstream().isEmpty()
           ? new AdsUpstream(config.upstream(), config.upstreamProtocol(), pool, timer, config.upstreamBackoff(),
-              config.notFoundTimeout())
+              config.notFoundTimeout(), meters)
           : new FileSystemSource(config.resourcesDir().toAbsolutePath().normalize());
     } catch (IOException e) {
       timer.shutdownNow();
@@ -57,14 +74,17 @@ public final class XdsProxy implements AutoCloseable {
         pool,
         timer,
         config.groupIdleGrace());
-    AggregatedDiscoveryService ads = new AggregatedDiscoveryService(groups, pool);
+    Gauge.builder("xds.node.groups", groups, g -> g.groups().size()).description("Open node groups").register(meters);
+    Serving serving = new Serving(groups, pool, new StreamMetrics(meters));
+    AggregatedDiscoveryService ads = new AggregatedDiscoveryService(serving);
     Server started = null;
     AdminServer adminStarted = null;
     try {
       NettyServerBuilder builder = NettyServerBuilder.forAddress(new InetSocketAddress(config.xdsPort()));
       PeerInterceptor peers = new PeerInterceptor();
       builder.addService(ServerInterceptors.intercept(ads, peers));
-      PerTypeServices.definitions(groups, pool).forEach(service -> builder.addService(ServerInterceptors.intercept(service, peers)));
+      PerTypeServices.definitions(serving)
+          .forEach(service -> builder.addService(ServerInterceptors.intercept(service, peers)));
       started = listen(builder
           .executor(pool)
           .maxInboundMessageSize(MAX_REQUEST_BYTES)
@@ -76,6 +96,7 @@ public final class XdsProxy implements AutoCloseable {
         RestDiscovery rest = new RestDiscovery(groups, pool, timer, config.restPollTimeout());
         Map<String, HttpHandler> handlers = new HashMap<>();
         RestDiscovery.PATHS.forEach((path, type) -> handlers.put(path, rest.handler(type)));
+        handlers.put("/metrics", AdminServer.text(meters::scrape, "text/plain; version=0.0.4; charset=utf-8"));
         adminStarted = new AdminServer(config.adminPort(), () -> !pool.isShutdown(), handlers, pool);
       } catch (IOException e) {
         throw new IOException("cannot listen for admin HTTP on port " + config.adminPort() + ": " + e.getMessage(), e);

@@ -6,9 +6,7 @@ import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.grpc.stub.StreamObserver;
-import io.xdsproxy.core.NodeGroups;
 import java.util.Optional;
-import java.util.concurrent.Executor;
 
 /**
  * ADS: every type multiplexed on one stream, told apart by type URL ("Aggregated Discovery
@@ -17,21 +15,19 @@ import java.util.concurrent.Executor;
  */
 public final class AggregatedDiscoveryService extends AggregatedDiscoveryServiceImplBase {
 
-  private final NodeGroups groups;
-  private final Executor pool;
+  private final Serving serving;
 
-  public AggregatedDiscoveryService(NodeGroups groups, Executor pool) {
-    this.groups = groups;
-    this.pool = pool;
+  public AggregatedDiscoveryService(Serving serving) {
+    this.serving = serving;
   }
 
   @Override
   public StreamObserver<DiscoveryRequest> streamAggregatedResources(StreamObserver<DiscoveryResponse> responses) {
-    return new SotwStream(responses, groups, Optional.empty(), pool, PeerInterceptor.currentPeer());
+    return new SotwStream(responses, serving, Optional.empty(), PeerInterceptor.currentPeer());
   }
 
   @Override
   public StreamObserver<DeltaDiscoveryRequest> deltaAggregatedResources(StreamObserver<DeltaDiscoveryResponse> responses) {
-    return new DeltaStream(responses, groups, Optional.empty(), pool, PeerInterceptor.currentPeer());
+    return new DeltaStream(responses, serving, Optional.empty(), PeerInterceptor.currentPeer());
   }
 }

@@ -53,6 +53,10 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
 
   private final ServerCallStreamObserver<R> responses;
   private final NodeGroups groups;
+  private final StreamMetrics metrics;
+  /** For metrics: "sotw" or "delta", and "ads" or the type of a per-type service. */
+  private final String protocol;
+  private final String service;
   private final Optional<TypeUrl> fixedType;
   private final SerialExecutor executor;
   private final String peer;
@@ -81,14 +85,13 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
    * @param peer the client's address, for logs
    */
   ClientStream(
-      String protocol,
-      StreamObserver<R> responseObserver,
-      NodeGroups groups,
-      Optional<TypeUrl> fixedType,
-      Executor pool,
-      String peer) {
+      String protocol, StreamObserver<R> responseObserver, Serving serving, Optional<TypeUrl> fixedType, String peer) {
     this.responses = (ServerCallStreamObserver<R>) responseObserver;
-    this.groups = groups;
+    this.groups = serving.groups();
+    this.metrics = serving.metrics();
+    this.protocol = protocol.toLowerCase(java.util.Locale.ROOT);
+    this.service = fixedType.map(TypeUrl::shortName).orElse("ads");
+    Executor pool = serving.pool();
     this.fixedType = fixedType;
     this.peer = peer;
     this.variant = protocol + " " + fixedType.map(TypeUrl::shortName).orElse("ADS");
@@ -178,6 +181,7 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
         return false;
       }
       node = requestNode;
+      metrics.opened(protocol, service);
       log.info("stream opened: node '{}' group {} from {} ({})", node.getId(), group.key(), peer, variant());
     } else if (hasNode && !requestNode.equals(node)) {
       // "The node identifier should always be identical if present more than once on the stream."
@@ -207,6 +211,14 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
     } catch (IllegalArgumentException e) {
       fail(Status.INVALID_ARGUMENT.withDescription(e.getMessage() + " (node '" + node.getId() + "')"));
       return Optional.empty();
+    }
+  }
+
+  /** Counts a request for {@code type}, and a NACK if it is one. */
+  final void counted(TypeUrl type, boolean nack) {
+    metrics.request(type);
+    if (nack) {
+      metrics.nack(type);
     }
   }
 
@@ -249,6 +261,7 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
     Optional<R> response = respond(type, nonce, deferRemovals);
     if (response.isPresent()) {
       nonces++;
+      metrics.response(type);
       responses.onNext(response.get());
     }
   }
@@ -324,6 +337,7 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
     }
     closed = true;
     if (group != null) {
+      metrics.closed(protocol, service);
       group.leave(this);
       groups.release(group);
       if (why != null) {

@@ -3,11 +3,9 @@ package io.xdsproxy.downstream.xds;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
 import io.grpc.stub.StreamObserver;
-import io.xdsproxy.core.NodeGroups;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.downstream.xds.DeltaTypeState.Outgoing;
 import java.util.Optional;
-import java.util.concurrent.Executor;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -24,12 +22,8 @@ public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, Delta
    * @param peer the client's address, for logs
    */
   public DeltaStream(
-      StreamObserver<DeltaDiscoveryResponse> responses,
-      NodeGroups groups,
-      Optional<TypeUrl> fixedType,
-      Executor pool,
-      String peer) {
-    super("Delta", responses, groups, fixedType, pool, peer);
+      StreamObserver<DeltaDiscoveryResponse> responses, Serving serving, Optional<TypeUrl> fixedType, String peer) {
+    super("Delta", responses, serving, fixedType, peer);
   }
 
   @Override
@@ -45,6 +39,7 @@ public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, Delta
     DeltaTypeState state = typeStream(type, t -> new DeltaTypeState(t, group().snapshot(t), knowsTtl(false)));
     // The nonce pairs an ACK or NACK with a response, but "the server must honor changes to the
     // subscription state even if the nonce is stale" ("Incremental xDS").
+    counted(type, state.isLatest(request.getResponseNonce()) && request.hasErrorDetail());
     if (state.isLatest(request.getResponseNonce()) && request.hasErrorDetail()) {
       state.nack(request.getErrorDetail().getMessage());
       log.warn("NACK from node '{}' group {} for {} (nonce {}): {}", node().getId(), group().key(), type.shortName(),

@@ -15,11 +15,9 @@ import io.envoyproxy.envoy.service.secret.v3.SecretDiscoveryServiceGrpc;
 import io.grpc.MethodDescriptor;
 import io.grpc.ServerServiceDefinition;
 import io.grpc.stub.ServerCalls;
-import io.xdsproxy.core.NodeGroups;
 import io.xdsproxy.core.TypeUrl;
 import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.Executor;
 
 /**
  * The per-type discovery services ("RPC Services and Methods for Each Variant"): one per v3 resource
@@ -58,19 +56,19 @@ public final class PerTypeServices {
           RuntimeDiscoveryServiceGrpc.getStreamRuntimeMethod(), RuntimeDiscoveryServiceGrpc.getDeltaRuntimeMethod()));
 
   /** The definitions to add to the xDS server. */
-  public static List<ServerServiceDefinition> definitions(NodeGroups groups, Executor pool) {
-    return SERVICES.stream().map(service -> definition(service, groups, pool)).toList();
+  public static List<ServerServiceDefinition> definitions(Serving serving) {
+    return SERVICES.stream().map(service -> definition(service, serving)).toList();
   }
 
-  private static ServerServiceDefinition definition(Service service, NodeGroups groups, Executor pool) {
+  private static ServerServiceDefinition definition(Service service, Serving serving) {
     Optional<TypeUrl> type = Optional.of(service.type());
     ServerServiceDefinition.Builder definition = ServerServiceDefinition.builder(service.name());
     if (service.sotw() != null) {
       definition.addMethod(service.sotw(), ServerCalls.asyncBidiStreamingCall(
-          responses -> new SotwStream(responses, groups, type, pool, PeerInterceptor.currentPeer())));
+          responses -> new SotwStream(responses, serving, type, PeerInterceptor.currentPeer())));
     }
     definition.addMethod(service.delta(), ServerCalls.asyncBidiStreamingCall(
-        responses -> new DeltaStream(responses, groups, type, pool, PeerInterceptor.currentPeer())));
+        responses -> new DeltaStream(responses, serving, type, PeerInterceptor.currentPeer())));
     return definition.build();
   }
 }

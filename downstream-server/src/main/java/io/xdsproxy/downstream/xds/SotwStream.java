@@ -3,11 +3,9 @@ package io.xdsproxy.downstream.xds;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.grpc.stub.StreamObserver;
-import io.xdsproxy.core.NodeGroups;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.downstream.xds.SotwTypeState.Outgoing;
 import java.util.Optional;
-import java.util.concurrent.Executor;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -24,8 +22,8 @@ public final class SotwStream extends ClientStream<DiscoveryRequest, DiscoveryRe
    * @param peer the client's address, for logs
    */
   public SotwStream(
-      StreamObserver<DiscoveryResponse> responses, NodeGroups groups, Optional<TypeUrl> fixedType, Executor pool, String peer) {
-    super("SotW", responses, groups, fixedType, pool, peer);
+      StreamObserver<DiscoveryResponse> responses, Serving serving, Optional<TypeUrl> fixedType, String peer) {
+    super("SotW", responses, serving, fixedType, peer);
   }
 
   @Override
@@ -39,6 +37,7 @@ public final class SotwStream extends ClientStream<DiscoveryRequest, DiscoveryRe
     }
     TypeUrl type = parsed.get();
     SotwTypeState state = typeStream(type, t -> new SotwTypeState(t, group().snapshot(t), knowsTtl(true)));
+    counted(type, request.hasErrorDetail() && state.isCurrent(request.getResponseNonce()));
     if (!state.isCurrent(request.getResponseNonce())) {
       // "Requests become stale": the client will ask again when it has seen the newer response.
       log.debug("node '{}' {}: ignoring request with stale nonce {}", node().getId(), type.shortName(),

@@ -2,6 +2,8 @@ package io.xdsproxy.upstream.grpc;
 
 import io.envoyproxy.envoy.config.core.v3.Node;
 import io.grpc.Channel;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
 import io.grpc.Status;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
@@ -69,7 +71,8 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
       ScheduledExecutorService timer,
       Backoff backoff,
       Duration notFoundTimeout,
-      RandomGenerator random) {}
+      RandomGenerator random,
+      MeterRegistry meters) {}
 
   final NodeGroupKey group;
   final Node node;
@@ -79,6 +82,10 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
   private String target;
   private final UpstreamListener listener;
   private final SerialExecutor executor;
+  /** NACKs sent upstream: each a response the control plane should not have sent. */
+  private final Counter nacks;
+  /** Streams that ended and were reopened. */
+  private final Counter reconnects;
 
   // Confined to the executor.
   private final Map<TypeUrl, S> types = new TreeMap<>();
@@ -95,6 +102,14 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
     this.context = context;
     this.listener = listener;
     this.executor = new SerialExecutor(context.pool(), "upstream session of group " + group);
+    this.nacks = Counter.builder("xds.upstream.nacks")
+        .description("Responses from the control plane NACKed by the proxy (malformed or invalid)")
+        .tag("group", group.value())
+        .register(context.meters());
+    this.reconnects = Counter.builder("xds.upstream.reconnects")
+        .description("Upstream streams that ended and were reopened")
+        .tag("group", group.value())
+        .register(context.meters());
     executor.execute(this::openStream);
   }
 
@@ -149,6 +164,8 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
   public final void close() {
     executor.execute(() -> {
       closed = true;
+      context.meters().remove(nacks);
+      context.meters().remove(reconnects);
       if (stream != null) {
         stream.cancel("node group " + group + " closed", null);
         stream = null;
@@ -210,6 +227,7 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
 
   /** Logs a NACK sent upstream. */
   final void logNack(com.google.rpc.Status detail) {
+    nacks.increment();
     log.warn("group {}: NACK to upstream {}: {}", group, target, detail.getMessage());
   }
 
@@ -269,6 +287,7 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
     }
     stream = null;
     failedAttempts++;
+    reconnects.increment();
     Duration delay = context.backoff().delay(failedAttempts, context.random());
     // Failover: the next stream goes to the control plane's next address, round the list.
     targetIndex = (targetIndex + 1) % context.targets().size();

@@ -3,6 +3,7 @@ package io.xdsproxy.upstream.grpc;
 import io.envoyproxy.envoy.config.core.v3.Node;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
+import io.micrometer.core.instrument.MeterRegistry;
 import io.xdsproxy.core.NodeGroupKey;
 import io.xdsproxy.core.UpstreamSource;
 import java.time.Duration;
@@ -37,6 +38,7 @@ public final class AdsUpstream implements UpstreamSource {
    * @param protocol State of the World or incremental ADS
    * @param notFoundTimeout how long a requested name may go unanswered before it is taken not to
    *     exist ("Knowing When a Requested Resource Does Not Exist": 15 s recommended)
+   * @param meters where the sessions count their NACKs and reconnects
    */
   public AdsUpstream(
       List<String> targets,
@@ -44,7 +46,8 @@ public final class AdsUpstream implements UpstreamSource {
       Executor pool,
       ScheduledExecutorService timer,
       Backoff backoff,
-      Duration notFoundTimeout) {
+      Duration notFoundTimeout,
+      MeterRegistry meters) {
     if (targets.isEmpty()) {
       throw new IllegalArgumentException("an upstream needs at least one address");
     }
@@ -59,7 +62,7 @@ public final class AdsUpstream implements UpstreamSource {
         .keepAliveTimeout(10, TimeUnit.SECONDS)
         .build()).toList();
     this.context = new AdsSession.Context(
-        List.copyOf(channels), this.targets, pool, timer, backoff, notFoundTimeout, new Random());
+        List.copyOf(channels), this.targets, pool, timer, backoff, notFoundTimeout, new Random(), meters);
   }
 
   @Override

@@ -8,6 +8,7 @@ import io.envoyproxy.envoy.config.cluster.v3.Cluster;
 import io.envoyproxy.envoy.config.core.v3.Node;
 import io.envoyproxy.envoy.config.endpoint.v3.ClusterLoadAssignment;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.xdsproxy.core.Interest;
 import io.xdsproxy.core.NodeGroupKey;
 import io.xdsproxy.core.ResourceUpdate;
@@ -44,7 +45,8 @@ class DeltaUpstreamSessionTest {
   @BeforeEach
   void start() throws Exception {
     controlPlane = new ControlPlane();
-    upstream = new AdsUpstream(java.util.List.of(controlPlane.target()), AdsUpstream.Protocol.DELTA, pool, timer, FAST, WAIT);
+    upstream = new AdsUpstream(java.util.List.of(controlPlane.target()), AdsUpstream.Protocol.DELTA,
+        pool, timer, FAST, WAIT, new SimpleMeterRegistry());
     session = upstream.open(new NodeGroupKey("fleet"), NODE, updates::add);
   }
 

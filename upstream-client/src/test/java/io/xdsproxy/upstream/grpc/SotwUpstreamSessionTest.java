@@ -12,6 +12,7 @@ import io.envoyproxy.envoy.config.endpoint.v3.ClusterLoadAssignment;
 import io.envoyproxy.envoy.config.listener.v3.Listener;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.xdsproxy.core.Interest;
 import io.xdsproxy.core.NodeGroupKey;
 import io.xdsproxy.core.ResourceUpdate;
@@ -52,7 +53,8 @@ class SotwUpstreamSessionTest {
   }
 
   private UpstreamSession open(String target, Duration notFoundTimeout) {
-    upstream = new AdsUpstream(java.util.List.of(target), AdsUpstream.Protocol.SOTW, pool, timer, FAST, notFoundTimeout);
+    upstream = new AdsUpstream(java.util.List.of(target), AdsUpstream.Protocol.SOTW,
+        pool, timer, FAST, notFoundTimeout, new SimpleMeterRegistry());
     return upstream.open(new NodeGroupKey("fleet"), NODE, updates::add);
   }
 
@@ -179,7 +181,8 @@ class SotwUpstreamSessionTest {
     try (ControlPlane dead = new ControlPlane(); ControlPlane live = new ControlPlane()) {
       dead.stop();
       live.setSnapshot("fleet", clusters("1", "a"));
-      upstream = new AdsUpstream(List.of(dead.target(), live.target()), AdsUpstream.Protocol.SOTW, pool, timer, FAST, WAIT);
+      upstream = new AdsUpstream(List.of(dead.target(), live.target()), AdsUpstream.Protocol.SOTW,
+          pool, timer, FAST, WAIT, new SimpleMeterRegistry());
       UpstreamSession session = upstream.open(new NodeGroupKey("fleet"), NODE, updates::add);
 
       session.updateInterest(TypeUrl.CLUSTER, new Interest(true, Set.of()));

@@ -1,0 +1,61 @@
+package io.xdsproxy.downstream.xds;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.xdsproxy.core.TypeUrl;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The downstream side's meters, named by Prometheus conventions once exported ({@code xds_} prefix,
+ * {@code _total} for counters): open streams by protocol variant and service, and requests, NACKs
+ * and responses by type.
+ */
+public final class StreamMetrics {
+
+  private final MeterRegistry meters;
+  private final Map<String, AtomicInteger> open = new ConcurrentHashMap<>();
+
+  public StreamMetrics(MeterRegistry meters) {
+    this.meters = meters;
+  }
+
+  /** A stream of {@code protocol} ("sotw", "delta") on {@code service} ("ads" or a type) was identified. */
+  void opened(String protocol, String service) {
+    streams(protocol, service).incrementAndGet();
+  }
+
+  void closed(String protocol, String service) {
+    streams(protocol, service).decrementAndGet();
+  }
+
+  private AtomicInteger streams(String protocol, String service) {
+    return open.computeIfAbsent(protocol + "/" + service, key -> {
+      AtomicInteger count = new AtomicInteger();
+      Gauge.builder("xds.downstream.streams", count, AtomicInteger::get)
+          .description("Open downstream xDS streams")
+          .tag("protocol", protocol)
+          .tag("service", service)
+          .register(meters);
+      return count;
+    });
+  }
+
+  void request(TypeUrl type) {
+    counter("xds.downstream.requests", "Requests received from downstream clients", type).increment();
+  }
+
+  void nack(TypeUrl type) {
+    counter("xds.downstream.nacks", "Responses downstream clients rejected", type).increment();
+  }
+
+  void response(TypeUrl type) {
+    counter("xds.downstream.responses", "Responses sent to downstream clients", type).increment();
+  }
+
+  private Counter counter(String name, String description, TypeUrl type) {
+    return Counter.builder(name).description(description).tag("type", type.shortName()).register(meters);
+  }
+}
