@@ -12,7 +12,9 @@ import io.micrometer.core.instrument.binder.system.UptimeMetrics;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.grpc.ServerInterceptors;
+import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
 import io.grpc.netty.NettyServerBuilder;
+import io.grpc.protobuf.services.HealthStatusManager;
 import io.xdsproxy.core.NodeGroupRule;
 import io.xdsproxy.core.NodeGroups;
 import io.xdsproxy.core.UpstreamSource;
@@ -46,6 +48,8 @@ public final class XdsProxy implements AutoCloseable {
   private final ExecutorService pool;
   private final ScheduledExecutorService timer;
   private final PrometheusMeterRegistry meters;
+  private final HealthStatusManager health = new HealthStatusManager();
+  private volatile boolean closing;
   private final UpstreamSource upstream;
   private final NodeGroups groups;
   private final Server server;
@@ -83,6 +87,7 @@ public final class XdsProxy implements AutoCloseable {
       NettyServerBuilder builder = NettyServerBuilder.forAddress(new InetSocketAddress(config.xdsPort()));
       PeerInterceptor peers = new PeerInterceptor();
       builder.addService(ServerInterceptors.intercept(ads, peers));
+      builder.addService(health.getHealthService());
       PerTypeServices.definitions(serving)
           .forEach(service -> builder.addService(ServerInterceptors.intercept(service, peers)));
       started = listen(builder
@@ -97,7 +102,7 @@ public final class XdsProxy implements AutoCloseable {
         Map<String, HttpHandler> handlers = new HashMap<>();
         RestDiscovery.PATHS.forEach((path, type) -> handlers.put(path, rest.handler(type)));
         handlers.put("/metrics", AdminServer.text(meters::scrape, "text/plain; version=0.0.4; charset=utf-8"));
-        adminStarted = new AdminServer(config.adminPort(), () -> !pool.isShutdown(), handlers, pool);
+        adminStarted = new AdminServer(config.adminPort(), this::ready, handlers, pool);
       } catch (IOException e) {
         throw new IOException("cannot listen for admin HTTP on port " + config.adminPort() + ": " + e.getMessage(), e);
       }
@@ -110,6 +115,17 @@ public final class XdsProxy implements AutoCloseable {
     }
     server = started;
     admin = adminStarted;
+    // The gRPC health service on the xDS port follows readiness (checked each second).
+    timer.scheduleWithFixedDelay(() -> health.setStatus("", ready() ? ServingStatus.SERVING : ServingStatus.NOT_SERVING),
+        0, 1, TimeUnit.SECONDS);
+  }
+
+  /**
+   * Ready: listening, not shutting down, and the upstream reached at least once (a directory always
+   * is), so a load balancer sends clients only to a replica that can serve them.
+   */
+  public boolean ready() {
+    return !closing && !pool.isShutdown() && upstream.reached();
   }
 
   private static Server listen(Server server, String what, int port) throws IOException {
@@ -149,6 +165,8 @@ public final class XdsProxy implements AutoCloseable {
 
   @Override
   public void close() {
+    closing = true;
+    health.enterTerminalState();
     server.shutdownNow();
     admin.close();
     closeQuietly();

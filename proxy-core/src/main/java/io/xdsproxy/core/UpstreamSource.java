@@ -19,6 +19,9 @@ public interface UpstreamSource extends AutoCloseable {
   /** Where the resources come from, for the log line at start and for status pages. */
   String describe();
 
+  /** Whether the upstream has been reached at least once (readiness: a replica that never has is not ready). */
+  boolean reached();
+
   @Override
   void close();
 

@@ -108,6 +108,12 @@ public final class FileSystemSource implements UpstreamSource {
     return session;
   }
 
+  /** A directory is there from the start: the constructor read it. */
+  @Override
+  public boolean reached() {
+    return true;
+  }
+
   @Override
   public String describe() {
     return "resources directory " + directory;

@@ -1,6 +1,7 @@
 package io.xdsproxy.upstream.grpc;
 
 import io.envoyproxy.envoy.config.core.v3.Node;
+import io.grpc.ConnectivityState;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -12,6 +13,7 @@ import java.util.Random;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * A control plane reached over gRPC ADS. One channel (one HTTP/2 connection) carries the sessions
@@ -31,6 +33,7 @@ public final class AdsUpstream implements UpstreamSource {
   private final Protocol protocol;
   private final List<ManagedChannel> channels;
   private final AdsSession.Context context;
+  private final AtomicBoolean reached = new AtomicBoolean();
 
   /**
    * @param targets the control plane's addresses, {@code host:port} each, tried in turn when a
@@ -61,6 +64,9 @@ public final class AdsUpstream implements UpstreamSource {
         .keepAliveTime(30, TimeUnit.SECONDS)
         .keepAliveTimeout(10, TimeUnit.SECONDS)
         .build()).toList();
+    // Readiness cannot wait for a session, which only the first client opens: each channel is
+    // asked to connect at once, and watched until it first is READY.
+    channels.forEach(this::watchUntilReady);
     this.context = new AdsSession.Context(
         List.copyOf(channels), this.targets, pool, timer, backoff, notFoundTimeout, new Random(), meters);
   }
@@ -71,6 +77,20 @@ public final class AdsUpstream implements UpstreamSource {
       case SOTW -> new SotwUpstreamSession(group, node, listener, context);
       case DELTA -> new DeltaUpstreamSession(group, node, listener, context);
     };
+  }
+
+  private void watchUntilReady(ManagedChannel channel) {
+    ConnectivityState state = channel.getState(true);
+    if (state == ConnectivityState.READY) {
+      reached.set(true);
+    } else if (state != ConnectivityState.SHUTDOWN) {
+      channel.notifyWhenStateChanged(state, () -> watchUntilReady(channel));
+    }
+  }
+
+  @Override
+  public boolean reached() {
+    return reached.get();
   }
 
   @Override
