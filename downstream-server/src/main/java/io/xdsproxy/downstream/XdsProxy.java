@@ -102,6 +102,7 @@ public final class XdsProxy implements AutoCloseable {
         Map<String, HttpHandler> handlers = new HashMap<>();
         RestDiscovery.PATHS.forEach((path, type) -> handlers.put(path, rest.handler(type)));
         handlers.put("/metrics", AdminServer.text(meters::scrape, "text/plain; version=0.0.4; charset=utf-8"));
+        handlers.put("/config_dump", AdminServer.text(new ConfigDump(groups)::json, "application/json"));
         adminStarted = new AdminServer(config.adminPort(), this::ready, handlers, pool);
       } catch (IOException e) {
         throw new IOException("cannot listen for admin HTTP on port " + config.adminPort() + ": " + e.getMessage(), e);
