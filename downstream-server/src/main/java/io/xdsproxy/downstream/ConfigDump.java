@@ -1,6 +1,9 @@
 package io.xdsproxy.downstream;
 
+import com.google.gson.Gson;
 import com.google.gson.GsonBuilder;
+import com.google.gson.JsonNull;
+import com.google.gson.JsonSerializer;
 import com.google.gson.JsonArray;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
@@ -17,6 +20,7 @@ import io.xdsproxy.core.XdsResource;
 import java.util.Base64;
 import java.util.Comparator;
 import java.util.Map;
+import java.util.Optional;
 import java.util.TreeMap;
 
 /**
@@ -24,6 +28,15 @@ import java.util.TreeMap;
  * would serve. Secrets are redacted: their names and versions are shown, never their contents.
  */
 final class ConfigDump {
+
+  /** Pretty JSON, as operators read it; Optionals as their value or null. */
+  static final Gson GSON = new GsonBuilder()
+      .setPrettyPrinting()
+      .disableHtmlEscaping()
+      .registerTypeHierarchyAdapter(Optional.class, (JsonSerializer<Optional<?>>) (value, type, context) ->
+          value.isPresent() ? context.serialize(value.get()) : JsonNull.INSTANCE)
+      .serializeNulls()
+      .create();
 
   private final NodeGroups groups;
 
@@ -45,7 +58,7 @@ final class ConfigDump {
     });
     JsonObject root = new JsonObject();
     root.add("groups", dump);
-    return new GsonBuilder().setPrettyPrinting().disableHtmlEscaping().create().toJson(root) + "\n";
+    return GSON.toJson(root) + "\n";
   }
 
   private static JsonObject type(TypeSnapshot snapshot) {

@@ -19,6 +19,7 @@ import io.xdsproxy.core.NodeGroupRule;
 import io.xdsproxy.core.NodeGroups;
 import io.xdsproxy.core.UpstreamSource;
 import io.xdsproxy.downstream.xds.AggregatedDiscoveryService;
+import io.xdsproxy.downstream.xds.Clients;
 import io.xdsproxy.downstream.xds.PeerInterceptor;
 import io.xdsproxy.downstream.xds.PerTypeServices;
 import io.xdsproxy.downstream.xds.RestDiscovery;
@@ -79,7 +80,8 @@ public final class XdsProxy implements AutoCloseable {
         timer,
         config.groupIdleGrace());
     Gauge.builder("xds.node.groups", groups, g -> g.groups().size()).description("Open node groups").register(meters);
-    Serving serving = new Serving(groups, pool, new StreamMetrics(meters));
+    Clients clients = new Clients();
+    Serving serving = new Serving(groups, pool, new StreamMetrics(meters), clients);
     AggregatedDiscoveryService ads = new AggregatedDiscoveryService(serving);
     Server started = null;
     AdminServer adminStarted = null;
@@ -103,6 +105,8 @@ public final class XdsProxy implements AutoCloseable {
         RestDiscovery.PATHS.forEach((path, type) -> handlers.put(path, rest.handler(type)));
         handlers.put("/metrics", AdminServer.text(meters::scrape, "text/plain; version=0.0.4; charset=utf-8"));
         handlers.put("/config_dump", AdminServer.text(new ConfigDump(groups)::json, "application/json"));
+        handlers.put("/clients", AdminServer.text(() -> ConfigDump.GSON.toJson(Map.of("clients", clients.statuses())) + "\n",
+            "application/json"));
         adminStarted = new AdminServer(config.adminPort(), this::ready, handlers, pool);
       } catch (IOException e) {
         throw new IOException("cannot listen for admin HTTP on port " + config.adminPort() + ": " + e.getMessage(), e);

@@ -9,15 +9,19 @@ import io.xdsproxy.core.NodeGroup;
 import io.xdsproxy.core.NodeGrouping.UngroupableNodeException;
 import io.xdsproxy.core.NodeGroups;
 import io.xdsproxy.core.SerialExecutor;
+import io.xdsproxy.core.Subscription;
 import io.xdsproxy.core.TypeSnapshot;
 import io.xdsproxy.core.TypeUrl;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Queue;
 import java.util.SortedSet;
+import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -45,6 +49,13 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
   /** One type's logical stream within a stream: it follows the group's snapshots of its type. */
   interface TypeStream {
     void update(TypeSnapshot snapshot);
+
+    Subscription subscription();
+
+    /** The version the client last ACKed, empty if none. */
+    String ackedVersion();
+
+    Optional<String> lastNackMessage();
   }
 
   private static final Logger log = LoggerFactory.getLogger(ClientStream.class);
@@ -54,6 +65,7 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
   private final ServerCallStreamObserver<R> responses;
   private final NodeGroups groups;
   private final StreamMetrics metrics;
+  private final Clients clients;
   /** For metrics: "sotw" or "delta", and "ads" or the type of a per-type service. */
   private final String protocol;
   private final String service;
@@ -89,6 +101,7 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
     this.responses = (ServerCallStreamObserver<R>) responseObserver;
     this.groups = serving.groups();
     this.metrics = serving.metrics();
+    this.clients = serving.clients();
     this.protocol = protocol.toLowerCase(java.util.Locale.ROOT);
     this.service = fixedType.map(TypeUrl::shortName).orElse("ads");
     Executor pool = serving.pool();
@@ -182,6 +195,7 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
       }
       node = requestNode;
       metrics.opened(protocol, service);
+      clients.opened(this);
       log.info("stream opened: node '{}' group {} from {} ({})", node.getId(), group.key(), peer, variant());
     } else if (hasNode && !requestNode.equals(node)) {
       // "The node identifier should always be identical if present more than once on the stream."
@@ -212,6 +226,19 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
       fail(Status.INVALID_ARGUMENT.withDescription(e.getMessage() + " (node '" + node.getId() + "')"));
       return Optional.empty();
     }
+  }
+
+  /** This stream's status, as told on its executor. */
+  final CompletableFuture<Clients.ClientStatus> status() {
+    CompletableFuture<Clients.ClientStatus> status = new CompletableFuture<>();
+    executor.execute(() -> {
+      List<Clients.TypeStatus> byType = new ArrayList<>();
+      new TreeMap<>(types).forEach((type, state) -> byType.add(new Clients.TypeStatus(type.url(),
+          state.subscription().wildcard(), state.subscription().names().stream().sorted().toList(),
+          state.ackedVersion(), state.lastNackMessage())));
+      status.complete(new Clients.ClientStatus(node.getId(), group.key().value(), variant, peer, byType));
+    });
+    return status;
   }
 
   /** Counts a request for {@code type}, and a NACK if it is one. */
@@ -338,6 +365,7 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
     closed = true;
     if (group != null) {
       metrics.closed(protocol, service);
+      clients.closed(this);
       group.leave(this);
       groups.release(group);
       if (why != null) {

@@ -40,7 +40,9 @@ public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, Delta
     // The nonce pairs an ACK or NACK with a response, but "the server must honor changes to the
     // subscription state even if the nonce is stale" ("Incremental xDS").
     counted(type, state.isLatest(request.getResponseNonce()) && request.hasErrorDetail());
-    if (state.isLatest(request.getResponseNonce()) && request.hasErrorDetail()) {
+    if (state.isLatest(request.getResponseNonce()) && !request.hasErrorDetail()) {
+      state.ack();
+    } else if (state.isLatest(request.getResponseNonce())) {
       state.nack(request.getErrorDetail().getMessage());
       log.warn("NACK from node '{}' group {} for {} (nonce {}): {}", node().getId(), group().key(), type.shortName(),
           request.getResponseNonce(), request.getErrorDetail().getMessage());

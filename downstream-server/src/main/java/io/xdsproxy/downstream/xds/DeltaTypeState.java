@@ -50,6 +50,7 @@ final class DeltaTypeState implements ClientStream.TypeStream {
   private boolean forceAll;
   private String lastNonce = "";
   private String lastNackMessage;
+  private String ackedVersion = "";
 
   /** @param knowsTtl the client announced TTL support: it gets TTLs and heartbeats ("TTL") */
   DeltaTypeState(TypeUrl type, TypeSnapshot initial, boolean knowsTtl) {
@@ -63,7 +64,8 @@ final class DeltaTypeState implements ClientStream.TypeStream {
     return type;
   }
 
-  Subscription subscription() {
+  @Override
+  public Subscription subscription() {
     return subscription;
   }
 
@@ -76,7 +78,18 @@ final class DeltaTypeState implements ClientStream.TypeStream {
     lastNackMessage = message;
   }
 
-  Optional<String> lastNackMessage() {
+  /** The client ACKed the latest response: it holds the state that response brought it to. */
+  void ack() {
+    ackedVersion = base.version();
+  }
+
+  @Override
+  public String ackedVersion() {
+    return ackedVersion;
+  }
+
+  @Override
+  public Optional<String> lastNackMessage() {
     return Optional.ofNullable(lastNackMessage);
   }
 

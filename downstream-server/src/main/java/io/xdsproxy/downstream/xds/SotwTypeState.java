@@ -79,7 +79,8 @@ final class SotwTypeState implements ClientStream.TypeStream {
     return type;
   }
 
-  Subscription subscription() {
+  @Override
+  public Subscription subscription() {
     return subscription;
   }
 
@@ -87,11 +88,13 @@ final class SotwTypeState implements ClientStream.TypeStream {
     return lastNonce;
   }
 
-  String ackedVersion() {
+  @Override
+  public String ackedVersion() {
     return ackedVersion;
   }
 
-  Optional<String> lastNackMessage() {
+  @Override
+  public Optional<String> lastNackMessage() {
     return Optional.ofNullable(lastNackMessage);
   }
 

@@ -1,0 +1,46 @@
+package io.xdsproxy.downstream.xds;
+
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The open downstream streams, for {@code GET /clients}: each tells its own status on its own
+ * executor, so the admin thread never reads a stream's state while the stream changes it.
+ */
+public final class Clients {
+
+  /** What one stream reports: who, where, and per type what it asked for and what it said. */
+  public record ClientStatus(String nodeId, String group, String variant, String peer, List<TypeStatus> types) {}
+
+  /**
+   * One type of a stream: its subscription, the version it last ACKed, and its last NACK.
+   *
+   * @param lastNack the error_detail message of the client's last NACK, if any
+   */
+  public record TypeStatus(
+      String typeUrl, boolean wildcard, List<String> names, String ackedVersion, Optional<String> lastNack) {}
+
+  private final Set<ClientStream<?, ?, ?>> streams = ConcurrentHashMap.newKeySet();
+
+  void opened(ClientStream<?, ?, ?> stream) {
+    streams.add(stream);
+  }
+
+  void closed(ClientStream<?, ?, ?> stream) {
+    streams.remove(stream);
+  }
+
+  /** The status of every open stream; a stream too busy to answer within a second is left out. */
+  public List<ClientStatus> statuses() {
+    List<CompletableFuture<ClientStatus>> asked = streams.stream().map(ClientStream::status).toList();
+    return asked.stream()
+        .map(future -> future.completeOnTimeout(null, 1, TimeUnit.SECONDS).join())
+        .filter(java.util.Objects::nonNull)
+        .sorted(java.util.Comparator.comparing(ClientStatus::nodeId))
+        .toList();
+  }
+}
