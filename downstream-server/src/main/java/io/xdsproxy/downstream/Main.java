@@ -5,11 +5,22 @@ import java.io.IOException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.slf4j.bridge.SLF4JBridgeHandler;
+import sun.misc.Signal;
 
 /** {@code java -jar xds-proxy.jar [flags]}: see {@link ProxyConfig#USAGE}. */
 public final class Main {
 
   private Main() {}
+
+  /**
+   * A thread for the drain. Not a daemon, as it would be if it inherited the signal dispatcher's
+   * kind: the JVM would exit as soon as the xDS server's threads stop, halfway through closing.
+   */
+  private static Thread drainThread(Runnable drain) {
+    Thread thread = new Thread(drain, "xds-proxy-drain");
+    thread.setDaemon(false);
+    return thread;
+  }
 
   public static void main(String[] args) {
     SLF4JBridgeHandler.removeHandlersForRootLogger();
@@ -37,6 +48,19 @@ public final class Main {
     Logger log = LoggerFactory.getLogger(Main.class);
     log.info("xds-proxy listening for xDS on port {}, admin HTTP on port {}; upstream: {}",
         proxy.xdsPort(), proxy.adminPort(), proxy.describeUpstream());
+    // SIGTERM (Kubernetes' way to stop a pod) and SIGINT drain, then exit 0; any other way out closes.
+    for (String name : new String[] {"TERM", "INT"}) {
+      Signal.handle(new Signal(name), signal -> drainThread(() -> {
+        log.info("SIG{}: not ready any more, draining streams for up to {}", name, config.drainTime());
+        try {
+          proxy.drain(config.drainTime());
+          log.info("drained; exiting");
+        } catch (RuntimeException | Error e) {
+          log.error("draining failed; exiting", e);
+        }
+        System.exit(0);
+      }).start());
+    }
     Runtime.getRuntime().addShutdownHook(new Thread(proxy::close, "xds-proxy-shutdown"));
   }
 }

@@ -41,6 +41,9 @@ import org.yaml.snakeyaml.nodes.SequenceNode;
  * @param notFoundTimeout how long a name the upstream was asked for may go unanswered before it is
  *     taken not to exist ("Knowing When a Requested Resource Does Not Exist")
  * @param restPollTimeout how long a REST-JSON long poll waits for a change before 304 Not Modified
+ * @param drainTime on SIGTERM, how long open streams get to leave before the proxy closes them
+ * @param maxConnectionAge how long a client connection lives before GOAWAY moves it, maybe to
+ *     another replica
  */
 public record ProxyConfig(
     List<String> upstream,
@@ -53,7 +56,9 @@ public record ProxyConfig(
     Optional<String> upstreamNodeId,
     Duration groupIdleGrace,
     Duration notFoundTimeout,
-    Duration restPollTimeout) {
+    Duration restPollTimeout,
+    Duration drainTime,
+    Duration maxConnectionAge) {
 
   public static final ProxyConfig DEFAULTS = new ProxyConfig(
       List.of(),
@@ -66,7 +71,9 @@ public record ProxyConfig(
       Optional.empty(),
       Duration.ofMinutes(5),
       Duration.ofSeconds(15),
-      Duration.ofSeconds(30));
+      Duration.ofSeconds(30),
+      Duration.ofSeconds(15),
+      Duration.ofMinutes(30));
 
   static final String USAGE = """
       usage: java -jar xds-proxy.jar [flags]
@@ -91,11 +98,14 @@ public record ProxyConfig(
         --rest-poll-timeout D       how long a REST-JSON long poll waits for a change (default 30s)
         --group-idle-grace D        how long a node group without streams keeps its upstream
                                     session and cache (default 5m)
+        --drain-time D              on SIGTERM, how long open streams get to leave (default 15s)
+        --max-connection-age D      how long a client connection lives before GOAWAY (default 30m)
       D is a duration: 500ms, 15s, 5m, 1h.""";
 
   private static final List<String> KEYS = List.of("upstream", "upstream-protocol", "upstream-backoff-initial",
       "upstream-backoff-max", "resources-dir", "xds-port",
-      "admin-port", "node-group-key", "upstream-node-id", "not-found-timeout", "rest-poll-timeout", "group-idle-grace");
+      "admin-port", "node-group-key", "upstream-node-id", "not-found-timeout", "rest-poll-timeout", "group-idle-grace",
+      "drain-time", "max-connection-age");
   /** Keys that take several values: a YAML list, or the flag given more than once. */
   private static final List<String> LIST_KEYS = List.of("node-group-key");
 
@@ -138,6 +148,14 @@ public record ProxyConfig(
     return edit(b -> b.notFoundTimeout = timeout);
   }
 
+  public ProxyConfig withDrainTime(Duration time) {
+    return edit(b -> b.drainTime = time);
+  }
+
+  public ProxyConfig withMaxConnectionAge(Duration age) {
+    return edit(b -> b.maxConnectionAge = age);
+  }
+
   public ProxyConfig withRestPollTimeout(Duration timeout) {
     return edit(b -> b.restPollTimeout = timeout);
   }
@@ -162,6 +180,8 @@ public record ProxyConfig(
     Duration groupIdleGrace;
     Duration notFoundTimeout;
     Duration restPollTimeout;
+    Duration drainTime;
+    Duration maxConnectionAge;
 
     Builder(ProxyConfig from) {
       upstream = from.upstream;
@@ -175,11 +195,13 @@ public record ProxyConfig(
       groupIdleGrace = from.groupIdleGrace;
       notFoundTimeout = from.notFoundTimeout;
       restPollTimeout = from.restPollTimeout;
+      drainTime = from.drainTime;
+      maxConnectionAge = from.maxConnectionAge;
     }
 
     ProxyConfig build() {
       return new ProxyConfig(List.copyOf(upstream), upstreamProtocol, upstreamBackoff, resourcesDir, xdsPort, adminPort, List.copyOf(nodeGroupKey),
-          upstreamNodeId, groupIdleGrace, notFoundTimeout, restPollTimeout);
+          upstreamNodeId, groupIdleGrace, notFoundTimeout, restPollTimeout, drainTime, maxConnectionAge);
     }
   }
 
@@ -264,6 +286,8 @@ public record ProxyConfig(
       case "not-found-timeout" -> withNotFoundTimeout(duration(setting));
       case "rest-poll-timeout" -> withRestPollTimeout(duration(setting));
       case "group-idle-grace" -> withGroupIdleGrace(duration(setting));
+      case "drain-time" -> withDrainTime(duration(setting));
+      case "max-connection-age" -> withMaxConnectionAge(duration(setting));
       case "node-group-key" -> {
         try {
           NodeGroupRule.of(setting.values());

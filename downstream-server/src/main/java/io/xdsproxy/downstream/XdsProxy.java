@@ -1,6 +1,7 @@
 package io.xdsproxy.downstream;
 
 import io.grpc.Server;
+import io.grpc.Status;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.binder.jvm.ClassLoaderMetrics;
 import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
@@ -26,6 +27,7 @@ import io.xdsproxy.downstream.xds.RestDiscovery;
 import io.xdsproxy.downstream.xds.Serving;
 import io.xdsproxy.downstream.xds.StreamMetrics;
 import com.sun.net.httpserver.HttpHandler;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -38,19 +40,27 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /** A running proxy: its upstream source, node groups, xDS server and admin server. */
 public final class XdsProxy implements AutoCloseable {
 
   /** Largest request a client may send; xDS requests are small, a huge one is an attack or a bug. */
   static final int MAX_REQUEST_BYTES = 4 * 1024 * 1024;
+  /** How long a connection past its maximum age keeps its streams after GOAWAY: xDS streams never end by themselves. */
+  static final Duration CONNECTION_AGE_GRACE = Duration.ofSeconds(10);
+  private static final Logger log = LoggerFactory.getLogger(XdsProxy.class);
 
   private final ExecutorService pool;
   private final ScheduledExecutorService timer;
   private final PrometheusMeterRegistry meters;
   private final HealthStatusManager health = new HealthStatusManager();
   private volatile boolean closing;
+  private final AtomicBoolean closed = new AtomicBoolean();
+  private final Clients clients;
   private final UpstreamSource upstream;
   private final NodeGroups groups;
   private final Server server;
@@ -80,7 +90,7 @@ public final class XdsProxy implements AutoCloseable {
         timer,
         config.groupIdleGrace());
     Gauge.builder("xds.node.groups", groups, g -> g.groups().size()).description("Open node groups").register(meters);
-    Clients clients = new Clients();
+    clients = new Clients();
     Serving serving = new Serving(groups, pool, new StreamMetrics(meters), clients);
     AggregatedDiscoveryService ads = new AggregatedDiscoveryService(serving);
     Server started = null;
@@ -98,6 +108,10 @@ public final class XdsProxy implements AutoCloseable {
           // Envoy and gRPC clients ping to keep ADS streams alive through load balancers.
           .permitKeepAliveTime(10, TimeUnit.SECONDS)
           .permitKeepAliveWithoutCalls(true)
+          // Clients move to other replicas in time (an added replica gets its share); gRPC spreads
+          // the age by +-10 % so that connections made together do not all end together.
+          .maxConnectionAge(config.maxConnectionAge().toMillis(), TimeUnit.MILLISECONDS)
+          .maxConnectionAgeGrace(CONNECTION_AGE_GRACE.toSeconds(), TimeUnit.SECONDS)
           .build(), "xDS", config.xdsPort());
       try {
         RestDiscovery rest = new RestDiscovery(groups, pool, timer, config.restPollTimeout());
@@ -168,8 +182,33 @@ public final class XdsProxy implements AutoCloseable {
     return upstream.describe();
   }
 
+  /**
+   * Leaves gracefully, as on SIGTERM: readiness and gRPC health turn off (so the load balancer stops
+   * sending clients), the xDS port stops taking connections and sends GOAWAY on the open ones, the
+   * open streams get up to {@code drainTime} to end (clients reconnect elsewhere), and then the proxy
+   * closes.
+   */
+  public void drain(Duration drainTime) {
+    closing = true;
+    health.setStatus("", ServingStatus.NOT_SERVING);
+    server.shutdown();
+    try {
+      if (!server.awaitTermination(drainTime.toMillis(), TimeUnit.MILLISECONDS)) {
+        log.info("drain time {} over with streams still open; ending them", drainTime);
+        clients.endAll(Status.UNAVAILABLE.withDescription("xds-proxy is shutting down; reconnect"));
+        server.awaitTermination(1, TimeUnit.SECONDS);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    close();
+  }
+
   @Override
   public void close() {
+    if (closed.getAndSet(true)) {
+      return;
+    }
     closing = true;
     health.enterTerminalState();
     server.shutdownNow();

@@ -1,7 +1,11 @@
 package io.xdsproxy.downstream;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
+import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
+import io.xdsproxy.core.TypeUrl;
+import io.xdsproxy.downstream.testing.XdsTestClient;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
@@ -10,12 +14,14 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** The proxy as an operator starts it: a separate JVM running {@link Main}, judged by exit code and output. */
 class CommandLineTest {
@@ -24,12 +30,17 @@ class CommandLineTest {
 
   /** Starts {@code Main} with {@code args} in a new JVM on this test's class path. */
   private static Process start(String... args) throws IOException {
+    return command(args).start();
+  }
+
+  /** {@code Main} with {@code args} in a new JVM on this test's class path, its output merged. */
+  private static ProcessBuilder command(String... args) {
     List<String> command = new ArrayList<>(List.of(
         Path.of(System.getProperty("java.home"), "bin", "java").toString(),
         "-cp", System.getProperty("java.class.path"),
         Main.class.getName()));
     command.addAll(List.of(args));
-    return new ProcessBuilder(command).redirectErrorStream(true).start();
+    return new ProcessBuilder(command).redirectErrorStream(true);
   }
 
   private record Ended(int exitCode, List<String> lines) {}
@@ -104,6 +115,47 @@ class CommandLineTest {
     } finally {
       process.destroy();
       process.waitFor(WAIT.toSeconds(), TimeUnit.SECONDS);
+    }
+  }
+
+  @Test
+  void sigtermTurnsReadinessOffDrainsTheStreamsAndExitsZero(@TempDir Path logs) throws Exception {
+    int admin = freePort();
+    int xds = freePort();
+    Path log = logs.resolve("proxy.log");
+    Process process = command("--resources-dir", "../deploy/examples/resources", "--xds-port", Integer.toString(xds),
+        "--admin-port", Integer.toString(admin), "--drain-time", "2s").redirectOutput(log.toFile()).start();
+    try {
+      await().atMost(WAIT).until(() -> Files.readString(log).contains("listening"));
+      try (var client = XdsTestClient.sotwAds(xds)) {
+        client.send(DiscoveryRequest.newBuilder().setNode(XdsTestClient.node("n1", "example"))
+            .setTypeUrl(TypeUrl.CLUSTER.url()).build());
+        client.next(WAIT);
+        assertThat(status(admin, "/readyz")).isEqualTo(200);
+
+        process.destroy();
+
+        await().atMost(WAIT).until(() -> status(admin, "/readyz") == 503);
+        assertThat(client.awaitEnd(WAIT).getCode()).as("the open stream is ended after the drain time")
+            .isEqualTo(io.grpc.Status.Code.UNAVAILABLE);
+      }
+      assertThat(process.waitFor(WAIT.toSeconds(), TimeUnit.SECONDS)).isTrue();
+      assertThat(process.exitValue()).isZero();
+      assertThat(Files.readString(log)).contains("draining streams").contains("drained; exiting");
+    } finally {
+      process.destroyForcibly();
+    }
+  }
+
+  private static int status(int adminPort, String path) {
+    try {
+      return HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + adminPort + path)).build(),
+          HttpResponse.BodyHandlers.discarding()).statusCode();
+    } catch (IOException e) {
+      return -1;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return -1;
     }
   }
 

@@ -228,6 +228,11 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
     }
   }
 
+  /** Ends the stream with {@code status}, on its executor. */
+  final void shutDown(Status status) {
+    executor.execute(() -> fail(status));
+  }
+
   /** This stream's status, as told on its executor. */
   final CompletableFuture<Clients.ClientStatus> status() {
     CompletableFuture<Clients.ClientStatus> status = new CompletableFuture<>();

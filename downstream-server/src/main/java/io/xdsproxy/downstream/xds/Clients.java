@@ -34,6 +34,11 @@ public final class Clients {
     streams.remove(stream);
   }
 
+  /** Ends every open stream with {@code status}, so that its client reconnects (to another replica). */
+  public void endAll(io.grpc.Status status) {
+    streams.forEach(stream -> stream.shutDown(status));
+  }
+
   /** The status of every open stream; a stream too busy to answer within a second is left out. */
   public List<ClientStatus> statuses() {
     List<CompletableFuture<ClientStatus>> asked = streams.stream().map(ClientStream::status).toList();

@@ -33,6 +33,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
@@ -286,7 +287,11 @@ public final class FileSystemSource implements UpstreamSource {
 
     @Override
     public void close() {
-      thread.execute(() -> sessions.remove(this));
+      try {
+        thread.execute(() -> sessions.remove(this));
+      } catch (RejectedExecutionException e) {
+        // The source is closed already: no session is served any more.
+      }
     }
   }
 }
