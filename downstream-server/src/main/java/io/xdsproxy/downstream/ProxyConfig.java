@@ -102,7 +102,7 @@ public record ProxyConfig(
         --max-connection-age D      how long a client connection lives before GOAWAY (default 30m)
       D is a duration: 500ms, 15s, 5m, 1h.""";
 
-  private static final List<String> KEYS = List.of("upstream", "upstream-protocol", "upstream-backoff-initial",
+  static final List<String> KEYS = List.of("upstream", "upstream-protocol", "upstream-backoff-initial",
       "upstream-backoff-max", "resources-dir", "xds-port",
       "admin-port", "node-group-key", "upstream-node-id", "not-found-timeout", "rest-poll-timeout", "group-idle-grace",
       "drain-time", "max-connection-age");

@@ -118,4 +118,19 @@ class ProxyConfigTest {
     assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--upstream-backoff-max", "100ms"}))
         .hasMessageContaining("below its initial wait");
   }
+
+  @Test
+  void theShippedExampleConfigIsValidAndSetsEveryKey() throws Exception {
+    ProxyConfig config = ProxyConfig.parse(new String[] {"--config", "../deploy/examples/xds-proxy.yaml"});
+
+    assertThat(config.upstream()).hasSize(2);
+    assertThat(config.upstreamProtocol()).isEqualTo(io.xdsproxy.upstream.grpc.AdsUpstream.Protocol.DELTA);
+    assertThat(io.xdsproxy.core.NodeGroupRule.of(config.nodeGroupKey()).keyOf(io.envoyproxy.envoy.config.core.v3.Node
+        .newBuilder().setId("sidecar~10.0.0.1~reviews-v1-abc.bookinfo~bookinfo.svc.cluster.local").build()).value())
+        .isEqualTo("bookinfo");
+    assertThat(config.upstreamNodeId()).isPresent();
+    java.util.Map<String, Object> keys =
+        new org.yaml.snakeyaml.Yaml().load(Files.readString(Path.of("../deploy/examples/xds-proxy.yaml")));
+    assertThat(keys.keySet()).as("the example shows every key").containsExactlyInAnyOrderElementsOf(ProxyConfig.KEYS);
+  }
 }

@@ -177,6 +177,18 @@ class SotwUpstreamSessionTest {
   }
 
   @Test
+  void aControlPlaneNamedByDnsIsResolved() throws Exception {
+    try (ControlPlane controlPlane = new ControlPlane()) {
+      controlPlane.setSnapshot("fleet", clusters("1", "a"));
+      UpstreamSession session = open(controlPlane.target().replace("127.0.0.1", "localhost"), WAIT);
+
+      session.updateInterest(TypeUrl.CLUSTER, new Interest(true, Set.of()));
+
+      await().atMost(WAIT).until(() -> names(lastUpdate(TypeUrl.CLUSTER)).equals(List.of("a")));
+    }
+  }
+
+  @Test
   void whenTheFirstAddressDoesNotAnswerTheNextOneIsTried() throws Exception {
     try (ControlPlane dead = new ControlPlane(); ControlPlane live = new ControlPlane()) {
       dead.stop();
