@@ -69,9 +69,13 @@ class TtlTest {
   }
 
   private void heartbeat() {
-    upstream.send(DiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).setVersionInfo("1").setNonce("u2")
-        .addResources(Any.pack(Resource.newBuilder().setName("leased").setVersion("v1")
-            .setTtl(Durations.fromSeconds(30)).build()))
+    heartbeat(Durations.fromSeconds(30));
+  }
+
+  /** A heartbeat from the upstream: "leased" is unchanged and leased for {@code ttl} from now. */
+  private void heartbeat(com.google.protobuf.Duration ttl) {
+    upstream.send(DiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).setVersionInfo("1").setNonce("beat")
+        .addResources(Any.pack(Resource.newBuilder().setName("leased").setVersion("v1").setTtl(ttl).build()))
         .build());
   }
 
@@ -174,11 +178,11 @@ class TtlTest {
     java.util.concurrent.ScheduledExecutorService beats = java.util.concurrent.Executors.newSingleThreadScheduledExecutor();
     try (var client = XdsTestClient.deltaAds(proxy.xdsPort())) {
       client.send(DeltaDiscoveryRequest.newBuilder().setNode(node("ignores", false)).setTypeUrl(TypeUrl.CLUSTER.url()).build());
-      answerWithALease(Durations.fromSeconds(1));
+      answerWithALease(Durations.fromSeconds(2));
       assertThat(client.next(WAIT).getResourcesCount()).isEqualTo(2);
 
-      var beating = beats.scheduleAtFixedRate(this::heartbeatWithASecond, 200, 200, java.util.concurrent.TimeUnit.MILLISECONDS);
-      client.expectNoResponse(Duration.ofMillis(2500));
+      var beating = beats.scheduleAtFixedRate(() -> heartbeat(Durations.fromSeconds(2)), 200, 200, java.util.concurrent.TimeUnit.MILLISECONDS);
+      client.expectNoResponse(Duration.ofSeconds(4));
       beating.cancel(false);
 
       assertThat(client.next(WAIT).getRemovedResourcesList()).containsExactly("leased");
@@ -187,10 +191,4 @@ class TtlTest {
     }
   }
 
-  private void heartbeatWithASecond() {
-    upstream.send(DiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).setVersionInfo("1").setNonce("beat")
-        .addResources(Any.pack(Resource.newBuilder().setName("leased").setVersion("v1")
-            .setTtl(Durations.fromSeconds(1)).build()))
-        .build());
-  }
 }

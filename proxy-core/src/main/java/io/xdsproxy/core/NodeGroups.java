@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
 import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiFunction;
@@ -28,6 +29,7 @@ public final class NodeGroups implements AutoCloseable {
   private final ScheduledExecutorService timer;
   private final Duration idleGrace;
   private final ConcurrentMap<NodeGroupKey, NodeGroup> groups = new ConcurrentHashMap<>();
+  private volatile boolean closed;
 
   /**
    * @param upstreamNode the node the upstream sees for a group, made from the group's first client's
@@ -88,7 +90,14 @@ public final class NodeGroups implements AutoCloseable {
       current.references--;
       return current;
     });
-    timer.schedule(() -> closeIfIdle(group), idleGrace.toMillis(), TimeUnit.MILLISECONDS);
+    if (closed) {
+      return; // every group is closed already; streams ending during shutdown have nothing left to release
+    }
+    try {
+      timer.schedule(() -> closeIfIdle(group), idleGrace.toMillis(), TimeUnit.MILLISECONDS);
+    } catch (RejectedExecutionException shuttingDown) {
+      closeIfIdle(group);
+    }
   }
 
   private void closeIfIdle(NodeGroup group) {
@@ -110,6 +119,7 @@ public final class NodeGroups implements AutoCloseable {
 
   @Override
   public void close() {
+    closed = true;
     groups.values().forEach(NodeGroup::close);
     groups.clear();
   }
