@@ -2,7 +2,6 @@ package io.xdsproxy.downstream;
 
 import io.grpc.Server;
 import io.grpc.Status;
-import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.binder.jvm.ClassLoaderMetrics;
 import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
 import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
@@ -88,8 +87,8 @@ public final class XdsProxy implements AutoCloseable {
         upstream,
         pool,
         timer,
-        config.groupIdleGrace());
-    Gauge.builder("xds.node.groups", groups, g -> g.groups().size()).description("Open node groups").register(meters);
+        config.groupIdleGrace(),
+        meters);
     clients = new Clients();
     Serving serving = new Serving(groups, pool, new StreamMetrics(meters), clients);
     AggregatedDiscoveryService ads = new AggregatedDiscoveryService(serving);

@@ -28,6 +28,7 @@ public final class NodeGroup {
   private final Node upstreamNode;
   private final SerialExecutor executor;
   private final ScheduledExecutorService timer;
+  private final GroupMetrics metrics;
   private final ResourceStore store = new ResourceStore();
   private final Map<TypeUrl, InterestCount> interest = new HashMap<>();
   private final Map<GroupWatcher, Map<TypeUrl, Interest>> watchers = new HashMap<>();
@@ -37,10 +38,12 @@ public final class NodeGroup {
   /** Streams holding this group; guarded by {@link NodeGroups}' map, not by the executor. */
   int references;
 
-  NodeGroup(NodeGroupKey key, Node upstreamNode, Executor pool, ScheduledExecutorService timer, UpstreamSource source) {
+  NodeGroup(NodeGroupKey key, Node upstreamNode, Executor pool, ScheduledExecutorService timer, UpstreamSource source,
+      GroupMetrics metrics) {
     this.key = key;
     this.upstreamNode = upstreamNode;
     this.timer = timer;
+    this.metrics = metrics;
     this.executor = new SerialExecutor(pool, "node group " + key);
     executor.execute(() -> session = source.open(key, upstreamNode, new UpstreamListener() {
       @Override
@@ -121,20 +124,29 @@ public final class NodeGroup {
   }
 
   private void onUpstreamUpdates(List<ResourceUpdate> updates) {
-    executor.execute(() -> apply(updates));
+    long receivedAt = System.nanoTime();
+    executor.execute(() -> apply(updates, receivedAt));
   }
 
-  /** Applies updates to the store and tells each watcher of the types it wants that changed. */
-  private void apply(List<ResourceUpdate> updates) {
+  /**
+   * Applies updates that reached the proxy at {@code receivedAt} to the store, and tells each
+   * watcher of the types it wants that changed.
+   */
+  private void apply(List<ResourceUpdate> updates, long receivedAt) {
     if (closed) {
       return;
     }
     List<TypeSnapshot> changed = new ArrayList<>();
     for (ResourceUpdate update : updates) {
-      store.apply(update).ifPresent(snapshot -> {
+      store.apply(update, receivedAt).ifPresent(snapshot -> {
         log.debug("group {}: {}", key, snapshot);
         changed.add(snapshot);
         armTtls(snapshot, update);
+        metrics.stored(update.type());
+        int uncacheable = (int) update.resources().stream().filter(XdsResource::doNotCache).count();
+        if (uncacheable > 0) {
+          metrics.relayedUncacheable(update.type(), uncacheable);
+        }
       });
     }
     if (changed.isEmpty()) {
@@ -168,7 +180,8 @@ public final class NodeGroup {
     if (!closed && store.snapshot(type).get(resource.name()) == resource) {
       log.info("group {}: the TTL of {} '{}' lapsed without a heartbeat; it is removed", key, type.shortName(),
           resource.name());
-      apply(List.of(ResourceUpdate.partial(type, List.of(), Set.of(resource.name()), false)));
+      metrics.expired(type);
+      apply(List.of(ResourceUpdate.partial(type, List.of(), Set.of(resource.name()), false)), System.nanoTime());
     }
   }
 

@@ -1,6 +1,7 @@
 package io.xdsproxy.core;
 
 import io.envoyproxy.envoy.config.core.v3.Node;
+import io.micrometer.core.instrument.MeterRegistry;
 import io.xdsproxy.core.NodeGrouping.UngroupableNodeException;
 import java.time.Duration;
 import java.util.List;
@@ -29,11 +30,13 @@ public final class NodeGroups implements AutoCloseable {
   private final ScheduledExecutorService timer;
   private final Duration idleGrace;
   private final ConcurrentMap<NodeGroupKey, NodeGroup> groups = new ConcurrentHashMap<>();
+  private final GroupMetrics metrics;
   private volatile boolean closed;
 
   /**
    * @param upstreamNode the node the upstream sees for a group, made from the group's first client's
    *     node; {@link #firstClientsNode()} or {@link #withId(String)}
+   * @param meters where the groups' meters go: open groups, store size, do_not_cache relays, TTL expiries
    */
   public NodeGroups(
       NodeGrouping grouping,
@@ -41,13 +44,15 @@ public final class NodeGroups implements AutoCloseable {
       UpstreamSource source,
       Executor pool,
       ScheduledExecutorService timer,
-      Duration idleGrace) {
+      Duration idleGrace,
+      MeterRegistry meters) {
     this.grouping = grouping;
     this.upstreamNodeOf = upstreamNode;
     this.source = source;
     this.pool = pool;
     this.timer = timer;
     this.idleGrace = idleGrace;
+    this.metrics = new GroupMetrics(meters, this);
   }
 
   /** The upstream sees each group as its first client: that client's node, verbatim. */
@@ -75,7 +80,7 @@ public final class NodeGroups implements AutoCloseable {
     return groups.compute(key, (k, group) -> {
       if (group == null) {
         Node upstreamNode = upstreamNodeOf.apply(k, node);
-        group = new NodeGroup(k, upstreamNode, pool, timer, source);
+        group = new NodeGroup(k, upstreamNode, pool, timer, source, metrics);
         log.info("node group {} opened for node '{}', seen upstream as node '{}' (upstream: {})", k, node.getId(),
             upstreamNode.getId(), source.describe());
       }

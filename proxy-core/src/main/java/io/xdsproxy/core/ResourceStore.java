@@ -23,10 +23,18 @@ public final class ResourceStore {
     return Map.copyOf(types);
   }
 
-  /** Applies an update; returns the new snapshot, or empty when nothing a client could see changed. */
+  /** Applies an update that reached the proxy now. */
   Optional<TypeSnapshot> apply(ResourceUpdate update) {
+    return apply(update, System.nanoTime());
+  }
+
+  /**
+   * Applies an update that reached the proxy at {@code receivedAt} ({@link System#nanoTime}); returns
+   * the new snapshot, or empty when nothing a client could see changed.
+   */
+  Optional<TypeSnapshot> apply(ResourceUpdate update, long receivedAt) {
     TypeSnapshot current = snapshot(update.type());
-    TypeSnapshot next = current.apply(update);
+    TypeSnapshot next = current.apply(update, receivedAt);
     if (next == current) {
       return Optional.empty();
     }

@@ -30,10 +30,12 @@ public final class TypeSnapshot {
   private final String version;
   private final boolean received;
   private final boolean anyUncacheable;
+  private final long changedAt;
 
-  private TypeSnapshot(
-      TypeUrl type, Map<String, XdsResource> resources, Set<String> absent, boolean complete, String version, boolean received) {
+  private TypeSnapshot(TypeUrl type, Map<String, XdsResource> resources, Set<String> absent, boolean complete,
+      String version, boolean received, long changedAt) {
     this.type = type;
+    this.changedAt = changedAt;
     this.resources = resources;
     this.absent = absent;
     this.complete = complete;
@@ -44,7 +46,7 @@ public final class TypeSnapshot {
 
   /** A type the upstream has not answered for yet. */
   public static TypeSnapshot empty(TypeUrl type) {
-    return new TypeSnapshot(type, Map.of(), Set.of(), false, Versions.ofResources(List.of()), false);
+    return new TypeSnapshot(type, Map.of(), Set.of(), false, Versions.ofResources(List.of()), false, 0);
   }
 
   public TypeUrl type() {
@@ -115,8 +117,19 @@ public final class TypeSnapshot {
     return version;
   }
 
-  /** Applies an update; returns {@code this} when nothing a client could see changed. */
-  TypeSnapshot apply(ResourceUpdate update) {
+  /**
+   * When the update that made this state reached the proxy ({@link System#nanoTime}), so streams can
+   * measure how long it took to reach their clients.
+   */
+  public long changedAt() {
+    return changedAt;
+  }
+
+  /**
+   * Applies an update that reached the proxy at {@code receivedAt} ({@link System#nanoTime}); returns
+   * {@code this} when nothing a client could see changed.
+   */
+  TypeSnapshot apply(ResourceUpdate update, long receivedAt) {
     Map<String, XdsResource> next = update.replaceAll() ? new HashMap<>() : new HashMap<>(resources);
     Set<String> nextAbsent = update.replaceAll() ? new HashSet<>() : new HashSet<>(absent);
     // A partial update keeps a complete store complete; forgetting names makes it incomplete.
@@ -157,7 +170,7 @@ public final class TypeSnapshot {
       return this;
     }
     return new TypeSnapshot(type, Collections.unmodifiableMap(next), Collections.unmodifiableSet(nextAbsent),
-        nextComplete, Versions.ofResources(next.values()), true);
+        nextComplete, Versions.ofResources(next.values()), true, receivedAt);
   }
 
   @Override

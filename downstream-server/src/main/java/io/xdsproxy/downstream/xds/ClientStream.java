@@ -1,5 +1,6 @@
 package io.xdsproxy.downstream.xds;
 
+import com.google.protobuf.MessageLite;
 import io.envoyproxy.envoy.config.core.v3.Node;
 import io.grpc.Status;
 import io.grpc.stub.ServerCallStreamObserver;
@@ -44,7 +45,7 @@ import org.slf4j.LoggerFactory;
  * @param <R> the response message
  * @param <S> the state of one type's logical stream in the variant
  */
-abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements StreamObserver<Q>, GroupWatcher {
+abstract class ClientStream<Q, R extends MessageLite, S extends ClientStream.TypeStream> implements StreamObserver<Q>, GroupWatcher {
 
   /** One type's logical stream within a stream: it follows the group's snapshots of its type. */
   interface TypeStream {
@@ -86,6 +87,8 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
   private final Map<TypeUrl, S> types = new HashMap<>();
   /** Types with a response owed that the transport was not ready for, flushed in push order. */
   private final TreeSet<TypeUrl> blocked = new TreeSet<>();
+  /** By type, when the oldest update not yet written to the client reached the proxy, for the fan-out latency. */
+  private final Map<TypeUrl, Long> unwrittenSince = new HashMap<>();
   private Node node;
   private NodeGroup group;
   private long nonces;
@@ -246,11 +249,21 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
     return status;
   }
 
-  /** Counts a request for {@code type}, and a NACK if it is one. */
-  final void counted(TypeUrl type, boolean nack) {
+  /** What a request says of the response it names by nonce. */
+  enum Reply {
+    /** Names no response, or one that is no longer the latest. */
+    NONE,
+    ACK,
+    NACK
+  }
+
+  /** Counts a request for {@code type}, and its ACK or NACK. */
+  final void counted(TypeUrl type, Reply reply) {
     metrics.request(type);
-    if (nack) {
-      metrics.nack(type);
+    switch (reply) {
+      case ACK -> metrics.ack(type);
+      case NACK -> metrics.nack(type);
+      case NONE -> { }
     }
   }
 
@@ -293,8 +306,14 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
     Optional<R> response = respond(type, nonce, deferRemovals);
     if (response.isPresent()) {
       nonces++;
-      metrics.response(type);
+      metrics.response(type, response.get().getSerializedSize());
       responses.onNext(response.get());
+      Long since = unwrittenSince.remove(type);
+      if (since != null) {
+        metrics.fannedOut(type, System.nanoTime() - since);
+      }
+    } else if (!deferRemovals) {
+      unwrittenSince.remove(type); // the update changed nothing this client holds
     }
   }
 
@@ -325,7 +344,13 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
     }
     if (!closed) {
       types.removeIf(type -> !this.types.containsKey(type));
-      types.forEach(type -> this.types.get(type).update(group.snapshot(type)));
+      for (TypeUrl type : types) {
+        TypeSnapshot snapshot = group.snapshot(type);
+        this.types.get(type).update(snapshot);
+        if (snapshot.isReceived()) {
+          unwrittenSince.putIfAbsent(type, snapshot.changedAt());
+        }
+      }
       push(types);
     }
   }

@@ -39,7 +39,9 @@ public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, Delta
     DeltaTypeState state = typeStream(type, t -> new DeltaTypeState(t, group().snapshot(t), knowsTtl(false)));
     // The nonce pairs an ACK or NACK with a response, but "the server must honor changes to the
     // subscription state even if the nonce is stale" ("Incremental xDS").
-    counted(type, state.isLatest(request.getResponseNonce()) && request.hasErrorDetail());
+    boolean latest = state.isLatest(request.getResponseNonce());
+    counted(type, !latest || request.getResponseNonce().isEmpty() ? Reply.NONE
+        : request.hasErrorDetail() ? Reply.NACK : Reply.ACK);
     if (state.isLatest(request.getResponseNonce()) && !request.hasErrorDetail()) {
       state.ack();
     } else if (state.isLatest(request.getResponseNonce())) {

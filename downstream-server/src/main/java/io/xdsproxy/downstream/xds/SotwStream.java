@@ -37,8 +37,10 @@ public final class SotwStream extends ClientStream<DiscoveryRequest, DiscoveryRe
     }
     TypeUrl type = parsed.get();
     SotwTypeState state = typeStream(type, t -> new SotwTypeState(t, group().snapshot(t), knowsTtl(true)));
-    counted(type, request.hasErrorDetail() && state.isCurrent(request.getResponseNonce()));
-    if (!state.isCurrent(request.getResponseNonce())) {
+    boolean current = state.isCurrent(request.getResponseNonce());
+    counted(type, !current || request.getResponseNonce().isEmpty() ? Reply.NONE
+        : request.hasErrorDetail() ? Reply.NACK : Reply.ACK);
+    if (!current) {
       // "Requests become stale": the client will ask again when it has seen the newer response.
       log.debug("node '{}' {}: ignoring request with stale nonce {}", node().getId(), type.shortName(),
           request.getResponseNonce());

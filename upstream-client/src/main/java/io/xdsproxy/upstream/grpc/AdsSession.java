@@ -3,6 +3,7 @@ package io.xdsproxy.upstream.grpc;
 import io.envoyproxy.envoy.config.core.v3.Node;
 import io.grpc.Channel;
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.grpc.Status;
 import io.grpc.stub.ClientCallStreamObserver;
@@ -25,6 +26,7 @@ import java.util.TreeMap;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.random.RandomGenerator;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -86,6 +88,9 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
   private final Counter nacks;
   /** Streams that ended and were reopened. */
   private final Counter reconnects;
+  /** 1 while the current stream has answered, 0 while connecting or backing off; read by the gauge. */
+  private final AtomicInteger connected = new AtomicInteger();
+  private final Gauge connectedGauge;
 
   // Confined to the executor.
   private final Map<TypeUrl, S> types = new TreeMap<>();
@@ -108,6 +113,10 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
         .register(context.meters());
     this.reconnects = Counter.builder("xds.upstream.reconnects")
         .description("Upstream streams that ended and were reopened")
+        .tag("group", group.value())
+        .register(context.meters());
+    this.connectedGauge = Gauge.builder("xds.upstream.connected", connected, AtomicInteger::get)
+        .description("1 while the group's upstream stream is open and has answered, 0 while connecting or backing off")
         .tag("group", group.value())
         .register(context.meters());
     executor.execute(this::openStream);
@@ -166,6 +175,7 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
       closed = true;
       context.meters().remove(nacks);
       context.meters().remove(reconnects);
+      context.meters().remove(connectedGauge);
       if (stream != null) {
         stream.cancel("node group " + group + " closed", null);
         stream = null;
@@ -192,6 +202,7 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
   /** Abandons the current stream for a new one at once: a change the stream cannot express. */
   final void reopenStream(String why) {
     log.info("group {}: reopening the stream to {}: {}", group, target, why);
+    connected.set(0);
     if (stream != null) {
       stream.cancel(why, null);
       stream = null;
@@ -215,6 +226,7 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
   /** A response was applied: the stream works, so the next failure starts the backoff afresh. */
   final void healthy() {
     failedAttempts = 0;
+    connected.set(1);
   }
 
   /** The error detail of a NACK, naming what was rejected and why, for the control plane's operator. */
@@ -286,6 +298,7 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
       return;
     }
     stream = null;
+    connected.set(0);
     failedAttempts++;
     reconnects.increment();
     Duration delay = context.backoff().delay(failedAttempts, context.random());

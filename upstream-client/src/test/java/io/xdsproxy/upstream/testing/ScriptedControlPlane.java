@@ -92,6 +92,11 @@ public final class ScriptedControlPlane implements AutoCloseable {
     stream.onNext(response);
   }
 
+  /** Ends the latest stream with {@code status}, as a control plane that fails or restarts does. */
+  public void endStream(io.grpc.Status status) {
+    stream.onError(status.asRuntimeException());
+  }
+
   /** The next incremental request from the proxy, failing if none comes within {@code timeout}. */
   public DeltaDiscoveryRequest nextDeltaRequest(Duration timeout) throws InterruptedException {
     DeltaDiscoveryRequest request = deltaRequests.poll(timeout.toMillis(), TimeUnit.MILLISECONDS);
