@@ -14,6 +14,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.slf4j.event.Level;
 
 /**
  * One node group: its store, its upstream session, and the streams it serves. All of its state is
@@ -23,6 +24,8 @@ import org.slf4j.LoggerFactory;
 public final class NodeGroup {
 
   private static final Logger log = LoggerFactory.getLogger(NodeGroup.class);
+  /** A control plane that stops heartbeating lets every leased resource lapse at once. */
+  private static final LimitedLog lapses = LimitedLog.of(log, Level.INFO, 100, java.time.Duration.ofSeconds(10));
 
   private final NodeGroupKey key;
   private final Node upstreamNode;
@@ -178,7 +181,7 @@ public final class NodeGroup {
 
   private void expire(TypeUrl type, XdsResource resource) {
     if (!closed && store.snapshot(type).get(resource.name()) == resource) {
-      log.info("group {}: the TTL of {} '{}' lapsed without a heartbeat; it is removed", key, type.shortName(),
+      lapses.log("group {}: the TTL of {} '{}' lapsed without a heartbeat; it is removed", key, type.shortName(),
           resource.name());
       metrics.expired(type);
       apply(List.of(ResourceUpdate.partial(type, List.of(), Set.of(resource.name()), false)), System.nanoTime());

@@ -6,6 +6,7 @@ import io.grpc.Status;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import io.xdsproxy.core.GroupWatcher;
+import io.xdsproxy.core.LimitedLog;
 import io.xdsproxy.core.NodeGroup;
 import io.xdsproxy.core.NodeGrouping.UngroupableNodeException;
 import io.xdsproxy.core.NodeGroups;
@@ -13,6 +14,7 @@ import io.xdsproxy.core.SerialExecutor;
 import io.xdsproxy.core.Subscription;
 import io.xdsproxy.core.TypeSnapshot;
 import io.xdsproxy.core.TypeUrl;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -29,6 +31,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.slf4j.event.Level;
 
 /**
  * What every downstream xDS stream does, whatever its variant: learn the client's node from the
@@ -60,6 +63,13 @@ abstract class ClientStream<Q, R extends MessageLite, S extends ClientStream.Typ
   }
 
   private static final Logger log = LoggerFactory.getLogger(ClientStream.class);
+  // A reconnect storm or a client failing in a loop must not flood the log: each kind of line is limited.
+  private static final LimitedLog opens = LimitedLog.of(log, Level.INFO, 100, Duration.ofSeconds(10));
+  private static final LimitedLog closes = LimitedLog.of(log, Level.INFO, 100, Duration.ofSeconds(10));
+  private static final LimitedLog failures = LimitedLog.of(log, Level.WARN, 100, Duration.ofSeconds(10));
+  private static final LimitedLog errors = LimitedLog.of(log, Level.ERROR, 20, Duration.ofSeconds(10));
+  /** NACKs from clients, for {@link SotwStream} and {@link DeltaStream}. */
+  static final LimitedLog nacks = LimitedLog.of(log, Level.WARN, 100, Duration.ofSeconds(10));
   static final String SUPPORTS_TTL = "xds.config.supports-resource-ttl";
   static final String SUPPORTS_RESOURCE_IN_SOTW = "xds.config.supports-resource-in-sotw";
 
@@ -192,14 +202,14 @@ abstract class ClientStream<Q, R extends MessageLite, S extends ClientStream.Typ
       try {
         group = groups.acquire(requestNode);
       } catch (UngroupableNodeException e) {
-        log.warn("refused {} stream from {}: {}", variant(), peer, e.getMessage());
+        failures.log("refused {} stream from {}: {}", variant(), peer, e.getMessage());
         fail(Status.FAILED_PRECONDITION.withDescription(e.getMessage()));
         return false;
       }
       node = requestNode;
       metrics.opened(protocol, service);
       clients.opened(this);
-      log.info("stream opened: node '{}' group {} from {} ({})", node.getId(), group.key(), peer, variant());
+      opens.log("stream opened: node '{}' group {} from {} ({})", node.getId(), group.key(), peer, variant());
     } else if (hasNode && !requestNode.equals(node)) {
       // "The node identifier should always be identical if present more than once on the stream."
       fail(Status.INVALID_ARGUMENT.withDescription(
@@ -372,7 +382,7 @@ abstract class ClientStream<Q, R extends MessageLite, S extends ClientStream.Typ
       try {
         task.run();
       } catch (RuntimeException e) {
-        log.error("{} stream from {} (node '{}') failed; closing it", variant, peer, node == null ? "?" : node.getId(), e);
+        errors.log("{} stream from {} (node '{}') failed; closing it", variant, peer, node == null ? "?" : node.getId(), e);
         fail(Status.INTERNAL.withDescription("xds-proxy failed to serve this stream: " + e));
       }
     };
@@ -381,7 +391,7 @@ abstract class ClientStream<Q, R extends MessageLite, S extends ClientStream.Typ
   /** Ends the stream with {@code status}, logged with the node. */
   final void fail(Status status) {
     if (!closed) {
-      log.warn("{} stream from {} (node '{}') ended: {}", variant(), peer, node == null ? "?" : node.getId(),
+      failures.log("{} stream from {} (node '{}') ended: {}", variant(), peer, node == null ? "?" : node.getId(),
           status.getDescription());
       responses.onError(status.asRuntimeException());
     }
@@ -399,7 +409,7 @@ abstract class ClientStream<Q, R extends MessageLite, S extends ClientStream.Typ
       group.leave(this);
       groups.release(group);
       if (why != null) {
-        log.info("stream closed: node '{}' group {} from {}: {}", node.getId(), group.key(), peer, why);
+        closes.log("stream closed: node '{}' group {} from {}: {}", node.getId(), group.key(), peer, why);
       }
     }
   }

@@ -46,7 +46,7 @@ public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, Delta
       state.ack();
     } else if (state.isLatest(request.getResponseNonce())) {
       state.nack(request.getErrorDetail().getMessage());
-      log.warn("NACK from node '{}' group {} for {} (nonce {}): {}", node().getId(), group().key(), type.shortName(),
+      nacks.log("NACK from node '{}' group {} for {} (nonce {}): {}", node().getId(), group().key(), type.shortName(),
           request.getResponseNonce(), request.getErrorDetail().getMessage());
     }
     if (state.subscribe(request.getResourceNamesSubscribeList(), request.getResourceNamesUnsubscribeList(),

@@ -48,7 +48,7 @@ public final class SotwStream extends ClientStream<DiscoveryRequest, DiscoveryRe
     }
     if (request.hasErrorDetail()) {
       state.nack(request.getErrorDetail().getMessage());
-      log.warn("NACK from node '{}' group {} for {} (nonce {}): {}", node().getId(), group().key(), type.shortName(),
+      nacks.log("NACK from node '{}' group {} for {} (nonce {}): {}", node().getId(), group().key(), type.shortName(),
           request.getResponseNonce(), request.getErrorDetail().getMessage());
     } else if (!request.getResponseNonce().isEmpty()) {
       state.ack(request.getVersionInfo());

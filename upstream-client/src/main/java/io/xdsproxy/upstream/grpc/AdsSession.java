@@ -2,13 +2,14 @@ package io.xdsproxy.upstream.grpc;
 
 import io.envoyproxy.envoy.config.core.v3.Node;
 import io.grpc.Channel;
-import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.Gauge;
-import io.micrometer.core.instrument.MeterRegistry;
 import io.grpc.Status;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
 import io.xdsproxy.core.Interest;
+import io.xdsproxy.core.LimitedLog;
 import io.xdsproxy.core.NodeGroupKey;
 import io.xdsproxy.core.ResourceUpdate;
 import io.xdsproxy.core.SerialExecutor;
@@ -30,6 +31,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.random.RandomGenerator;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.slf4j.event.Level;
 
 /**
  * What one node group's ADS session with the control plane does whatever its variant: keep one
@@ -48,6 +50,10 @@ import org.slf4j.LoggerFactory;
 abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements UpstreamSession {
 
   private static final Logger log = LoggerFactory.getLogger(AdsSession.class);
+  // A control plane that fails or misbehaves does so for every group at once: the lines are limited.
+  private static final LimitedLog limitedWarnings = LimitedLog.of(log, Level.WARN, 100, Duration.ofSeconds(10));
+  private static final LimitedLog streamEnds = LimitedLog.of(log, Level.WARN, 100, Duration.ofSeconds(10));
+  private static final LimitedLog notFound = LimitedLog.of(log, Level.INFO, 100, Duration.ofSeconds(10));
 
   /** What every variant keeps of one type. */
   static class TypeState {
@@ -240,7 +246,7 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
   /** Logs a NACK sent upstream. */
   final void logNack(com.google.rpc.Status detail) {
     nacks.increment();
-    log.warn("group {}: NACK to upstream {}: {}", group, target, detail.getMessage());
+    limitedWarnings.log("group {}: NACK to upstream {}: {}", group, target, detail.getMessage());
   }
 
   /** The type a response names, if the session asked for it; logged and empty otherwise. */
@@ -249,12 +255,12 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
     try {
       type = TypeUrl.parse(typeUrl);
     } catch (IllegalArgumentException e) {
-      log.warn("group {}: upstream {} sent a response with a bad type_url, ignored: {}", group, target, e.getMessage());
+      limitedWarnings.log("group {}: upstream {} sent a response with a bad type_url, ignored: {}", group, target, e.getMessage());
       return Optional.empty();
     }
     S state = types.get(type);
     if (state == null) {
-      log.warn("group {}: upstream {} sent {} which the proxy never asked for; ignored", group, target, type);
+      limitedWarnings.log("group {}: upstream {} sent {} which the proxy never asked for; ignored", group, target, type);
     }
     return Optional.ofNullable(state);
   }
@@ -304,7 +310,7 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
     Duration delay = context.backoff().delay(failedAttempts, context.random());
     // Failover: the next stream goes to the control plane's next address, round the list.
     targetIndex = (targetIndex + 1) % context.targets().size();
-    log.warn("group {}: upstream stream to {} ended ({}: {}); reconnecting to {} in {} ms, the last good state is served"
+    streamEnds.log("group {}: upstream stream to {} ended ({}: {}); reconnecting to {} in {} ms, the last good state is served"
             + " meanwhile", group, target, status.getCode(), status.getDescription(), context.targets().get(targetIndex),
         delay.toMillis());
     context.timer().schedule(() -> executor.execute(this::openStream), delay.toMillis(), TimeUnit.MILLISECONDS);
@@ -325,7 +331,7 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
   private void armNotFoundTimer(S state, String name) {
     context.timer().schedule(() -> executor.execute(() -> {
       if (!closed && state.interest.names().contains(name) && !state.received.contains(name)) {
-        log.info("group {}: upstream {} has not sent {} '{}' within {}; it is taken not to exist",
+        notFound.log("group {}: upstream {} has not sent {} '{}' within {}; it is taken not to exist",
             group, target, state.type.shortName(), name, context.notFoundTimeout());
         publish(state, ResourceUpdate.partial(state.type, List.of(), Set.of(name), false));
       }

@@ -1,0 +1,70 @@
+package io.xdsproxy.core;
+
+import java.time.Duration;
+import java.util.function.LongSupplier;
+import org.slf4j.Logger;
+import org.slf4j.event.Level;
+
+/**
+ * One kind of log line that a storm could repeat thousands of times a second (streams opening after
+ * a restart, a client NACKing in a loop, a control plane sending garbage): at most {@code limit}
+ * lines per period go through; the rest are counted, and the next line that goes through says how
+ * many were left out. Thread-safe.
+ */
+public final class LimitedLog {
+
+  private final Logger log;
+  private final Level level;
+  private final int limit;
+  private final long periodNanos;
+  private final LongSupplier clock;
+  private long periodStart;
+  private int logged;
+  private long suppressed;
+
+  LimitedLog(Logger log, Level level, int limit, Duration period, LongSupplier clock) {
+    this.log = log;
+    this.level = level;
+    this.limit = limit;
+    this.periodNanos = period.toNanos();
+    this.clock = clock;
+    this.periodStart = clock.getAsLong();
+  }
+
+  /** {@code log}'s lines at {@code level}, at most {@code limit} per {@code period}. */
+  public static LimitedLog of(Logger log, Level level, int limit, Duration period) {
+    return new LimitedLog(log, level, limit, period, System::nanoTime);
+  }
+
+  /** Logs as SLF4J would, unless this period's lines are used up. */
+  public void log(String format, Object... arguments) {
+    long left = admit();
+    if (left < 0) {
+      return;
+    }
+    if (left > 0) {
+      log.atLevel(level).log("({} similar lines left out in the last {} s)", left, Duration.ofNanos(periodNanos).toSeconds());
+    }
+    log.atLevel(level).log(format, arguments);
+  }
+
+  /**
+   * Whether a line may go now: -1 if not (it is counted), else how many were left out before it,
+   * to be reported with it.
+   */
+  synchronized long admit() {
+    long now = clock.getAsLong();
+    if (now - periodStart >= periodNanos) {
+      periodStart = now;
+      logged = 0;
+    }
+    if (logged >= limit) {
+      suppressed++;
+      return -1;
+    }
+    logged++;
+    long left = suppressed;
+    suppressed = 0;
+    return left;
+  }
+}
