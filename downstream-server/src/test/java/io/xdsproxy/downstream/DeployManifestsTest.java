@@ -441,16 +441,23 @@ class DeployManifestsTest {
    * config file written where {@code --config} points, parsed as Main parses them. A key the proxy
    * does not know fails here, naming its line.
    */
-  private ProxyConfig configMapConfig() throws Exception {
+  private ProxyConfig configMapConfig() throws IOException {
     String key = configMapKey();
     String text = str(one("ConfigMap").object(), "data", key);
-    Map<String, Object> keys = cast(new Yaml().load(text));
-    assertThat(keys.keySet()).as("the keys of the ConfigMap's %s", key).isSubsetOf(ProxyConfig.KEYS);
     Path file = Files.writeString(dir.resolve(key), text);
     List<String> args = new ArrayList<>(strings(container(), "args"));
     String configPath = configArgument();
     args.replaceAll(arg -> arg.equals(configPath) ? file.toString() : arg.equals("--config=" + configPath) ? "--config=" + file : arg);
-    return ProxyConfig.parse(args.toArray(String[]::new));
+    ProxyConfig config;
+    try {
+      config = ProxyConfig.parse(args.toArray(String[]::new));
+    } catch (ProxyConfig.ConfigException e) {
+      throw new AssertionError("the container's args " + strings(container(), "args") + " with the ConfigMap's " + key
+          + " (" + one("ConfigMap").file() + ") are refused as the proxy would refuse them: " + e.getMessage(), e);
+    }
+    Map<String, Object> keys = cast(new Yaml().load(text));
+    assertThat(keys.keySet()).as("the keys of the ConfigMap's %s", key).isSubsetOf(ProxyConfig.KEYS);
+    return config;
   }
 
   /** The ConfigMap's one key: the config file's name. */
