@@ -59,7 +59,8 @@ class DeployManifestsTest {
   /**
    * Every metric the proxy exports and the dashboard may query, by Prometheus name (a histogram or
    * timer by its base name, without {@code _bucket}, {@code _sum}, {@code _count}, {@code _max}).
-   * MetricsTest asserts that they exist, with the values they should have, in a real scrape.
+   * MetricsTest checks the values they should have in a real scrape after real traffic; which of
+   * them a scrape of the ConfigMap's proxy must show is said below, in one place.
    */
   static final List<String> METRICS = List.of(
       "xds_downstream_streams",
