@@ -12,6 +12,7 @@ import io.xdsproxy.core.SerialExecutor;
 import io.xdsproxy.core.Subscription;
 import io.xdsproxy.core.TypeSnapshot;
 import io.xdsproxy.core.TypeUrl;
+import java.time.Clock;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -56,6 +57,9 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
     String ackedVersion();
 
     Optional<String> lastNackMessage();
+
+    /** Each resource subscribed to, with what the client was sent of it and said of it: for CSDS. */
+    List<ResourceStatus> resourceStatuses();
   }
 
   private static final Logger log = LoggerFactory.getLogger(ClientStream.class);
@@ -73,6 +77,7 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
   private final SerialExecutor executor;
   private final String peer;
   private final String variant;
+  private final Clock clock;
 
   /**
    * Batches of types the group published new snapshots of since the executor last looked; a batch
@@ -109,6 +114,7 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
     this.peer = peer;
     this.variant = protocol + " " + fixedType.map(TypeUrl::shortName).orElse("ADS");
     this.executor = new SerialExecutor(pool, variant + " stream from " + peer);
+    this.clock = serving.clock();
     responses.disableAutoRequest();
     responses.setOnReadyHandler(() -> executor.execute(guarded(this::flushBlocked)));
     responses.setOnCancelHandler(() -> executor.execute(() -> end("cancelled by the client")));
@@ -246,6 +252,17 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
     return status;
   }
 
+  /** What this stream's client holds of each resource it subscribed to, as told on its executor: for CSDS. */
+  final CompletableFuture<Clients.ClientResources> resources() {
+    CompletableFuture<Clients.ClientResources> resources = new CompletableFuture<>();
+    executor.execute(() -> {
+      List<ResourceStatus> all = new ArrayList<>();
+      new TreeMap<>(types).forEach((type, state) -> all.addAll(state.resourceStatuses()));
+      resources.complete(new Clients.ClientResources(node, all));
+    });
+    return resources;
+  }
+
   /** Counts a request for {@code type}, and a NACK if it is one. */
   final void counted(TypeUrl type, boolean nack) {
     metrics.request(type);
@@ -256,6 +273,10 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
 
   final Node node() {
     return node;
+  }
+
+  final Clock clock() {
+    return clock;
   }
 
   /**

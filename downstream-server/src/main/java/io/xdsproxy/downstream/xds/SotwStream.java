@@ -36,7 +36,7 @@ public final class SotwStream extends ClientStream<DiscoveryRequest, DiscoveryRe
       return;
     }
     TypeUrl type = parsed.get();
-    SotwTypeState state = typeStream(type, t -> new SotwTypeState(t, group().snapshot(t), knowsTtl(true)));
+    SotwTypeState state = typeStream(type, t -> new SotwTypeState(t, group().snapshot(t), knowsTtl(true), clock()));
     counted(type, request.hasErrorDetail() && state.isCurrent(request.getResponseNonce()));
     if (!state.isCurrent(request.getResponseNonce())) {
       // "Requests become stale": the client will ask again when it has seen the newer response.
