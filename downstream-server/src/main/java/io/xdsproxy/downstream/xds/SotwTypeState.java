@@ -57,7 +57,11 @@ final class SotwTypeState implements ClientStream.TypeStream {
   private String lastNackMessage;
   private final Deliveries deliveries;
 
-  /** @param knowsTtl the client announced TTL and Resource-in-SotW support */
+  /**
+   * For REST-JSON polling, whose requests are not a stream and so are not in client status.
+   *
+   * @param knowsTtl the client announced TTL and Resource-in-SotW support
+   */
   SotwTypeState(TypeUrl type, TypeSnapshot initial, boolean knowsTtl) {
     this(type, initial, knowsTtl, Clock.systemUTC());
   }
