@@ -19,6 +19,7 @@ import io.xdsproxy.core.NodeGroupRule;
 import io.xdsproxy.core.NodeGroups;
 import io.xdsproxy.core.UpstreamSource;
 import io.xdsproxy.downstream.xds.AggregatedDiscoveryService;
+import io.xdsproxy.downstream.xds.ClientStatusDiscovery;
 import io.xdsproxy.downstream.xds.Clients;
 import io.xdsproxy.downstream.xds.PeerInterceptor;
 import io.xdsproxy.downstream.xds.PerTypeServices;
@@ -26,6 +27,7 @@ import io.xdsproxy.downstream.xds.RestDiscovery;
 import io.xdsproxy.downstream.xds.Serving;
 import io.xdsproxy.downstream.xds.StreamMetrics;
 import com.sun.net.httpserver.HttpHandler;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
@@ -90,7 +92,7 @@ public final class XdsProxy implements AutoCloseable {
         config.groupIdleGrace(),
         meters);
     clients = new Clients();
-    Serving serving = new Serving(groups, pool, new StreamMetrics(meters), clients);
+    Serving serving = new Serving(groups, pool, new StreamMetrics(meters), clients, Clock.systemUTC());
     AggregatedDiscoveryService ads = new AggregatedDiscoveryService(serving);
     Server started = null;
     AdminServer adminStarted = null;
@@ -99,6 +101,7 @@ public final class XdsProxy implements AutoCloseable {
       PeerInterceptor peers = new PeerInterceptor();
       builder.addService(ServerInterceptors.intercept(ads, peers));
       builder.addService(health.getHealthService());
+      builder.addService(new ClientStatusDiscovery(clients));
       PerTypeServices.definitions(serving)
           .forEach(service -> builder.addService(ServerInterceptors.intercept(service, peers)));
       started = listen(builder

@@ -14,6 +14,7 @@ import io.xdsproxy.core.SerialExecutor;
 import io.xdsproxy.core.Subscription;
 import io.xdsproxy.core.TypeSnapshot;
 import io.xdsproxy.core.TypeUrl;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -60,6 +61,9 @@ abstract class ClientStream<Q, R extends MessageLite, S extends ClientStream.Typ
     String ackedVersion();
 
     Optional<String> lastNackMessage();
+
+    /** Each resource subscribed to, with what the client was sent of it and said of it: for CSDS. */
+    List<ResourceStatus> resourceStatuses();
   }
 
   private static final Logger log = LoggerFactory.getLogger(ClientStream.class);
@@ -84,6 +88,7 @@ abstract class ClientStream<Q, R extends MessageLite, S extends ClientStream.Typ
   private final SerialExecutor executor;
   private final String peer;
   private final String variant;
+  private final Clock clock;
 
   /**
    * Batches of types the group published new snapshots of since the executor last looked; a batch
@@ -122,6 +127,7 @@ abstract class ClientStream<Q, R extends MessageLite, S extends ClientStream.Typ
     this.peer = peer;
     this.variant = protocol + " " + fixedType.map(TypeUrl::shortName).orElse("ADS");
     this.executor = new SerialExecutor(pool, variant + " stream from " + peer);
+    this.clock = serving.clock();
     responses.disableAutoRequest();
     responses.setOnReadyHandler(() -> executor.execute(guarded(this::flushBlocked)));
     responses.setOnCancelHandler(() -> executor.execute(() -> end("cancelled by the client")));
@@ -259,6 +265,17 @@ abstract class ClientStream<Q, R extends MessageLite, S extends ClientStream.Typ
     return status;
   }
 
+  /** What this stream's client holds of each resource it subscribed to, as told on its executor: for CSDS. */
+  final CompletableFuture<Clients.ClientResources> resources() {
+    CompletableFuture<Clients.ClientResources> resources = new CompletableFuture<>();
+    executor.execute(() -> {
+      List<ResourceStatus> all = new ArrayList<>();
+      new TreeMap<>(types).forEach((type, state) -> all.addAll(state.resourceStatuses()));
+      resources.complete(new Clients.ClientResources(node, all));
+    });
+    return resources;
+  }
+
   /** What a request says of the response it names by nonce. */
   enum Reply {
     /** Names no response, or one that is no longer the latest. */
@@ -279,6 +296,10 @@ abstract class ClientStream<Q, R extends MessageLite, S extends ClientStream.Typ
 
   final Node node() {
     return node;
+  }
+
+  final Clock clock() {
+    return clock;
   }
 
   /**

@@ -1,5 +1,6 @@
 package io.xdsproxy.downstream.xds;
 
+import io.envoyproxy.envoy.config.core.v3.Node;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
@@ -8,8 +9,9 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The open downstream streams, for {@code GET /clients}: each tells its own status on its own
- * executor, so the admin thread never reads a stream's state while the stream changes it.
+ * The open downstream streams, for {@code GET /clients} and client status (CSDS): each tells its own
+ * status on its own executor, so the admin thread never reads a stream's state while the stream
+ * changes it.
  */
 public final class Clients {
 
@@ -23,6 +25,9 @@ public final class Clients {
    */
   public record TypeStatus(
       String typeUrl, boolean wildcard, List<String> names, String ackedVersion, Optional<String> lastNack) {}
+
+  /** What one stream's client holds, for client status (CSDS): its node and each resource it subscribed to. */
+  public record ClientResources(Node node, List<ResourceStatus> resources) {}
 
   private final Set<ClientStream<?, ?, ?>> streams = ConcurrentHashMap.newKeySet();
 
@@ -47,5 +52,20 @@ public final class Clients {
         .filter(java.util.Objects::nonNull)
         .sorted(java.util.Comparator.comparing(ClientStatus::nodeId))
         .toList();
+  }
+
+  /**
+   * What every open stream's client holds, without blocking the caller: a stream too busy to answer
+   * within a second is left out.
+   */
+  public CompletableFuture<List<ClientResources>> resources() {
+    List<CompletableFuture<ClientResources>> asked = streams.stream()
+        .map(stream -> stream.resources().completeOnTimeout(null, 1, TimeUnit.SECONDS))
+        .toList();
+    return CompletableFuture.allOf(asked.toArray(CompletableFuture[]::new)).thenApply(done -> asked.stream()
+        .map(CompletableFuture::join)
+        .filter(java.util.Objects::nonNull)
+        .sorted(java.util.Comparator.comparing((ClientResources client) -> client.node().getId()))
+        .toList());
   }
 }

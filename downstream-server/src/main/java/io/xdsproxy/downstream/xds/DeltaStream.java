@@ -36,7 +36,7 @@ public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, Delta
       return;
     }
     TypeUrl type = parsed.get();
-    DeltaTypeState state = typeStream(type, t -> new DeltaTypeState(t, group().snapshot(t), knowsTtl(false)));
+    DeltaTypeState state = typeStream(type, t -> new DeltaTypeState(t, group().snapshot(t), knowsTtl(false), clock()));
     // The nonce pairs an ACK or NACK with a response, but "the server must honor changes to the
     // subscription state even if the nonce is stale" ("Incremental xDS").
     boolean latest = state.isLatest(request.getResponseNonce());

@@ -6,6 +6,7 @@ import io.xdsproxy.core.TypeSnapshot;
 import io.xdsproxy.core.TypeSnapshot.NameState;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.core.XdsResource;
+import java.time.Clock;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -51,13 +52,18 @@ final class DeltaTypeState implements ClientStream.TypeStream {
   private String lastNonce = "";
   private String lastNackMessage;
   private String ackedVersion = "";
+  private final Deliveries deliveries;
 
-  /** @param knowsTtl the client announced TTL support: it gets TTLs and heartbeats ("TTL") */
-  DeltaTypeState(TypeUrl type, TypeSnapshot initial, boolean knowsTtl) {
+  /**
+   * @param knowsTtl the client announced TTL support: it gets TTLs and heartbeats ("TTL")
+   * @param clock stamps responses, ACKs and NACKs for client status
+   */
+  DeltaTypeState(TypeUrl type, TypeSnapshot initial, boolean knowsTtl, Clock clock) {
     this.type = type;
     this.latest = initial;
     this.joined = initial;
     this.knowsTtl = knowsTtl;
+    this.deliveries = Deliveries.delta(clock);
   }
 
   TypeUrl type() {
@@ -76,11 +82,18 @@ final class DeltaTypeState implements ClientStream.TypeStream {
 
   void nack(String message) {
     lastNackMessage = message;
+    deliveries.nacked(message);
   }
 
   /** The client ACKed the latest response: it holds the state that response brought it to. */
   void ack() {
     ackedVersion = base.version();
+    deliveries.acked();
+  }
+
+  @Override
+  public List<ResourceStatus> resourceStatuses() {
+    return deliveries.statuses(type, subscription, latest);
   }
 
   @Override
@@ -192,6 +205,7 @@ final class DeltaTypeState implements ClientStream.TypeStream {
     // Left out as do_not_cache: owed, whatever its version, once the upstream's fresh copy comes.
     forced.addAll(outgoing.withheld());
     claimed.keySet().removeIf(name -> base.state(name) != NameState.UNKNOWN);
+    deliveries.sent(base.version(), base, subscription, outgoing.withheld());
   }
 
   /** Every name that could need a resource or a removal: in scope now, or held by the client. */

@@ -36,7 +36,7 @@ public final class SotwStream extends ClientStream<DiscoveryRequest, DiscoveryRe
       return;
     }
     TypeUrl type = parsed.get();
-    SotwTypeState state = typeStream(type, t -> new SotwTypeState(t, group().snapshot(t), knowsTtl(true)));
+    SotwTypeState state = typeStream(type, t -> new SotwTypeState(t, group().snapshot(t), knowsTtl(true), clock()));
     boolean current = state.isCurrent(request.getResponseNonce());
     counted(type, !current || request.getResponseNonce().isEmpty() ? Reply.NONE
         : request.hasErrorDetail() ? Reply.NACK : Reply.ACK);

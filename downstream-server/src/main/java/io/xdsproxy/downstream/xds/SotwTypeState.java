@@ -8,6 +8,7 @@ import io.xdsproxy.core.TypeSnapshot.NameState;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.core.Versions;
 import io.xdsproxy.core.XdsResource;
+import java.time.Clock;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -54,13 +55,27 @@ final class SotwTypeState implements ClientStream.TypeStream {
   private String lastNonce = "";
   private String ackedVersion = "";
   private String lastNackMessage;
+  private final Deliveries deliveries;
 
-  /** @param knowsTtl the client announced TTL and Resource-in-SotW support */
+  /**
+   * For REST-JSON polling, whose requests are not a stream and so are not in client status.
+   *
+   * @param knowsTtl the client announced TTL and Resource-in-SotW support
+   */
   SotwTypeState(TypeUrl type, TypeSnapshot initial, boolean knowsTtl) {
+    this(type, initial, knowsTtl, Clock.systemUTC());
+  }
+
+  /**
+   * @param knowsTtl the client announced TTL and Resource-in-SotW support
+   * @param clock stamps responses, ACKs and NACKs for client status
+   */
+  SotwTypeState(TypeUrl type, TypeSnapshot initial, boolean knowsTtl, Clock clock) {
     this.type = type;
     this.latest = initial;
     this.joined = initial;
     this.knowsTtl = knowsTtl;
+    this.deliveries = Deliveries.sotw(type, clock);
   }
 
   /** The resources of {@code outgoing} as a DiscoveryResponse carries them to this client. */
@@ -110,10 +125,17 @@ final class SotwTypeState implements ClientStream.TypeStream {
 
   void ack(String version) {
     ackedVersion = version;
+    deliveries.acked();
   }
 
   void nack(String message) {
     lastNackMessage = message;
+    deliveries.nacked(message);
+  }
+
+  @Override
+  public List<ResourceStatus> resourceStatuses() {
+    return deliveries.statuses(type, subscription, latest);
   }
 
   /** Applies the names of a request; returns whether the subscription changed. */
@@ -164,6 +186,7 @@ final class SotwTypeState implements ClientStream.TypeStream {
     withheld = outgoing.withheld();
     lastNonce = nonce;
     newlySubscribed.clear();
+    deliveries.sent(outgoing.version(), outgoing.snapshot(), subscription, outgoing.withheld());
   }
 
   /**

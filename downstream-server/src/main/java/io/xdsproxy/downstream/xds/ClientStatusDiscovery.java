@@ -1,0 +1,152 @@
+package io.xdsproxy.downstream.xds;
+
+import com.google.protobuf.Timestamp;
+import io.envoyproxy.envoy.admin.v3.UpdateFailureState;
+import io.envoyproxy.envoy.config.core.v3.Node;
+import io.envoyproxy.envoy.service.status.v3.ClientConfig;
+import io.envoyproxy.envoy.service.status.v3.ClientConfig.GenericXdsConfig;
+import io.envoyproxy.envoy.service.status.v3.ClientStatusDiscoveryServiceGrpc.ClientStatusDiscoveryServiceImplBase;
+import io.envoyproxy.envoy.service.status.v3.ClientStatusRequest;
+import io.envoyproxy.envoy.service.status.v3.ClientStatusResponse;
+import io.grpc.Status;
+import io.grpc.stub.ServerCallStreamObserver;
+import io.grpc.stub.StreamObserver;
+import java.time.Instant;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Predicate;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Client status (CSDS, {@code envoy.service.status.v3.ClientStatusDiscoveryService}): the proxy's view
+ * of each downstream client, one {@link ClientConfig} per open stream, with every resource the
+ * client subscribed to as a {@link GenericXdsConfig}: what the proxy last sent it, and whether the
+ * client ACKed or NACKed it. Each stream tells its own status on its own executor; nothing here
+ * blocks a thread while the streams answer.
+ */
+public final class ClientStatusDiscovery extends ClientStatusDiscoveryServiceImplBase {
+
+  private static final Logger log = LoggerFactory.getLogger(ClientStatusDiscovery.class);
+
+  private final Clients clients;
+
+  public ClientStatusDiscovery(Clients clients) {
+    this.clients = clients;
+  }
+
+  @Override
+  public void fetchClientStatus(ClientStatusRequest request, StreamObserver<ClientStatusResponse> responses) {
+    Optional<CompletableFuture<ClientStatusResponse>> answer = answer(request, responses);
+    answer.ifPresent(future -> future.whenComplete((response, failure) -> {
+      if (failure != null) {
+        responses.onError(internal(failure));
+      } else {
+        responses.onNext(response);
+        responses.onCompleted();
+      }
+    }));
+  }
+
+  /** Each request on the stream gets one response, in order; the next request is read only after it. */
+  @Override
+  public StreamObserver<ClientStatusRequest> streamClientStatus(StreamObserver<ClientStatusResponse> responseObserver) {
+    ServerCallStreamObserver<ClientStatusResponse> responses =
+        (ServerCallStreamObserver<ClientStatusResponse>) responseObserver;
+    // One request at a time, so a client that floods requests queues nothing in the proxy.
+    responses.disableAutoRequest();
+    responses.setOnCancelHandler(() -> {});
+    responses.request(1);
+    return new StreamObserver<>() {
+      /** The answer to the request being served; the end of the stream waits for it. */
+      private CompletableFuture<?> pending = CompletableFuture.completedFuture(null);
+      private boolean refused;
+
+      @Override
+      public void onNext(ClientStatusRequest request) {
+        Optional<CompletableFuture<ClientStatusResponse>> answer = answer(request, responses);
+        if (answer.isEmpty()) {
+          refused = true;
+          return;
+        }
+        pending = answer.get().whenComplete((response, failure) -> {
+          if (responses.isCancelled()) {
+            return;
+          }
+          if (failure != null) {
+            responses.onError(internal(failure));
+          } else {
+            responses.onNext(response);
+            responses.request(1);
+          }
+        });
+      }
+
+      @Override
+      public void onError(Throwable t) {}
+
+      @Override
+      public void onCompleted() {
+        if (refused) {
+          return;
+        }
+        pending.whenComplete((done, failure) -> {
+          if (failure == null && !responses.isCancelled()) {
+            responses.onCompleted();
+          }
+        });
+      }
+    };
+  }
+
+  /**
+   * The response to {@code request}, when every stream has told its status; empty when the request
+   * was refused on {@code responses} for a matcher the proxy cannot apply.
+   */
+  private Optional<CompletableFuture<ClientStatusResponse>> answer(
+      ClientStatusRequest request, StreamObserver<ClientStatusResponse> responses) {
+    Predicate<Node> matches;
+    try {
+      matches = NodeMatchers.of(request.getNodeMatchersList());
+    } catch (IllegalArgumentException e) {
+      responses.onError(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());
+      return Optional.empty();
+    }
+    boolean withContents = !request.getExcludeResourceContents();
+    return Optional.of(clients.resources().thenApply(all -> {
+      ClientStatusResponse.Builder response = ClientStatusResponse.newBuilder();
+      all.stream().filter(client -> matches.test(client.node())).forEach(client -> response.addConfig(config(client, withContents)));
+      return response.build();
+    }));
+  }
+
+  private static ClientConfig config(Clients.ClientResources client, boolean withContents) {
+    ClientConfig.Builder config = ClientConfig.newBuilder().setNode(client.node());
+    for (ResourceStatus resource : client.resources()) {
+      GenericXdsConfig.Builder entry = config.addGenericXdsConfigsBuilder()
+          .setTypeUrl(resource.type().url())
+          .setName(resource.name())
+          .setVersionInfo(resource.version())
+          .setConfigStatus(resource.configStatus())
+          .setClientStatus(resource.clientStatus());
+      resource.lastUpdated().ifPresent(at -> entry.setLastUpdated(timestamp(at)));
+      if (withContents) {
+        resource.resource().ifPresent(entry::setXdsConfig);
+      }
+      resource.rejection().ifPresent(nack -> entry.setErrorState(UpdateFailureState.newBuilder()
+          .setDetails(nack.message())
+          .setVersionInfo(nack.version())
+          .setLastUpdateAttempt(timestamp(nack.at()))));
+    }
+    return config.build();
+  }
+
+  private static Timestamp timestamp(Instant at) {
+    return Timestamp.newBuilder().setSeconds(at.getEpochSecond()).setNanos(at.getNano()).build();
+  }
+
+  private static RuntimeException internal(Throwable failure) {
+    log.error("client status failed", failure);
+    return Status.INTERNAL.withDescription("xds-proxy could not gather client status: " + failure).asRuntimeException();
+  }
+}
