@@ -214,6 +214,12 @@ public final class XdsProxy implements AutoCloseable {
     closing = true;
     health.enterTerminalState();
     server.shutdownNow();
+    try {
+      // The transports finish closing on the worker pool: it is shut down only after them.
+      server.awaitTermination(5, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
     admin.close();
     closeQuietly();
   }
