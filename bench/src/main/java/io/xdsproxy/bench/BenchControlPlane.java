@@ -1,0 +1,130 @@
+package io.xdsproxy.bench;
+
+import com.google.protobuf.MessageLite;
+import io.envoyproxy.controlplane.cache.v3.SimpleCache;
+import io.envoyproxy.controlplane.cache.v3.Snapshot;
+import io.envoyproxy.controlplane.server.V3DiscoveryServer;
+import io.grpc.ForwardingServerCall.SimpleForwardingServerCall;
+import io.grpc.ForwardingServerCallListener.SimpleForwardingServerCallListener;
+import io.grpc.Metadata;
+import io.grpc.Server;
+import io.grpc.ServerCall;
+import io.grpc.ServerCallHandler;
+import io.grpc.ServerInterceptor;
+import io.grpc.ServerInterceptors;
+import io.grpc.netty.NettyServerBuilder;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The upstream of the benchmark, in its own process: java-control-plane's V3DiscoveryServer over a
+ * SimpleCache keyed by node.cluster, one snapshot per node group, all alike. Driven over stdin:
+ * {@code update} moves cluster 0's endpoints in every group and prints {@code updated ROUND
+ * NANOTIME} (the monotonic clock is the machine's, comparable with the clients' process);
+ * {@code stats} prints {@code stats STREAMS MESSAGES BYTES}, what it sent since it started.
+ *
+ * <p>Usage: {@code BenchControlPlane GROUPS CLUSTERS}; prints {@code ready PORT} once listening.
+ */
+public final class BenchControlPlane {
+
+  private final SimpleCache<String> cache = new SimpleCache<>(node -> node.getCluster());
+  private final int groups;
+  private final int clusters;
+  private final AtomicInteger streams = new AtomicInteger();
+  private final AtomicLong messages = new AtomicLong();
+  private final AtomicLong bytes = new AtomicLong();
+  private int round;
+
+  private BenchControlPlane(int groups, int clusters) {
+    this.groups = groups;
+    this.clusters = clusters;
+  }
+
+  static String groupName(int group) {
+    return "group-" + group;
+  }
+
+  public static void main(String[] args) throws Exception {
+    BenchControlPlane plane = new BenchControlPlane(Integer.parseInt(args[0]), Integer.parseInt(args[1]));
+    plane.publish();
+    Server server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
+        .addService(ServerInterceptors.intercept(
+            new V3DiscoveryServer(plane.cache).getAggregatedDiscoveryServiceImpl(), plane.new Counting()))
+        .maxInboundMessageSize(64 * 1024 * 1024)
+        .build()
+        .start();
+    System.out.println("ready " + server.getPort());
+    System.out.flush();
+    BufferedReader commands = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    for (String command = commands.readLine(); command != null; command = commands.readLine()) {
+      switch (command.trim()) {
+        case "update" -> {
+          plane.round++;
+          long at = System.nanoTime();
+          plane.publish();
+          System.out.println("updated " + plane.round + " " + at);
+        }
+        case "stats" -> System.out.println("stats " + plane.streams.get() + " " + plane.messages.get() + " " + plane.bytes.get());
+        case "quit" -> {
+          server.shutdownNow();
+          return;
+        }
+        default -> System.out.println("error unknown command " + command);
+      }
+      System.out.flush();
+    }
+    server.shutdownNow();
+  }
+
+  /** Sets every group's snapshot to the current round. */
+  private void publish() {
+    Snapshot snapshot = Snapshot.create(BenchResources.clusters(clusters), BenchResources.allEndpoints(clusters, round),
+        List.of(), List.of(), List.of(), Integer.toString(round));
+    for (int group = 0; group < groups; group++) {
+      cache.setSnapshot(groupName(group), snapshot);
+    }
+  }
+
+  /** Counts open streams and what is written on them. */
+  private final class Counting implements ServerInterceptor {
+    @Override
+    public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers, ServerCallHandler<Q, R> next) {
+      streams.incrementAndGet();
+      ServerCall<Q, R> counted = new SimpleForwardingServerCall<>(call) {
+        @Override
+        public void sendMessage(R message) {
+          messages.incrementAndGet();
+          bytes.addAndGet(((MessageLite) message).getSerializedSize());
+          super.sendMessage(message);
+        }
+      };
+      return new SimpleForwardingServerCallListener<>(next.startCall(counted, headers)) {
+        private final AtomicBoolean ended = new AtomicBoolean();
+
+        @Override
+        public void onCancel() {
+          end();
+          super.onCancel();
+        }
+
+        @Override
+        public void onComplete() {
+          end();
+          super.onComplete();
+        }
+
+        private void end() {
+          if (ended.compareAndSet(false, true)) {
+            streams.decrementAndGet();
+          }
+        }
+      };
+    }
+  }
+}

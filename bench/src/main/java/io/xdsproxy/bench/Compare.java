@@ -1,0 +1,262 @@
+package io.xdsproxy.bench;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.function.IntSupplier;
+
+/**
+ * The side-by-side benchmark: the same N simulated clients served by java-control-plane directly,
+ * then through xds-proxy fed by that control plane, each server in its own JVM; for each, how long
+ * one endpoint change takes to reach every client, and what serving them costs. Prints a Markdown
+ * table of both and their ratio.
+ *
+ * <p>{@code java -jar bench/target/xds-bench.jar [--clients N] [--groups G] [--clusters K]
+ * [--delta SHARE] [--streams-per-connection S] [--updates U] [--mode both|direct|proxy]
+ * [--proxy-jar PATH] [--jvm "OPTIONS"] [--logs DIR]}
+ */
+public final class Compare {
+
+  /** One run's options. */
+  record Options(int clients, int groups, int clusters, double delta, int streamsPerConnection, int updates,
+      String mode, Path proxyJar, List<String> jvm, Path logs, Duration timeout) {
+
+    static Options parse(String[] args) {
+      Map<String, String> given = new LinkedHashMap<>();
+      for (int i = 0; i < args.length; i++) {
+        if (!args[i].startsWith("--") || i + 1 >= args.length) {
+          throw new IllegalArgumentException("expected --option value, got " + args[i]);
+        }
+        given.put(args[i].substring(2), args[++i]);
+      }
+      Options options = new Options(
+          Integer.parseInt(given.getOrDefault("clients", "1000")),
+          Integer.parseInt(given.getOrDefault("groups", "10")),
+          Integer.parseInt(given.getOrDefault("clusters", "1000")),
+          Double.parseDouble(given.getOrDefault("delta", "0.5")),
+          Integer.parseInt(given.getOrDefault("streams-per-connection", "1")),
+          Integer.parseInt(given.getOrDefault("updates", "5")),
+          given.getOrDefault("mode", "both"),
+          Path.of(given.getOrDefault("proxy-jar", "downstream-server/target/xds-proxy.jar")),
+          Arrays.asList(given.getOrDefault("jvm", "-Xmx4g -XX:+UseG1GC").trim().split("\\s+")),
+          Path.of(given.getOrDefault("logs", "bench/target/logs")),
+          Duration.ofSeconds(Long.parseLong(given.getOrDefault("timeout-seconds", "600"))));
+      given.keySet().removeAll(List.of("clients", "groups", "clusters", "delta", "streams-per-connection", "updates",
+          "mode", "proxy-jar", "jvm", "logs", "timeout-seconds"));
+      if (!given.isEmpty()) {
+        throw new IllegalArgumentException("unknown options " + given.keySet());
+      }
+      if (options.groups > options.clients || !List.of("both", "direct", "proxy").contains(options.mode)) {
+        throw new IllegalArgumentException("need groups <= clients and mode both, direct or proxy");
+      }
+      return options;
+    }
+  }
+
+  /** What one setup measured. Times in milliseconds, sizes in bytes, medians over the updates. */
+  record Result(String setup, double syncSeconds, double p50, double p99, double max, double serverCpuPerUpdate,
+      double upstreamCpuPerUpdate, double heapPerStream, double rssPerStream, double bytesPerUpdate,
+      int upstreamStreams, double upstreamBytesPerUpdate, int failedStreams) {}
+
+  public static void main(String[] args) throws Exception {
+    Options options;
+    try {
+      options = Options.parse(args);
+    } catch (IllegalArgumentException e) {
+      System.err.println("xds-bench: " + e.getMessage());
+      System.exit(2);
+      return;
+    }
+    List<Result> results = run(options);
+    System.out.println(table(options, results));
+  }
+
+  static List<Result> run(Options options) throws Exception {
+    Files.createDirectories(options.logs());
+    List<Result> results = new ArrayList<>();
+    if (!options.mode().equals("proxy")) {
+      results.add(measure(options, false));
+    }
+    if (!options.mode().equals("direct")) {
+      results.add(measure(options, true));
+    }
+    return results;
+  }
+
+  private static Result measure(Options options, boolean throughProxy) throws Exception {
+    String setup = throughProxy ? "through xds-proxy" : "java-control-plane direct";
+    log("%s: starting", setup);
+    try (JavaProcess plane = JavaProcess.start("control plane", options.jvm(),
+        List.of("-cp", System.getProperty("java.class.path"), BenchControlPlane.class.getName(),
+            Integer.toString(options.groups()), Integer.toString(options.clusters())),
+        options.logs().resolve(throughProxy ? "control-plane-upstream.log" : "control-plane-direct.log"))) {
+      int planePort = Integer.parseInt(plane.await("ready ", Duration.ofSeconds(60)).split(" ")[1]);
+      JavaProcess proxy = null;
+      try {
+        int port = planePort;
+        if (throughProxy) {
+          port = freePort();
+          int admin = freePort();
+          List<String> arguments = new ArrayList<>(List.of("-jar", options.proxyJar().toString(),
+              "--upstream", "127.0.0.1:" + planePort, "--xds-port", Integer.toString(port),
+              "--admin-port", Integer.toString(admin)));
+          proxy = JavaProcess.start("xds-proxy", options.jvm(), arguments, options.logs().resolve("xds-proxy.log"));
+          awaitHealthy(admin, Duration.ofSeconds(60));
+        }
+        JavaProcess server = throughProxy ? proxy : plane;
+        try (LoadClients clients = new LoadClients(new InetSocketAddress("127.0.0.1", port), options.groups(),
+            options.clusters(), options.delta(), options.streamsPerConnection())) {
+          // One client per group first: what is left after that is the shared store and fixed costs.
+          clients.openUpTo(options.groups());
+          await(() -> clients.holding(0), options.groups(), options.timeout(), setup + ": first client of each group");
+          long heapBase = server.heapAfterGcBytes();
+          long rssBase = server.rssBytes();
+          long start = System.nanoTime();
+          clients.openUpTo(options.clients());
+          await(() -> clients.holding(0), options.clients(), options.timeout(), setup + ": every client's first state");
+          double syncSeconds = (System.nanoTime() - start) / 1e9;
+          log("%s: %d clients in sync after %.1f s", setup, options.clients(), syncSeconds);
+          int streams = options.clients() - options.groups();
+          double heapPerStream = Math.max(0, server.heapAfterGcBytes() - heapBase) / (double) Math.max(1, streams);
+          double rssPerStream = Math.max(0, server.rssBytes() - rssBase) / (double) Math.max(1, streams);
+
+          List<double[]> rounds = new ArrayList<>();
+          for (int round = 1; round <= options.updates(); round++) {
+            Thread.sleep(1000); // let the ACKs of the last round settle
+            double serverCpu = server.cpuSeconds();
+            double planeCpu = plane.cpuSeconds();
+            long bytes = clients.bytesReceived();
+            long upstreamBytes = upstreamBytes(plane);
+            plane.send("update");
+            long changedAt = Long.parseLong(plane.await("updated ", Duration.ofSeconds(60)).split(" ")[2]);
+            await(() -> clients.holding(changedAt == 0 ? 0 : rounds.size() + 1), options.clients(), options.timeout(),
+                setup + ": update " + round);
+            long[] latencies = clients.latencies(round, changedAt);
+            Thread.sleep(500); // the ACKs of this round are processed before the CPU is read
+            double[] measured = {
+                percentile(latencies, 0.50) / 1e6, percentile(latencies, 0.99) / 1e6, latencies[latencies.length - 1] / 1e6,
+                server.cpuSeconds() - serverCpu, throughProxy ? plane.cpuSeconds() - planeCpu : 0,
+                clients.bytesReceived() - bytes, upstreamBytes(plane) - upstreamBytes};
+            log("%s: update %d reached every client: p50 %.0f ms, p99 %.0f ms, max %.0f ms", setup, round, measured[0],
+                measured[1], measured[2]);
+            rounds.add(measured);
+          }
+          plane.send("stats");
+          int upstreamStreams = Integer.parseInt(plane.await("stats ", Duration.ofSeconds(10)).split(" ")[1]);
+          return new Result(setup, syncSeconds, median(rounds, 0), median(rounds, 1), median(rounds, 2), median(rounds, 3),
+              median(rounds, 4), heapPerStream, rssPerStream, median(rounds, 5), upstreamStreams, median(rounds, 6),
+              clients.failed());
+        }
+      } finally {
+        if (proxy != null) {
+          proxy.close();
+        }
+      }
+    }
+  }
+
+  private static long upstreamBytes(JavaProcess plane) throws InterruptedException {
+    plane.send("stats");
+    return Long.parseLong(plane.await("stats ", Duration.ofSeconds(10)).split(" ")[3]);
+  }
+
+  static String table(Options options, List<Result> results) {
+    StringBuilder out = new StringBuilder();
+    out.append(String.format(Locale.ROOT, "%d clients (%.0f%% Delta, %d per connection) in %d node groups, %d clusters with %d"
+            + " endpoints each; medians over %d updates of one cluster's endpoints%n%n", options.clients(),
+        options.delta() * 100, options.streamsPerConnection(), options.groups(), options.clusters(), BenchResources.ENDPOINTS,
+        options.updates()));
+    out.append("| measure |");
+    results.forEach(r -> out.append(' ').append(r.setup()).append(" |"));
+    boolean both = results.size() == 2;
+    out.append(both ? " direct / proxy |\n" : "\n");
+    out.append("| --- |").append(" ---: |".repeat(results.size() + (both ? 1 : 0))).append('\n');
+    row(out, results, "every client's first state (s)", Result::syncSeconds, "%.1f", both);
+    row(out, results, "update reaches clients, p50 (ms)", Result::p50, "%.0f", both);
+    row(out, results, "update reaches clients, p99 (ms)", Result::p99, "%.0f", both);
+    row(out, results, "update reaches clients, max (ms)", Result::max, "%.0f", both);
+    row(out, results, "serving process CPU per update (s)", Result::serverCpuPerUpdate, "%.2f", both);
+    row(out, results, "control plane CPU per update behind the proxy (s)", Result::upstreamCpuPerUpdate, "%.2f", false);
+    row(out, results, "serving process heap per stream (KiB)", r -> r.heapPerStream() / 1024, "%.1f", both);
+    row(out, results, "serving process RSS per stream (KiB)", r -> r.rssPerStream() / 1024, "%.1f", both);
+    row(out, results, "bytes to clients per update (KiB)", r -> r.bytesPerUpdate() / 1024, "%.0f", both);
+    row(out, results, "streams open on the control plane", r -> r.upstreamStreams(), "%.0f", both);
+    row(out, results, "control plane bytes sent per update (KiB)", r -> r.upstreamBytesPerUpdate() / 1024, "%.0f", both);
+    row(out, results, "client streams that failed", r -> r.failedStreams(), "%.0f", false);
+    return out.toString();
+  }
+
+  private static void row(StringBuilder out, List<Result> results, String name,
+      java.util.function.ToDoubleFunction<Result> value, String format, boolean ratio) {
+    out.append("| ").append(name).append(" |");
+    results.forEach(r -> out.append(' ').append(String.format(Locale.ROOT, format, value.applyAsDouble(r))).append(" |"));
+    if (results.size() == 2) {
+      double direct = value.applyAsDouble(results.get(0));
+      double proxy = value.applyAsDouble(results.get(1));
+      out.append(ratio && proxy > 0 ? String.format(Locale.ROOT, " %.1f× |", direct / proxy) : " |");
+    }
+    out.append('\n');
+  }
+
+  private static void await(IntSupplier count, int wanted, Duration timeout, String what) throws InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (count.getAsInt() < wanted) {
+      if (System.nanoTime() > deadline) {
+        throw new IllegalStateException(what + ": only " + count.getAsInt() + " of " + wanted + " clients after " + timeout);
+      }
+      Thread.sleep(5);
+    }
+  }
+
+  private static void awaitHealthy(int adminPort, Duration timeout) throws InterruptedException {
+    HttpClient http = HttpClient.newHttpClient();
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (System.nanoTime() < deadline) {
+      try {
+        if (http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + adminPort + "/healthz")).build(),
+            HttpResponse.BodyHandlers.discarding()).statusCode() == 200) {
+          return;
+        }
+      } catch (IOException starting) {
+        // not listening yet
+      }
+      Thread.sleep(100);
+    }
+    throw new IllegalStateException("xds-proxy not healthy within " + timeout);
+  }
+
+  private static int freePort() throws IOException {
+    try (ServerSocket socket = new ServerSocket(0)) {
+      return socket.getLocalPort();
+    }
+  }
+
+  /** Nearest-rank percentile of sorted values. */
+  static long percentile(long[] sorted, double quantile) {
+    int rank = (int) Math.ceil(quantile * sorted.length);
+    return sorted[Math.max(0, Math.min(sorted.length - 1, rank - 1))];
+  }
+
+  private static double median(List<double[]> rounds, int column) {
+    double[] values = rounds.stream().mapToDouble(r -> r[column]).sorted().toArray();
+    int middle = values.length / 2;
+    return values.length % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
+  }
+
+  private static void log(String format, Object... arguments) {
+    System.err.printf(Locale.ROOT, "[xds-bench] " + format + "%n", arguments);
+  }
+}

@@ -1,0 +1,135 @@
+package io.xdsproxy.bench;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * A JVM the benchmark started (the control plane, the proxy) and what the kernel and the JVM say
+ * about it: CPU time, resident memory, heap in use after a full GC.
+ */
+final class JavaProcess implements AutoCloseable {
+
+  private static final Path JAVA = Path.of(ProcessHandle.current().info().command().orElse("java"));
+  private static final Pattern HEAP_USED = Pattern.compile("heap\\s+total \\d+K, used (\\d+)K");
+  private static final long TICKS_PER_SECOND = ticksPerSecond();
+
+  private final String name;
+  private final Process process;
+  private final PrintWriter input;
+  private final BlockingQueue<String> lines = new LinkedBlockingQueue<>();
+
+  private JavaProcess(String name, Process process) {
+    this.name = name;
+    this.process = process;
+    this.input = new PrintWriter(process.getOutputStream(), true, StandardCharsets.UTF_8);
+    Thread reader = new Thread(() -> {
+      try (BufferedReader output = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+        for (String line = output.readLine(); line != null; line = output.readLine()) {
+          lines.add(line);
+        }
+      } catch (IOException e) {
+        // the process ended
+      }
+    }, name + "-output");
+    reader.setDaemon(true);
+    reader.start();
+  }
+
+  /** Starts {@code java JVM_OPTIONS ARGUMENTS}; its stderr goes to {@code log}. */
+  static JavaProcess start(String name, List<String> jvmOptions, List<String> arguments, Path log) throws IOException {
+    List<String> command = new ArrayList<>();
+    command.add(JAVA.toString());
+    command.addAll(jvmOptions);
+    command.addAll(arguments);
+    Process process = new ProcessBuilder(command).redirectError(log.toFile()).start();
+    return new JavaProcess(name, process);
+  }
+
+  /** Sends a line on the process's stdin. */
+  void send(String line) {
+    input.println(line);
+  }
+
+  /** The next stdout line that starts with {@code prefix}, skipping others. */
+  String await(String prefix, Duration timeout) throws InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (true) {
+      String line = lines.poll(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+      if (line == null) {
+        throw new IllegalStateException(name + " printed no '" + prefix + "' line within " + timeout
+            + (process.isAlive() ? "" : "; it exited with " + process.exitValue()));
+      }
+      if (line.startsWith(prefix)) {
+        return line;
+      }
+    }
+  }
+
+  long pid() {
+    return process.pid();
+  }
+
+  /** User and system CPU time so far, in seconds. */
+  double cpuSeconds() throws IOException {
+    String stat = Files.readString(Path.of("/proc", Long.toString(pid()), "stat"));
+    String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+    // After the command: state is field 3 of stat, utime 14 and stime 15, so 11 and 12 here.
+    return (Long.parseLong(fields[11]) + Long.parseLong(fields[12])) / (double) TICKS_PER_SECOND;
+  }
+
+  /** Resident set size, in bytes. */
+  long rssBytes() throws IOException {
+    for (String line : Files.readAllLines(Path.of("/proc", Long.toString(pid()), "status"))) {
+      if (line.startsWith("VmRSS:")) {
+        return Long.parseLong(line.replaceAll("\\D", "")) * 1024;
+      }
+    }
+    throw new IllegalStateException("no VmRSS for " + name);
+  }
+
+  /** Heap in use right after a full collection, in bytes (jcmd GC.run, then GC.heap_info). */
+  long heapAfterGcBytes() throws IOException, InterruptedException {
+    jcmd("GC.run");
+    Matcher used = HEAP_USED.matcher(jcmd("GC.heap_info"));
+    if (!used.find()) {
+      throw new IllegalStateException("cannot read the heap of " + name);
+    }
+    return Long.parseLong(used.group(1)) * 1024;
+  }
+
+  private String jcmd(String command) throws IOException, InterruptedException {
+    Process jcmd = new ProcessBuilder(JAVA.resolveSibling("jcmd").toString(), Long.toString(pid()), command)
+        .redirectErrorStream(true).start();
+    String output = new String(jcmd.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    jcmd.waitFor();
+    return output;
+  }
+
+  private static long ticksPerSecond() {
+    try {
+      Process getconf = new ProcessBuilder("getconf", "CLK_TCK").start();
+      return Long.parseLong(new String(getconf.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim());
+    } catch (IOException | NumberFormatException e) {
+      return 100;
+    }
+  }
+
+  @Override
+  public void close() throws InterruptedException {
+    process.destroyForcibly();
+    process.waitFor(10, TimeUnit.SECONDS);
+  }
+}
