@@ -1,7 +1,9 @@
 package io.xdsproxy.downstream;
 
 import io.grpc.Server;
+import io.grpc.ServerCredentials;
 import io.grpc.Status;
+import io.grpc.TlsServerCredentials;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.binder.jvm.ClassLoaderMetrics;
 import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
@@ -21,6 +23,7 @@ import io.xdsproxy.core.NodeGroups;
 import io.xdsproxy.core.UpstreamSource;
 import io.xdsproxy.downstream.xds.AggregatedDiscoveryService;
 import io.xdsproxy.downstream.xds.Clients;
+import io.xdsproxy.downstream.xds.NodeIdPattern;
 import io.xdsproxy.downstream.xds.PeerInterceptor;
 import io.xdsproxy.downstream.xds.PerTypeServices;
 import io.xdsproxy.downstream.xds.RestDiscovery;
@@ -33,6 +36,7 @@ import java.util.List;
 import java.util.Map;
 import io.xdsproxy.upstream.fs.FileSystemSource;
 import io.xdsproxy.upstream.grpc.AdsUpstream;
+import io.xdsproxy.upstream.grpc.TlsFiles;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.util.concurrent.ExecutorService;
@@ -75,7 +79,7 @@ public final class XdsProxy implements AutoCloseable {
     try {
       upstream = !config.upstream().isEmpty()
           ? new AdsUpstream(config.upstream(), config.upstreamProtocol(), pool, timer, config.upstreamBackoff(),
-              config.notFoundTimeout(), meters)
+              config.notFoundTimeout(), meters, config.upstreamTls())
           : new FileSystemSource(config.resourcesDir().toAbsolutePath().normalize());
     } catch (IOException e) {
       timer.shutdownNow();
@@ -96,8 +100,11 @@ public final class XdsProxy implements AutoCloseable {
     Server started = null;
     AdminServer adminStarted = null;
     try {
-      NettyServerBuilder builder = NettyServerBuilder.forAddress(new InetSocketAddress(config.xdsPort()));
-      PeerInterceptor peers = new PeerInterceptor();
+      InetSocketAddress xdsAddress = new InetSocketAddress(config.xdsPort());
+      NettyServerBuilder builder = config.tls().enabled()
+          ? NettyServerBuilder.forAddress(xdsAddress, credentials(config.tls(), timer))
+          : NettyServerBuilder.forAddress(xdsAddress);
+      PeerInterceptor peers = new PeerInterceptor(config.tls().nodeIdPattern().map(NodeIdPattern::new));
       builder.addService(ServerInterceptors.intercept(ads, peers));
       builder.addService(health.getHealthService());
       PerTypeServices.definitions(serving)
@@ -145,6 +152,20 @@ public final class XdsProxy implements AutoCloseable {
    */
   public boolean ready() {
     return !closing && !pool.isShutdown() && upstream.reached();
+  }
+
+  /**
+   * TLS for the xDS port: the server's certificate, and with a client CA, client certificates
+   * required. The files are polled on {@code timer} and a change is used for new connections.
+   */
+  private static ServerCredentials credentials(ServerTls tls, ScheduledExecutorService timer) throws IOException {
+    TlsServerCredentials.Builder credentials = TlsServerCredentials.newBuilder()
+        .keyManager(TlsFiles.identity(tls.cert().orElseThrow(), tls.key().orElseThrow(), timer).manager());
+    if (tls.clientCa().isPresent()) {
+      credentials.trustManager(TlsFiles.trust(tls.clientCa().get(), false, timer).manager())
+          .clientAuth(TlsServerCredentials.ClientAuth.REQUIRE);
+    }
+    return credentials.build();
   }
 
   private static Server listen(Server server, String what, int port) throws IOException {

@@ -73,6 +73,8 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
   private final SerialExecutor executor;
   private final String peer;
   private final String variant;
+  /** Taken on the call's thread, where the peer's TLS certificate is in the gRPC context. */
+  private final NodeIdCheck nodeIdCheck = PeerInterceptor.currentNodeIdCheck();
 
   /**
    * Batches of types the group published new snapshots of since the executor last looked; a batch
@@ -184,6 +186,11 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
     if (node == null) {
       if (!hasNode) {
         fail(Status.INVALID_ARGUMENT.withDescription("the first request on a stream must carry the node"));
+        return false;
+      }
+      Optional<String> refusal = nodeIdCheck.refusal(requestNode.getId());
+      if (refusal.isPresent()) {
+        fail(Status.PERMISSION_DENIED.withDescription(refusal.get()));
         return false;
       }
       try {
