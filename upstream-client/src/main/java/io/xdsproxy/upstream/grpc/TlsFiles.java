@@ -39,8 +39,12 @@ public final class TlsFiles {
 
   private TlsFiles() {}
 
-  /** A manager kept up to date from its files until closed. */
-  public record Watched<M>(M manager, ScheduledFuture<?> polling) implements AutoCloseable {
+  /**
+   * A manager kept up to date from its files until closed.
+   *
+   * @param pollNow reads the files now, as the timer does every {@link #POLL}
+   */
+  public record Watched<M>(M manager, Runnable pollNow, ScheduledFuture<?> polling) implements AutoCloseable {
     @Override
     public void close() {
       polling.cancel(false);
@@ -62,7 +66,7 @@ public final class TlsFiles {
       checkPair(chain[0], key, certFile, keyFile);
       manager.updateIdentityCredentials(chain, key);
     });
-    return new Watched<>(manager, poller.start(timer));
+    return new Watched<>(manager, poller, poller.start(timer));
   }
 
   /**
@@ -91,7 +95,7 @@ public final class TlsFiles {
         throw new IOException(caFile + ": " + e.getMessage(), e);
       }
     });
-    return new Watched<>(manager, poller.start(timer));
+    return new Watched<>(manager, poller, poller.start(timer));
   }
 
   /**
@@ -131,6 +135,9 @@ public final class TlsFiles {
   }
 
   private static X509Certificate[] certificates(Path file, byte[] pem) throws IOException {
+    if (!new String(pem, StandardCharsets.US_ASCII).contains("-----BEGIN CERTIFICATE-----")) {
+      throw new IOException(file + " holds no PEM certificate (-----BEGIN CERTIFICATE-----)");
+    }
     X509Certificate[] certificates;
     try {
       certificates = CertificateUtils.getX509Certificates(new ByteArrayInputStream(pem));
@@ -213,8 +220,9 @@ public final class TlsFiles {
       return timer.scheduleWithFixedDelay(this, POLL.toMillis(), POLL.toMillis(), TimeUnit.MILLISECONDS);
     }
 
+    /** Synchronized: the timer and {@link Watched#pollNow} may both call it. */
     @Override
-    public void run() {
+    public synchronized void run() {
       try {
         List<byte[]> contents = readAll();
         if (same(contents, tried)) {
