@@ -46,8 +46,11 @@ public final class Main {
       return;
     }
     Logger log = LoggerFactory.getLogger(Main.class);
-    log.info("xds-proxy listening for xDS on port {}, admin HTTP on port {}; upstream: {}",
-        proxy.xdsPort(), proxy.adminPort(), proxy.describeUpstream());
+    String xdsSecurity = !config.tls().enabled() ? "plaintext"
+        : config.tls().clientCa().isEmpty() ? "TLS"
+        : "mutual TLS" + config.tls().nodeIdPattern().map(pattern -> ", node ids checked by " + pattern).orElse("");
+    log.info("xds-proxy listening for xDS on port {} ({}), admin HTTP on port {}; upstream: {}",
+        proxy.xdsPort(), xdsSecurity, proxy.adminPort(), proxy.describeUpstream());
     // SIGTERM (Kubernetes' way to stop a pod) and SIGINT drain, then exit 0; any other way out closes.
     for (String name : new String[] {"TERM", "INT"}) {
       Signal.handle(new Signal(name), signal -> drainThread(() -> {

@@ -1,8 +1,11 @@
 package io.xdsproxy.downstream;
 
 import io.xdsproxy.core.NodeGroupRule;
+import io.xdsproxy.downstream.xds.NodeIdPattern;
 import io.xdsproxy.upstream.grpc.AdsUpstream;
 import io.xdsproxy.upstream.grpc.Backoff;
+import io.xdsproxy.upstream.grpc.TlsFiles;
+import io.xdsproxy.upstream.grpc.UpstreamTls;
 import java.io.IOException;
 import java.io.Reader;
 import java.nio.file.Files;
@@ -44,6 +47,8 @@ import org.yaml.snakeyaml.nodes.SequenceNode;
  * @param drainTime on SIGTERM, how long open streams get to leave before the proxy closes them
  * @param maxConnectionAge how long a client connection lives before GOAWAY moves it, maybe to
  *     another replica
+ * @param tls TLS, maybe mutual, on the xDS port
+ * @param upstreamTls how the control plane is reached: plaintext or TLS
  */
 public record ProxyConfig(
     List<String> upstream,
@@ -58,7 +63,9 @@ public record ProxyConfig(
     Duration notFoundTimeout,
     Duration restPollTimeout,
     Duration drainTime,
-    Duration maxConnectionAge) {
+    Duration maxConnectionAge,
+    ServerTls tls,
+    UpstreamTls upstreamTls) {
 
   public static final ProxyConfig DEFAULTS = new ProxyConfig(
       List.of(),
@@ -73,7 +80,9 @@ public record ProxyConfig(
       Duration.ofSeconds(15),
       Duration.ofSeconds(30),
       Duration.ofSeconds(15),
-      Duration.ofMinutes(30));
+      Duration.ofMinutes(30),
+      ServerTls.OFF,
+      UpstreamTls.PLAINTEXT);
 
   static final String USAGE = """
       usage: java -jar xds-proxy.jar [flags]
@@ -100,12 +109,25 @@ public record ProxyConfig(
                                     session and cache (default 5m)
         --drain-time D              on SIGTERM, how long open streams get to leave (default 15s)
         --max-connection-age D      how long a client connection lives before GOAWAY (default 30m)
+        --tls-cert FILE             TLS on the xDS port: the server's certificate chain (PEM), with
+        --tls-key FILE              its PKCS#8 private key (PEM); both or neither
+        --tls-client-ca FILE        mTLS: clients must present a certificate of these CAs (PEM)
+        --tls-node-id-pattern P     with mTLS, a regex the node id must match, where {san} is one of
+                                    the client certificate's URI or DNS names (a SPIFFE id)
+        --upstream-tls B            true: TLS to the control plane, trusting the JVM's trust store
+        --upstream-ca FILE          TLS to the control plane, trusting these CAs (PEM)
+        --upstream-cert FILE        mTLS to the control plane: the proxy's certificate chain (PEM),
+        --upstream-key FILE         with its PKCS#8 private key (PEM); both or neither
+        --upstream-authority NAME   the name the control plane's certificate must carry, sent as
+                                    :authority (default: the host of --upstream)
+        TLS files are re-read when they change, without a restart.
       D is a duration: 500ms, 15s, 5m, 1h.""";
 
   static final List<String> KEYS = List.of("upstream", "upstream-protocol", "upstream-backoff-initial",
       "upstream-backoff-max", "resources-dir", "xds-port",
       "admin-port", "node-group-key", "upstream-node-id", "not-found-timeout", "rest-poll-timeout", "group-idle-grace",
-      "drain-time", "max-connection-age");
+      "drain-time", "max-connection-age", "tls-cert", "tls-key", "tls-client-ca", "tls-node-id-pattern",
+      "upstream-tls", "upstream-ca", "upstream-cert", "upstream-key", "upstream-authority");
   /** Keys that take several values: a YAML list, or the flag given more than once. */
   private static final List<String> LIST_KEYS = List.of("node-group-key");
 
@@ -160,6 +182,14 @@ public record ProxyConfig(
     return edit(b -> b.restPollTimeout = timeout);
   }
 
+  public ProxyConfig withTls(ServerTls tls) {
+    return edit(b -> b.tls = tls);
+  }
+
+  public ProxyConfig withUpstreamTls(UpstreamTls tls) {
+    return edit(b -> b.upstreamTls = tls);
+  }
+
   /** A copy with the changes {@code change} makes. */
   private ProxyConfig edit(java.util.function.Consumer<Builder> change) {
     Builder builder = new Builder(this);
@@ -182,6 +212,8 @@ public record ProxyConfig(
     Duration restPollTimeout;
     Duration drainTime;
     Duration maxConnectionAge;
+    ServerTls tls;
+    UpstreamTls upstreamTls;
 
     Builder(ProxyConfig from) {
       upstream = from.upstream;
@@ -197,11 +229,13 @@ public record ProxyConfig(
       restPollTimeout = from.restPollTimeout;
       drainTime = from.drainTime;
       maxConnectionAge = from.maxConnectionAge;
+      tls = from.tls;
+      upstreamTls = from.upstreamTls;
     }
 
     ProxyConfig build() {
       return new ProxyConfig(List.copyOf(upstream), upstreamProtocol, upstreamBackoff, resourcesDir, xdsPort, adminPort, List.copyOf(nodeGroupKey),
-          upstreamNodeId, groupIdleGrace, notFoundTimeout, restPollTimeout, drainTime, maxConnectionAge);
+          upstreamNodeId, groupIdleGrace, notFoundTimeout, restPollTimeout, drainTime, maxConnectionAge, tls, upstreamTls);
     }
   }
 
@@ -250,7 +284,47 @@ public record ProxyConfig(
     for (Map.Entry<String, Setting> entry : settings.entrySet()) {
       config = config.with(entry.getKey(), entry.getValue());
     }
+    checkTls(settings);
     return config;
+  }
+
+  /** The TLS keys that only make sense together, and certificates that must match their keys. */
+  private static void checkTls(Map<String, Setting> settings) throws ConfigException {
+    requireBoth(settings, "tls-cert", "tls-key");
+    requireBoth(settings, "upstream-cert", "upstream-key");
+    requires(settings, "tls-client-ca", "tls-cert", "mTLS needs TLS");
+    requires(settings, "tls-node-id-pattern", "tls-client-ca", "the node id is checked against the client certificate");
+    Setting upstreamTls = settings.get("upstream-tls");
+    if (upstreamTls != null && upstreamTls.value().equals("false")) {
+      for (String key : List.of("upstream-ca", "upstream-cert")) {
+        if (settings.containsKey(key)) {
+          throw new ConfigException(upstreamTls.where() + ": upstream-tls is false, but " + key + " is given at "
+              + settings.get(key).where());
+        }
+      }
+    }
+    for (String side : List.of("tls", "upstream")) {
+      Setting cert = settings.get(side + "-cert");
+      if (cert != null) {
+        try {
+          TlsFiles.checkPair(Path.of(cert.value()), Path.of(settings.get(side + "-key").value()));
+        } catch (IOException e) {
+          throw new ConfigException(cert.where() + ": " + e.getMessage());
+        }
+      }
+    }
+  }
+
+  private static void requireBoth(Map<String, Setting> settings, String a, String b) throws ConfigException {
+    requires(settings, a, b, "the one is no use without the other");
+    requires(settings, b, a, "the one is no use without the other");
+  }
+
+  private static void requires(Map<String, Setting> settings, String key, String needed, String why)
+      throws ConfigException {
+    if (settings.containsKey(key) && !settings.containsKey(needed)) {
+      throw new ConfigException(settings.get(key).where() + ": " + key + " is given without " + needed + " (" + why + ")");
+    }
   }
 
   private ProxyConfig with(String key, Setting setting) throws ConfigException {
@@ -297,10 +371,66 @@ public record ProxyConfig(
         yield edit(b -> b.nodeGroupKey = setting.values());
       }
       case "upstream-node-id" -> edit(b -> b.upstreamNodeId = Optional.of(setting.value()));
+      case "tls-cert" -> withTls(new ServerTls(Optional.of(certificates(setting)), tls.key(), tls.clientCa(),
+          tls.nodeIdPattern()));
+      case "tls-key" -> withTls(new ServerTls(tls.cert(), Optional.of(privateKey(setting)), tls.clientCa(),
+          tls.nodeIdPattern()));
+      case "tls-client-ca" -> withTls(new ServerTls(tls.cert(), tls.key(), Optional.of(certificates(setting)),
+          tls.nodeIdPattern()));
+      case "tls-node-id-pattern" -> {
+        try {
+          new NodeIdPattern(setting.value());
+        } catch (IllegalArgumentException e) {
+          throw new ConfigException(setting.where() + ": " + e.getMessage());
+        }
+        yield withTls(new ServerTls(tls.cert(), tls.key(), tls.clientCa(), Optional.of(setting.value())));
+      }
+      case "upstream-tls" -> switch (setting.value()) {
+        case "true" -> withUpstreamTls(new UpstreamTls(true, upstreamTls.ca(), upstreamTls.cert(), upstreamTls.key(),
+            upstreamTls.authority()));
+        case "false" -> this;
+        default -> throw new ConfigException(
+            setting.where() + ": upstream-tls '" + setting.value() + "' is neither true nor false");
+      };
+      case "upstream-ca" -> withUpstreamTls(new UpstreamTls(true, Optional.of(certificates(setting)), upstreamTls.cert(),
+          upstreamTls.key(), upstreamTls.authority()));
+      case "upstream-cert" -> withUpstreamTls(new UpstreamTls(true, upstreamTls.ca(), Optional.of(certificates(setting)),
+          upstreamTls.key(), upstreamTls.authority()));
+      case "upstream-key" -> withUpstreamTls(new UpstreamTls(upstreamTls.enabled(), upstreamTls.ca(), upstreamTls.cert(),
+          Optional.of(privateKey(setting)), upstreamTls.authority()));
+      case "upstream-authority" -> {
+        if (setting.value().isBlank() || setting.value().contains("/")) {
+          throw new ConfigException(setting.where() + ": upstream-authority '" + setting.value() + "' is not a host name");
+        }
+        yield withUpstreamTls(new UpstreamTls(upstreamTls.enabled(), upstreamTls.ca(), upstreamTls.cert(),
+            upstreamTls.key(), Optional.of(setting.value())));
+      }
       case "xds-port" -> withPorts(port(setting), adminPort);
       case "admin-port" -> withPorts(xdsPort, port(setting));
       default -> throw new IllegalStateException("unhandled key " + key);
     };
+  }
+
+  /** The PEM certificate file a setting names, checked to hold certificates. */
+  private static Path certificates(Setting setting) throws ConfigException {
+    Path file = Path.of(setting.value());
+    try {
+      TlsFiles.certificates(file);
+    } catch (IOException e) {
+      throw new ConfigException(setting.where() + ": " + e.getMessage());
+    }
+    return file;
+  }
+
+  /** The PEM private key file a setting names, checked to hold a PKCS#8 key. */
+  private static Path privateKey(Setting setting) throws ConfigException {
+    Path file = Path.of(setting.value());
+    try {
+      TlsFiles.privateKey(file);
+    } catch (IOException e) {
+      throw new ConfigException(setting.where() + ": " + e.getMessage());
+    }
+    return file;
   }
 
   private static Duration max(Duration a, Duration b) {

@@ -1,7 +1,14 @@
 package io.xdsproxy.downstream;
 
+import com.sun.net.httpserver.HttpHandler;
 import io.grpc.Server;
+import io.grpc.ServerCredentials;
+import io.grpc.ServerInterceptors;
 import io.grpc.Status;
+import io.grpc.TlsServerCredentials;
+import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
+import io.grpc.netty.NettyServerBuilder;
+import io.grpc.protobuf.services.HealthStatusManager;
 import io.micrometer.core.instrument.binder.jvm.ClassLoaderMetrics;
 import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
 import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
@@ -11,31 +18,28 @@ import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
 import io.micrometer.core.instrument.binder.system.UptimeMetrics;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
-import io.grpc.ServerInterceptors;
-import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
-import io.grpc.netty.NettyServerBuilder;
-import io.grpc.protobuf.services.HealthStatusManager;
 import io.xdsproxy.core.NodeGroupRule;
 import io.xdsproxy.core.NodeGroups;
 import io.xdsproxy.core.UpstreamSource;
 import io.xdsproxy.downstream.xds.AggregatedDiscoveryService;
 import io.xdsproxy.downstream.xds.ClientStatusDiscovery;
 import io.xdsproxy.downstream.xds.Clients;
+import io.xdsproxy.downstream.xds.NodeIdPattern;
 import io.xdsproxy.downstream.xds.PeerInterceptor;
 import io.xdsproxy.downstream.xds.PerTypeServices;
 import io.xdsproxy.downstream.xds.RestDiscovery;
 import io.xdsproxy.downstream.xds.Serving;
 import io.xdsproxy.downstream.xds.StreamMetrics;
-import com.sun.net.httpserver.HttpHandler;
+import io.xdsproxy.upstream.fs.FileSystemSource;
+import io.xdsproxy.upstream.grpc.AdsUpstream;
+import io.xdsproxy.upstream.grpc.TlsFiles;
+import java.io.IOException;
+import java.net.InetSocketAddress;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import io.xdsproxy.upstream.fs.FileSystemSource;
-import io.xdsproxy.upstream.grpc.AdsUpstream;
-import java.io.IOException;
-import java.net.InetSocketAddress;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -76,7 +80,7 @@ public final class XdsProxy implements AutoCloseable {
     try {
       upstream = !config.upstream().isEmpty()
           ? new AdsUpstream(config.upstream(), config.upstreamProtocol(), pool, timer, config.upstreamBackoff(),
-              config.notFoundTimeout(), meters)
+              config.notFoundTimeout(), meters, config.upstreamTls())
           : new FileSystemSource(config.resourcesDir().toAbsolutePath().normalize());
     } catch (IOException e) {
       timer.shutdownNow();
@@ -97,8 +101,11 @@ public final class XdsProxy implements AutoCloseable {
     Server started = null;
     AdminServer adminStarted = null;
     try {
-      NettyServerBuilder builder = NettyServerBuilder.forAddress(new InetSocketAddress(config.xdsPort()));
-      PeerInterceptor peers = new PeerInterceptor();
+      InetSocketAddress xdsAddress = new InetSocketAddress(config.xdsPort());
+      NettyServerBuilder builder = config.tls().enabled()
+          ? NettyServerBuilder.forAddress(xdsAddress, credentials(config.tls(), timer))
+          : NettyServerBuilder.forAddress(xdsAddress);
+      PeerInterceptor peers = new PeerInterceptor(config.tls().nodeIdPattern().map(NodeIdPattern::new));
       builder.addService(ServerInterceptors.intercept(ads, peers));
       builder.addService(health.getHealthService());
       builder.addService(new ClientStatusDiscovery(clients));
@@ -147,6 +154,20 @@ public final class XdsProxy implements AutoCloseable {
    */
   public boolean ready() {
     return !closing && !pool.isShutdown() && upstream.reached();
+  }
+
+  /**
+   * TLS for the xDS port: the server's certificate, and with a client CA, client certificates
+   * required. The files are polled on {@code timer} and a change is used for new connections.
+   */
+  private static ServerCredentials credentials(ServerTls tls, ScheduledExecutorService timer) throws IOException {
+    TlsServerCredentials.Builder credentials = TlsServerCredentials.newBuilder()
+        .keyManager(TlsFiles.identity(tls.cert().orElseThrow(), tls.key().orElseThrow(), timer).manager());
+    if (tls.clientCa().isPresent()) {
+      credentials.trustManager(TlsFiles.trust(tls.clientCa().get(), false, timer).manager())
+          .clientAuth(TlsServerCredentials.ClientAuth.REQUIRE);
+    }
+    return credentials.build();
   }
 
   private static Server listen(Server server, String what, int port) throws IOException {

@@ -70,6 +70,14 @@ class CommandLineTest {
   }
 
   @Test
+  void aMissingCertificateFileIsOneLineNamingTheFlagAndTheFile() throws Exception {
+    Ended ended = run("--tls-cert", "/nonexistent/tls.crt", "--tls-key", "/nonexistent/tls.key");
+
+    assertThat(ended.exitCode()).isEqualTo(2);
+    assertThat(ended.lines()).singleElement().asString().contains("--tls-cert").contains("/nonexistent/tls.crt");
+  }
+
+  @Test
   void aPortAlreadyInUseIsOneLineNamingThePortAndANonZeroExit() throws Exception {
     try (ServerSocket taken = new ServerSocket()) {
       taken.bind(new InetSocketAddress("0.0.0.0", 0));

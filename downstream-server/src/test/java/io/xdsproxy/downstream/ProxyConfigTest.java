@@ -4,6 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.xdsproxy.downstream.ProxyConfig.ConfigException;
+import io.xdsproxy.upstream.grpc.UpstreamTls;
+import io.xdsproxy.upstream.testing.TestCertificates;
+import io.xdsproxy.upstream.testing.TestCertificates.Ca;
+import io.xdsproxy.upstream.testing.TestCertificates.Issued;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
@@ -129,8 +133,65 @@ class ProxyConfigTest {
         .newBuilder().setId("sidecar~10.0.0.1~reviews-v1-abc.bookinfo~bookinfo.svc.cluster.local").build()).value())
         .isEqualTo("bookinfo");
     assertThat(config.upstreamNodeId()).isPresent();
-    java.util.Map<String, Object> keys =
-        new org.yaml.snakeyaml.Yaml().load(Files.readString(Path.of("../deploy/examples/xds-proxy.yaml")));
-    assertThat(keys.keySet()).as("the example shows every key").containsExactlyInAnyOrderElementsOf(ProxyConfig.KEYS);
+    String example = Files.readString(Path.of("../deploy/examples/xds-proxy.yaml"));
+    java.util.Map<String, Object> keys = new org.yaml.snakeyaml.Yaml().load(example);
+    // Keys that name the operator's own files (TLS) are shown commented out: "# tls-cert: /etc/…".
+    java.util.List<String> commented = example.lines().map(COMMENTED_KEY::matcher).filter(java.util.regex.Matcher::matches)
+        .map(matcher -> matcher.group(1)).toList();
+    assertThat(java.util.stream.Stream.concat(keys.keySet().stream(), commented.stream()))
+        .as("the example shows every key, set or commented out").containsExactlyInAnyOrderElementsOf(ProxyConfig.KEYS);
+  }
+
+  private static final java.util.regex.Pattern COMMENTED_KEY = java.util.regex.Pattern.compile("# ([a-z-]+): \\S.*");
+
+  @Test
+  void tlsFilesAreCheckedWhenTheConfigIsReadAndAMissingOneIsNamedWithItsKey() throws Exception {
+    Path file = Files.writeString(dir.resolve("proxy.yaml"), "xds-port: 15000\ntls-cert: /nonexistent/tls.crt\n");
+
+    assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--config", file.toString()}))
+        .isInstanceOf(ConfigException.class)
+        .hasMessageContaining("line 2 (tls-cert)")
+        .hasMessageContaining("cannot read /nonexistent/tls.crt");
+    assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--upstream-ca", file.toString()}))
+        .hasMessageContaining("flag --upstream-ca").hasMessageContaining("proxy.yaml holds no PEM certificate");
+  }
+
+  @Test
+  void tlsKeysThatNeedEachOtherAreRefusedAlone() throws Exception {
+    Ca ca = TestCertificates.ca("ca", dir);
+    Issued proxy = ca.issue("proxy");
+    Issued other = ca.issue("other");
+
+    assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--tls-cert", proxy.cert().toString()}))
+        .hasMessageContaining("tls-cert is given without tls-key");
+    assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--tls-cert", proxy.cert().toString(),
+        "--tls-key", other.key().toString()}))
+        .hasMessageContaining("flag --tls-cert").hasMessageContaining("is not the key of the certificate");
+    assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--tls-cert", proxy.cert().toString(),
+        "--tls-key", proxy.key().toString(), "--tls-node-id-pattern", "{san}"}))
+        .hasMessageContaining("tls-node-id-pattern is given without tls-client-ca");
+    assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--tls-node-id-pattern", "sidecar~.*"}))
+        .hasMessageContaining("flag --tls-node-id-pattern").hasMessageContaining("{san}");
+    assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--upstream-tls", "false", "--upstream-ca", ca.pem().toString()}))
+        .hasMessageContaining("upstream-tls is false, but upstream-ca is given");
+  }
+
+  @Test
+  void tlsOnBothSidesIsConfigurable() throws Exception {
+    Ca ca = TestCertificates.ca("ca", dir);
+    Issued proxy = ca.issue("proxy");
+    Path file = Files.writeString(dir.resolve("proxy.yaml"), String.join("\n",
+        "tls-cert: " + proxy.cert(), "tls-key: " + proxy.key(), "tls-client-ca: " + ca.pem(),
+        "tls-node-id-pattern: '{san}~.*'", "upstream-ca: " + ca.pem(), "upstream-cert: " + proxy.cert(),
+        "upstream-key: " + proxy.key(), "upstream-authority: istiod.istio-system.svc", ""));
+
+    ProxyConfig config = ProxyConfig.parse(new String[] {"--config", file.toString()});
+
+    assertThat(config.tls()).isEqualTo(ServerTls.of(proxy.cert(), proxy.key()).withClientCa(ca.pem())
+        .withNodeIdPattern("{san}~.*"));
+    assertThat(config.upstreamTls()).isEqualTo(UpstreamTls.PLAINTEXT.withCa(ca.pem())
+        .withClientCertificate(proxy.cert(), proxy.key()).withAuthority("istiod.istio-system.svc"));
+    assertThat(ProxyConfig.parse(new String[] {"--upstream-tls", "true"}).upstreamTls()).isEqualTo(UpstreamTls.systemTrust());
+    assertThat(ProxyConfig.parse(new String[0]).upstreamTls().enabled()).isFalse();
   }
 }

@@ -89,6 +89,8 @@ abstract class ClientStream<Q, R extends MessageLite, S extends ClientStream.Typ
   private final String peer;
   private final String variant;
   private final Clock clock;
+  /** Taken on the call's thread, where the peer's TLS certificate is in the gRPC context. */
+  private final NodeIdCheck nodeIdCheck = PeerInterceptor.currentNodeIdCheck();
 
   /**
    * Batches of types the group published new snapshots of since the executor last looked; a batch
@@ -203,6 +205,11 @@ abstract class ClientStream<Q, R extends MessageLite, S extends ClientStream.Typ
     if (node == null) {
       if (!hasNode) {
         fail(Status.INVALID_ARGUMENT.withDescription("the first request on a stream must carry the node"));
+        return false;
+      }
+      Optional<String> refusal = nodeIdCheck.refusal(requestNode.getId());
+      if (refusal.isPresent()) {
+        fail(Status.PERMISSION_DENIED.withDescription(refusal.get()));
         return false;
       }
       try {

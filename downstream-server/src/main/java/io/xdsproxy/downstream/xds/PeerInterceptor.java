@@ -8,11 +8,26 @@ import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
 import java.net.SocketAddress;
+import java.util.Optional;
 
-/** Puts the client's address into the gRPC context, so streams can name their peer in logs. */
+/**
+ * Puts the client's address into the gRPC context, so streams can name their peer in logs, and,
+ * with a {@link NodeIdPattern}, the check of which node ids the client's TLS certificate allows.
+ */
 public final class PeerInterceptor implements ServerInterceptor {
 
   private static final Context.Key<SocketAddress> PEER = Context.key("xds-proxy-peer");
+  private static final Context.Key<NodeIdCheck> NODE_ID_CHECK = Context.key("xds-proxy-node-id-check");
+
+  private final Optional<NodeIdPattern> nodeIdPattern;
+
+  public PeerInterceptor() {
+    this(Optional.empty());
+  }
+
+  public PeerInterceptor(Optional<NodeIdPattern> nodeIdPattern) {
+    this.nodeIdPattern = nodeIdPattern;
+  }
 
   /** The address of the client whose call is being started on this thread. */
   static String currentPeer() {
@@ -20,10 +35,20 @@ public final class PeerInterceptor implements ServerInterceptor {
     return address == null ? "unknown peer" : address.toString();
   }
 
+  /** The node ids the client whose call is being started on this thread may claim. */
+  static NodeIdCheck currentNodeIdCheck() {
+    NodeIdCheck check = NODE_ID_CHECK.get();
+    return check == null ? NodeIdCheck.ANY : check;
+  }
+
   @Override
   public <Q, R> ServerCall.Listener<Q> interceptCall(
       ServerCall<Q, R> call, Metadata headers, ServerCallHandler<Q, R> next) {
     SocketAddress address = call.getAttributes().get(Grpc.TRANSPORT_ATTR_REMOTE_ADDR);
-    return Contexts.interceptCall(Context.current().withValue(PEER, address), call, headers, next);
+    NodeIdCheck check = nodeIdPattern
+        .map(pattern -> pattern.forSession(call.getAttributes().get(Grpc.TRANSPORT_ATTR_SSL_SESSION)))
+        .orElse(NodeIdCheck.ANY);
+    return Contexts.interceptCall(
+        Context.current().withValue(PEER, address).withValue(NODE_ID_CHECK, check), call, headers, next);
   }
 }

@@ -10,6 +10,8 @@ import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.grpc.CallOptions;
+import io.grpc.ChannelCredentials;
+import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
 import io.grpc.MethodDescriptor;
 import io.grpc.Status;
@@ -20,6 +22,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -42,7 +45,12 @@ public final class XdsTestClient<Q extends Message, R extends Message> implement
   private final List<String> transcript = Collections.synchronizedList(new ArrayList<>());
 
   public XdsTestClient(int port, MethodDescriptor<Q, R> method) {
-    channel = NettyChannelBuilder.forAddress("127.0.0.1", port).usePlaintext().build();
+    this(port, InsecureChannelCredentials.create(), method);
+  }
+
+  /** A client connecting with {@code credentials}: TLS, maybe with a client certificate. */
+  public XdsTestClient(int port, ChannelCredentials credentials, MethodDescriptor<Q, R> method) {
+    channel = NettyChannelBuilder.forAddress("127.0.0.1", port, credentials).build();
     requests = ClientCalls.asyncBidiStreamingCall(channel.newCall(method, CallOptions.DEFAULT), new StreamObserver<>() {
       @Override
       public void onNext(R response) {
@@ -71,6 +79,15 @@ public final class XdsTestClient<Q extends Message, R extends Message> implement
     return new XdsTestClient<>(port, AggregatedDiscoveryServiceGrpc.getDeltaAggregatedResourcesMethod());
   }
 
+  public static XdsTestClient<DiscoveryRequest, DiscoveryResponse> sotwAds(int port, ChannelCredentials credentials) {
+    return new XdsTestClient<>(port, credentials, AggregatedDiscoveryServiceGrpc.getStreamAggregatedResourcesMethod());
+  }
+
+  public static XdsTestClient<DeltaDiscoveryRequest, DeltaDiscoveryResponse> deltaAds(int port,
+      ChannelCredentials credentials) {
+    return new XdsTestClient<>(port, credentials, AggregatedDiscoveryServiceGrpc.getDeltaAggregatedResourcesMethod());
+  }
+
   public static Node node(String id, String cluster) {
     return Node.newBuilder().setId(id).setCluster(cluster).build();
   }
@@ -86,6 +103,29 @@ public final class XdsTestClient<Q extends Message, R extends Message> implement
       R response = responses.poll(timeout.toMillis(), TimeUnit.MILLISECONDS);
       assertThat(response).as("a response within %s; transcript:%n%s", timeout, transcript()).isNotNull();
       return response;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new AssertionError(e);
+    }
+  }
+
+  /**
+   * The next response, or empty as soon as the stream ends without one (a refused TLS handshake, a
+   * refused node) or when none comes within {@code timeout}.
+   */
+  public Optional<R> nextUnlessEnded(Duration timeout) {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    try {
+      while (System.nanoTime() < deadline) {
+        R response = responses.poll(50, TimeUnit.MILLISECONDS);
+        if (response != null) {
+          return Optional.of(response);
+        }
+        if (end.isDone()) {
+          return Optional.ofNullable(responses.poll());
+        }
+      }
+      return Optional.empty();
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new AssertionError(e);

@@ -1,14 +1,20 @@
 package io.xdsproxy.upstream.grpc;
 
 import io.envoyproxy.envoy.config.core.v3.Node;
+import io.grpc.ChannelCredentials;
 import io.grpc.ConnectivityState;
+import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
+import io.grpc.TlsChannelCredentials;
 import io.grpc.netty.NettyChannelBuilder;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.xdsproxy.core.NodeGroupKey;
 import io.xdsproxy.core.UpstreamSource;
+import java.io.IOException;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.Random;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ScheduledExecutorService;
@@ -34,6 +40,10 @@ public final class AdsUpstream implements UpstreamSource {
   private final List<ManagedChannel> channels;
   private final AdsSession.Context context;
   private final AtomicBoolean reached = new AtomicBoolean();
+  private final Transport transport;
+
+  /** How the channels connect, and the TLS files watched for it. */
+  private record Transport(ChannelCredentials credentials, Optional<String> authority, List<TlsFiles.Watched<?>> watched) {}
 
   /**
    * @param targets the control plane's addresses, {@code host:port} each, tried in turn when a
@@ -51,13 +61,43 @@ public final class AdsUpstream implements UpstreamSource {
       Backoff backoff,
       Duration notFoundTimeout,
       MeterRegistry meters) {
+    this(targets, protocol, pool, timer, backoff, notFoundTimeout, meters,
+        new Transport(InsecureChannelCredentials.create(), Optional.empty(), List.of()));
+  }
+
+  /**
+   * A control plane reached as {@code tls} says, its TLS files polled for changes on {@code timer}.
+   *
+   * @throws IOException naming a TLS file that cannot be read or parsed
+   */
+  public AdsUpstream(
+      List<String> targets,
+      Protocol protocol,
+      Executor pool,
+      ScheduledExecutorService timer,
+      Backoff backoff,
+      Duration notFoundTimeout,
+      MeterRegistry meters,
+      UpstreamTls tls) throws IOException {
+    this(targets, protocol, pool, timer, backoff, notFoundTimeout, meters, transport(tls, timer));
+  }
+
+  private AdsUpstream(
+      List<String> targets,
+      Protocol protocol,
+      Executor pool,
+      ScheduledExecutorService timer,
+      Backoff backoff,
+      Duration notFoundTimeout,
+      MeterRegistry meters,
+      Transport transport) {
     if (targets.isEmpty()) {
       throw new IllegalArgumentException("an upstream needs at least one address");
     }
     this.targets = List.copyOf(targets);
     this.protocol = protocol;
-    this.channels = this.targets.stream().map(target -> NettyChannelBuilder.forTarget(target)
-        .usePlaintext()
+    this.transport = transport;
+    this.channels = this.targets.stream().map(target -> channel(target, transport)
         .executor(pool)
         .maxInboundMessageSize(MAX_RESPONSE_BYTES)
         // The spec's advice for ADS connections: HTTP/2 keepalive detects a peer that went silent.
@@ -69,6 +109,39 @@ public final class AdsUpstream implements UpstreamSource {
     channels.forEach(this::watchUntilReady);
     this.context = new AdsSession.Context(
         List.copyOf(channels), this.targets, pool, timer, backoff, notFoundTimeout, new Random(), meters);
+  }
+
+  private static NettyChannelBuilder channel(String target, Transport transport) {
+    NettyChannelBuilder builder = NettyChannelBuilder.forTarget(target, transport.credentials());
+    transport.authority().ifPresent(builder::overrideAuthority);
+    return builder;
+  }
+
+  private static Transport transport(UpstreamTls tls, ScheduledExecutorService timer) throws IOException {
+    if (!tls.enabled()) {
+      return new Transport(InsecureChannelCredentials.create(), tls.authority(), List.of());
+    }
+    if (tls.cert().isPresent() != tls.key().isPresent()) {
+      throw new IllegalArgumentException("an upstream client certificate needs its key, and a key its certificate");
+    }
+    List<TlsFiles.Watched<?>> watched = new ArrayList<>();
+    TlsChannelCredentials.Builder credentials = TlsChannelCredentials.newBuilder();
+    try {
+      if (tls.ca().isPresent()) {
+        var trust = TlsFiles.trust(tls.ca().get(), true, timer);
+        watched.add(trust);
+        credentials.trustManager(trust.manager());
+      }
+      if (tls.cert().isPresent()) {
+        var identity = TlsFiles.identity(tls.cert().get(), tls.key().get(), timer);
+        watched.add(identity);
+        credentials.keyManager(identity.manager());
+      }
+    } catch (IOException | RuntimeException e) {
+      watched.forEach(TlsFiles.Watched::close);
+      throw e;
+    }
+    return new Transport(credentials.build(), tls.authority(), List.copyOf(watched));
   }
 
   @Override
@@ -95,11 +168,14 @@ public final class AdsUpstream implements UpstreamSource {
 
   @Override
   public String describe() {
-    return "control plane " + String.join(", ", targets) + " (" + (protocol == Protocol.SOTW ? "SotW" : "Delta") + " ADS)";
+    return "control plane " + String.join(", ", targets) + " (" + (protocol == Protocol.SOTW ? "SotW" : "Delta") + " ADS"
+        + (transport.credentials() instanceof TlsChannelCredentials ? " over TLS" : "")
+        + transport.authority().map(name -> ", as " + name).orElse("") + ")";
   }
 
   @Override
   public void close() {
     channels.forEach(ManagedChannel::shutdownNow);
+    transport.watched().forEach(TlsFiles.Watched::close);
   }
 }

@@ -6,7 +6,9 @@ import io.envoyproxy.controlplane.server.DiscoveryServerCallbacks;
 import io.envoyproxy.controlplane.server.V3DiscoveryServer;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
+import io.grpc.InsecureServerCredentials;
 import io.grpc.Server;
+import io.grpc.ServerCredentials;
 import io.grpc.netty.NettyServerBuilder;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -29,10 +31,17 @@ public final class ControlPlane implements AutoCloseable {
   private final List<DiscoveryRequest> requests = new CopyOnWriteArrayList<>();
   private final List<DeltaDiscoveryRequest> deltaRequests = new CopyOnWriteArrayList<>();
   private final V3DiscoveryServer discovery;
+  private final ServerCredentials credentials;
   private int port;
   private Server server;
 
   public ControlPlane() throws IOException {
+    this(InsecureServerCredentials.create());
+  }
+
+  /** A control plane served with {@code credentials}: TLS, maybe asking for client certificates. */
+  public ControlPlane(ServerCredentials credentials) throws IOException {
+    this.credentials = credentials;
     DiscoveryServerCallbacks callbacks = new DiscoveryServerCallbacks() {
       @Override
       public void onV3StreamRequest(long streamId, DiscoveryRequest request) {
@@ -66,7 +75,7 @@ public final class ControlPlane implements AutoCloseable {
 
   /** Starts serving, on the port of the previous start if there was one. */
   public void start() throws IOException {
-    server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port))
+    server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port), credentials)
         .addService(discovery.getAggregatedDiscoveryServiceImpl())
         .build()
         .start();

@@ -1,0 +1,164 @@
+package io.xdsproxy.upstream.testing;
+
+import java.io.IOException;
+import java.io.StringWriter;
+import java.io.UncheckedIOException;
+import java.math.BigInteger;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.GeneralSecurityException;
+import java.security.KeyPair;
+import java.security.KeyPairGenerator;
+import java.security.PrivateKey;
+import java.security.cert.X509Certificate;
+import java.security.spec.ECGenParameterSpec;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Date;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import org.bouncycastle.asn1.x500.X500Name;
+import org.bouncycastle.asn1.x509.BasicConstraints;
+import org.bouncycastle.asn1.x509.Extension;
+import org.bouncycastle.asn1.x509.GeneralName;
+import org.bouncycastle.asn1.x509.GeneralNames;
+import org.bouncycastle.asn1.x509.KeyUsage;
+import org.bouncycastle.cert.X509v3CertificateBuilder;
+import org.bouncycastle.cert.jcajce.JcaX509CertificateConverter;
+import org.bouncycastle.cert.jcajce.JcaX509v3CertificateBuilder;
+import org.bouncycastle.openssl.jcajce.JcaPEMWriter;
+import org.bouncycastle.openssl.jcajce.JcaPKCS8Generator;
+import org.bouncycastle.operator.OperatorCreationException;
+import org.bouncycastle.operator.jcajce.JcaContentSignerBuilder;
+
+/**
+ * Certificate authorities and the certificates they sign, made in the test and written as PEM
+ * files, as an operator's would be: a CA bundle, a leaf's chain and its PKCS#8 key.
+ */
+public final class TestCertificates {
+
+  private static final AtomicLong SERIALS = new AtomicLong(System.currentTimeMillis());
+
+  private TestCertificates() {}
+
+  /** PEM files of one certificate: its chain (leaf first) and its private key. */
+  public record Issued(Path cert, Path key) {}
+
+  /** A CA that signs leaf certificates; {@link #pem()} is what a peer trusts. */
+  public static final class Ca {
+    private final String name;
+    private final KeyPair keys;
+    private final X509Certificate certificate;
+    private final Path dir;
+
+    private Ca(String name, Path dir) {
+      this.name = name;
+      this.dir = dir;
+      this.keys = ecKeys();
+      X500Name subject = new X500Name("CN=" + name);
+      JcaX509v3CertificateBuilder builder = builder(subject, subject, keys);
+      try {
+        builder.addExtension(Extension.basicConstraints, true, new BasicConstraints(true));
+        builder.addExtension(Extension.keyUsage, true, new KeyUsage(KeyUsage.keyCertSign | KeyUsage.cRLSign));
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+      this.certificate = sign(builder, keys);
+    }
+
+    /** The CA's certificate in a PEM file of its own. */
+    public Path pem() {
+      Path file = dir.resolve(name + "-ca.pem");
+      if (!Files.exists(file)) {
+        write(file, toPem(certificate));
+      }
+      return file;
+    }
+
+    /**
+     * A leaf certificate for {@code name}, valid for TLS servers and clients, with the DNS name
+     * {@code localhost}, the IP address 127.0.0.1, and {@code uriSans} as URI names (SPIFFE ids).
+     */
+    public Issued issue(String name, String... uriSans) {
+      KeyPair leafKeys = ecKeys();
+      JcaX509v3CertificateBuilder builder = builder(new X500Name("CN=" + this.name), new X500Name("CN=" + name), leafKeys);
+      List<GeneralName> names = new ArrayList<>();
+      names.add(new GeneralName(GeneralName.dNSName, "localhost"));
+      names.add(new GeneralName(GeneralName.iPAddress, "127.0.0.1"));
+      for (String uri : uriSans) {
+        names.add(new GeneralName(GeneralName.uniformResourceIdentifier, uri));
+      }
+      try {
+        builder.addExtension(Extension.subjectAlternativeName, false, new GeneralNames(names.toArray(GeneralName[]::new)));
+        builder.addExtension(Extension.basicConstraints, true, new BasicConstraints(false));
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+      X509Certificate leaf = sign(builder, keys);
+      Path cert = dir.resolve(name + "-" + this.name + ".pem");
+      Path key = dir.resolve(name + "-" + this.name + ".key");
+      write(cert, toPem(leaf) + toPem(certificate));
+      write(key, toPem(pkcs8(leafKeys.getPrivate())));
+      return new Issued(cert, key);
+    }
+  }
+
+  /** A new CA named {@code name}, writing its files into {@code dir}. */
+  public static Ca ca(String name, Path dir) {
+    return new Ca(name, dir);
+  }
+
+  private static JcaX509v3CertificateBuilder builder(X500Name issuer, X500Name subject, KeyPair keys) {
+    Instant now = Instant.now();
+    return new JcaX509v3CertificateBuilder(issuer, BigInteger.valueOf(SERIALS.incrementAndGet()),
+        Date.from(now.minus(Duration.ofHours(1))), Date.from(now.plus(Duration.ofDays(1))), subject, keys.getPublic());
+  }
+
+  private static X509Certificate sign(X509v3CertificateBuilder builder, KeyPair signer) {
+    try {
+      return new JcaX509CertificateConverter().getCertificate(
+          builder.build(new JcaContentSignerBuilder("SHA256withECDSA").build(signer.getPrivate())));
+    } catch (GeneralSecurityException | OperatorCreationException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private static KeyPair ecKeys() {
+    try {
+      KeyPairGenerator generator = KeyPairGenerator.getInstance("EC");
+      generator.initialize(new ECGenParameterSpec("secp256r1"));
+      return generator.generateKeyPair();
+    } catch (GeneralSecurityException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** {@code object} (a certificate, a PKCS#8 key) in PEM. */
+  private static String toPem(Object object) {
+    StringWriter text = new StringWriter();
+    try (JcaPEMWriter writer = new JcaPEMWriter(text)) {
+      writer.writeObject(object);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return text.toString();
+  }
+
+  private static void write(Path file, String text) {
+    try {
+      Files.writeString(file, text);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /** A private key as the PKCS#8 PEM object ("BEGIN PRIVATE KEY") a server reads. */
+  private static Object pkcs8(PrivateKey key) {
+    try {
+      return new JcaPKCS8Generator(key, null).generate();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+}
