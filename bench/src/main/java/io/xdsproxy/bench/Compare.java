@@ -26,13 +26,14 @@ import java.util.function.IntSupplier;
  *
  * <p>{@code java -jar bench/target/xds-bench.jar [--clients N] [--groups G] [--clusters K]
  * [--delta SHARE] [--streams-per-connection S] [--updates U] [--mode both|direct|proxy]
- * [--proxy-jar PATH] [--jvm "OPTIONS"] [--logs DIR]}
+ * [--proxy-jar PATH] [--jvm "OPTIONS"] [--proxy-jvm "MORE OPTIONS"] [--logs DIR] [--timeout-seconds S]};
+ * {@code --proxy-jvm} adds options to the proxy's JVM only, e.g. to profile it with a flight recording.
  */
 public final class Compare {
 
   /** One run's options. */
   record Options(int clients, int groups, int clusters, double delta, int streamsPerConnection, int updates,
-      String mode, Path proxyJar, List<String> jvm, Path logs, Duration timeout) {
+      String mode, Path proxyJar, List<String> jvm, List<String> proxyJvm, Path logs, Duration timeout) {
 
     static Options parse(String[] args) {
       Map<String, String> given = new LinkedHashMap<>();
@@ -52,10 +53,11 @@ public final class Compare {
           given.getOrDefault("mode", "both"),
           Path.of(given.getOrDefault("proxy-jar", "downstream-server/target/xds-proxy.jar")),
           Arrays.asList(given.getOrDefault("jvm", "-Xmx4g -XX:+UseG1GC").trim().split("\\s+")),
+          given.containsKey("proxy-jvm") ? Arrays.asList(given.get("proxy-jvm").trim().split("\\s+")) : List.of(),
           Path.of(given.getOrDefault("logs", "bench/target/logs")),
           Duration.ofSeconds(Long.parseLong(given.getOrDefault("timeout-seconds", "600"))));
       given.keySet().removeAll(List.of("clients", "groups", "clusters", "delta", "streams-per-connection", "updates",
-          "mode", "proxy-jar", "jvm", "logs", "timeout-seconds"));
+          "mode", "proxy-jar", "jvm", "proxy-jvm", "logs", "timeout-seconds"));
       if (!given.isEmpty()) {
         throw new IllegalArgumentException("unknown options " + given.keySet());
       }
@@ -113,7 +115,9 @@ public final class Compare {
           List<String> arguments = new ArrayList<>(List.of("-jar", options.proxyJar().toString(),
               "--upstream", "127.0.0.1:" + planePort, "--xds-port", Integer.toString(port),
               "--admin-port", Integer.toString(admin)));
-          proxy = JavaProcess.start("xds-proxy", options.jvm(), arguments, options.logs().resolve("xds-proxy.log"));
+          List<String> jvm = new ArrayList<>(options.jvm());
+          jvm.addAll(options.proxyJvm());
+          proxy = JavaProcess.start("xds-proxy", jvm, arguments, options.logs().resolve("xds-proxy.log"));
           awaitHealthy(admin, Duration.ofSeconds(60));
         }
         JavaProcess server = throughProxy ? proxy : plane;

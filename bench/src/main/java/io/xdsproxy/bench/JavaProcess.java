@@ -129,7 +129,11 @@ final class JavaProcess implements AutoCloseable {
 
   @Override
   public void close() throws InterruptedException {
-    process.destroyForcibly();
-    process.waitFor(10, TimeUnit.SECONDS);
+    // SIGTERM first, so that the JVM ends cleanly (a flight recording is written, the proxy drains).
+    process.destroy();
+    if (!process.waitFor(20, TimeUnit.SECONDS)) {
+      process.destroyForcibly();
+      process.waitFor(10, TimeUnit.SECONDS);
+    }
   }
 }

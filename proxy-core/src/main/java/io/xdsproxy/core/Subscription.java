@@ -36,6 +36,9 @@ public record Subscription(boolean wildcard, Set<String> names, boolean explicit
 
   /** The subscription after a Delta request that subscribes and unsubscribes these names. */
   public Subscription delta(List<String> subscribe, List<String> unsubscribe, boolean firstOfType) {
+    if (!firstOfType && subscribe.isEmpty() && unsubscribe.isEmpty()) {
+      return this; // an ACK or NACK: nothing changes, and nothing is copied
+    }
     boolean legacyWildcard = firstOfType && subscribe.isEmpty() && unsubscribe.isEmpty() && !explicit;
     boolean star = wildcard || legacyWildcard;
     Set<String> named = new HashSet<>(names);

@@ -1,10 +1,12 @@
 package io.xdsproxy.core;
 
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 
 /**
@@ -30,23 +32,44 @@ public final class TypeSnapshot {
   private final String version;
   private final boolean received;
   private final boolean anyUncacheable;
+  private final boolean anyAliases;
   private final long changedAt;
+  /** Counts the snapshots of the type in its store: each change adds one. */
+  private final long sequence;
+  /**
+   * The names each of the last few changes touched, newest first: element i is what snapshot
+   * {@code sequence - i} changed, {@code null} where that is not known by name (the first answer, a
+   * change of completeness). Names only, so old snapshots are not kept alive.
+   */
+  private final List<Set<String>> recentChanges;
+
+  /** How many changes back a stream can ask what changed; a stream further behind compares everything. */
+  static final int CHANGES_KEPT = 16;
 
   private TypeSnapshot(TypeUrl type, Map<String, XdsResource> resources, Set<String> absent, boolean complete,
-      String version, boolean received, long changedAt) {
+      String version, boolean received, long changedAt, long sequence, List<Set<String>> recentChanges) {
     this.type = type;
     this.changedAt = changedAt;
+    this.sequence = sequence;
+    this.recentChanges = recentChanges;
     this.resources = resources;
     this.absent = absent;
     this.complete = complete;
     this.version = version;
     this.received = received;
-    this.anyUncacheable = resources.values().stream().anyMatch(XdsResource::doNotCache);
+    boolean uncacheable = false;
+    boolean aliases = false;
+    for (XdsResource resource : resources.values()) {
+      uncacheable |= resource.doNotCache();
+      aliases |= !resource.aliases().isEmpty();
+    }
+    this.anyUncacheable = uncacheable;
+    this.anyAliases = aliases;
   }
 
   /** A type the upstream has not answered for yet. */
   public static TypeSnapshot empty(TypeUrl type) {
-    return new TypeSnapshot(type, Map.of(), Set.of(), false, Versions.ofResources(List.of()), false, 0);
+    return new TypeSnapshot(type, Map.of(), Set.of(), false, Versions.ofResources(List.of()), false, 0, 0, List.of());
   }
 
   public TypeUrl type() {
@@ -136,7 +159,10 @@ public final class TypeSnapshot {
     boolean nextComplete = update.replaceAll()
         ? update.complete()
         : update.forgotten().isEmpty() && (complete || update.complete());
-    boolean changed = nextComplete != complete || !received;
+    // Which names a client could see differently now; unknown by name when completeness changes,
+    // since that changes the state of every name not in the store.
+    boolean unknownChange = nextComplete != complete || !received;
+    Set<String> touched = new HashSet<>();
     for (XdsResource resource : update.resources()) {
       XdsResource previous = resources.get(resource.name());
       // Keep the object clients already have when nothing about it changed: streams compare by
@@ -144,7 +170,9 @@ public final class TypeSnapshot {
       // subscribed at that moment, including any that joined since the last one.
       boolean same = resource.sameAs(previous) && !resource.doNotCache();
       next.put(resource.name(), same ? previous : resource);
-      changed |= !same;
+      if (!same) {
+        touched.add(resource.name());
+      }
       nextAbsent.remove(resource.name());
     }
     for (String name : update.heartbeats()) {
@@ -152,25 +180,64 @@ public final class TypeSnapshot {
       if (current != null) {
         next.put(name, current.refreshed());
         nextAbsent.remove(name);
-        changed = true;
+        touched.add(name);
       }
     }
     if (update.replaceAll()) {
-      changed |= !next.keySet().equals(resources.keySet()) || !absent.isEmpty();
+      for (String name : resources.keySet()) {
+        if (!next.containsKey(name)) {
+          touched.add(name);
+        }
+      }
+      touched.addAll(absent);
     }
     for (String name : update.removed()) {
-      changed |= next.remove(name) != null;
-      changed |= nextAbsent.add(name);
+      if (next.remove(name) != null | nextAbsent.add(name)) {
+        touched.add(name);
+      }
     }
     for (String name : update.forgotten()) {
-      changed |= next.remove(name) != null;
-      changed |= nextAbsent.remove(name);
+      if (next.remove(name) != null | nextAbsent.remove(name)) {
+        touched.add(name);
+      }
     }
-    if (!changed) {
+    if (!unknownChange && touched.isEmpty()) {
       return this;
     }
+    List<Set<String>> changes = new ArrayList<>(Math.min(recentChanges.size() + 1, CHANGES_KEPT));
+    changes.add(unknownChange ? null : Collections.unmodifiableSet(touched));
+    changes.addAll(recentChanges.subList(0, Math.min(recentChanges.size(), CHANGES_KEPT - 1)));
     return new TypeSnapshot(type, Collections.unmodifiableMap(next), Collections.unmodifiableSet(nextAbsent),
-        nextComplete, Versions.ofResources(next.values()), true, receivedAt);
+        nextComplete, Versions.ofResources(next.values()), true, receivedAt, sequence + 1,
+        Collections.unmodifiableList(changes));
+  }
+
+  /**
+   * The names whose state may differ between {@code earlier}, a snapshot of the same store this one
+   * followed, and this one; empty when that is not known by name (too far back, a change of
+   * completeness, resources with aliases, whose names clients may not use), and the caller must
+   * compare everything. Costs what changed, not what the type holds.
+   */
+  public Optional<Set<String>> changedSince(TypeSnapshot earlier) {
+    if (earlier == this) {
+      return Optional.of(Set.of());
+    }
+    long steps = sequence - earlier.sequence;
+    if (anyAliases || earlier.anyAliases || steps <= 0 || steps > recentChanges.size()) {
+      return Optional.empty();
+    }
+    if (steps == 1) {
+      return Optional.ofNullable(recentChanges.get(0));
+    }
+    Set<String> union = new HashSet<>();
+    for (int i = 0; i < steps; i++) {
+      Set<String> changed = recentChanges.get(i);
+      if (changed == null) {
+        return Optional.empty();
+      }
+      union.addAll(changed);
+    }
+    return Optional.of(union);
   }
 
   @Override

@@ -123,4 +123,41 @@ class TypeSnapshotTest {
     assertThat(next.isComplete()).isFalse();
     assertThat(next.state("b")).as("forgotten, not known to be gone").isEqualTo(NameState.UNKNOWN);
   }
+
+  @Test
+  void aSnapshotNamesWhatChangedSinceAnEarlierOne() {
+    TypeSnapshot first = store.apply(ResourceUpdate.complete(TypeUrl.CLUSTER,
+        List.of(cluster("a", 1), cluster("b", 1), cluster("c", 1)))).orElseThrow();
+    TypeSnapshot second = store.apply(ResourceUpdate.partial(TypeUrl.CLUSTER, List.of(cluster("a", 2)), Set.of(), false))
+        .orElseThrow();
+    TypeSnapshot third = store.apply(ResourceUpdate.partial(TypeUrl.CLUSTER, List.of(cluster("b", 1)), Set.of("c"), false))
+        .orElseThrow();
+
+    assertThat(second.changedSince(first)).hasValue(Set.of("a"));
+    assertThat(third.changedSince(second)).as("b is unchanged; c is removed").hasValue(Set.of("c"));
+    assertThat(third.changedSince(first)).hasValue(Set.of("a", "c"));
+    assertThat(third.changedSince(third)).hasValue(Set.of());
+    assertThat(first.changedSince(TypeSnapshot.empty(TypeUrl.CLUSTER))).as("the first answer changes everything").isEmpty();
+    assertThat(first.changedSince(third)).as("a later snapshot is not earlier").isEmpty();
+  }
+
+  @Test
+  void aStreamTooFarBehindOrAChangeOfCompletenessMeansCompareEverything() {
+    TypeSnapshot first = store.apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 0)))).orElseThrow();
+    TypeSnapshot second = store.apply(ResourceUpdate.partial(TypeUrl.CLUSTER, List.of(cluster("b", 0)), Set.of(), false))
+        .orElseThrow();
+    TypeSnapshot latest = second;
+    for (int i = 1; i < TypeSnapshot.CHANGES_KEPT; i++) {
+      latest = store.apply(ResourceUpdate.partial(TypeUrl.CLUSTER, List.of(cluster("a", i)), Set.of(), false))
+          .orElseThrow();
+    }
+    assertThat(latest.changedSince(second)).as("%d changes back", TypeSnapshot.CHANGES_KEPT - 1).hasValue(Set.of("a"));
+    assertThat(latest.changedSince(first)).as("%d changes back", TypeSnapshot.CHANGES_KEPT).hasValue(Set.of("a", "b"));
+    latest = store.apply(ResourceUpdate.partial(TypeUrl.CLUSTER, List.of(cluster("a", 99)), Set.of(), false)).orElseThrow();
+    assertThat(latest.changedSince(first)).as("%d changes back", TypeSnapshot.CHANGES_KEPT + 1).isEmpty();
+
+    TypeSnapshot forgotten = store.apply(ResourceUpdate.forget(TypeUrl.CLUSTER, Set.of("zzz"))).orElseThrow();
+    assertThat(forgotten.isComplete()).isFalse();
+    assertThat(forgotten.changedSince(latest)).as("every name not held changed state").isEmpty();
+  }
 }

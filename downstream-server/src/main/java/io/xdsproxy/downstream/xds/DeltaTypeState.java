@@ -135,8 +135,8 @@ final class DeltaTypeState implements ClientStream.TypeStream {
         forced.add(name);
       }
     }
-    boolean changed = !next.equals(subscription);
-    if (!next.interest().beyond(subscription.interest()).isEmpty() || !subscribe.isEmpty()) {
+    boolean changed = next != subscription && !next.equals(subscription);
+    if (!subscribe.isEmpty() || changed && !next.interest().beyond(subscription.interest()).isEmpty()) {
       joined = latest;
     }
     subscription = next;
@@ -208,11 +208,25 @@ final class DeltaTypeState implements ClientStream.TypeStream {
     deliveries.sent(base.version(), base, subscription, outgoing.withheld());
   }
 
-  /** Every name that could need a resource or a removal: in scope now, or held by the client. */
+  /**
+   * Every name that could need a resource or a removal: in scope now, or held by the client. When
+   * the store can say what changed since the client's {@link #base}, only those and the names owed
+   * for other reasons (forced, claimed): a change of one resource then costs a stream what changed,
+   * not everything it subscribed to.
+   */
   private Set<String> candidates() {
     Set<String> names = new LinkedHashSet<>(forced);
-    names.addAll(subscription.names());
     names.addAll(claimed.keySet());
+    Optional<Set<String>> changed = base == null || forceAll ? Optional.empty() : latest.changedSince(base);
+    if (changed.isPresent()) {
+      for (String name : changed.get()) {
+        if (subscription.covers(name)) {
+          names.add(name);
+        }
+      }
+      return names;
+    }
+    names.addAll(subscription.names());
     if (subscription.wildcard()) {
       names.addAll(latest.resources().keySet());
       if (base != null) {

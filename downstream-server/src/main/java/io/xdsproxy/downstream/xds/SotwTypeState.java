@@ -42,6 +42,8 @@ final class SotwTypeState implements ClientStream.TypeStream {
   private final TypeUrl type;
   private final boolean knowsTtl;
   private Subscription subscription = Subscription.NONE;
+  /** The resource_names of the last request, as sent: an immutable list from the request message. */
+  private List<String> lastNames;
   /** Names added to the subscription since the last response: sent even if unchanged. */
   private final Set<String> newlySubscribed = new HashSet<>();
   private TypeSnapshot latest;
@@ -140,6 +142,12 @@ final class SotwTypeState implements ClientStream.TypeStream {
 
   /** Applies the names of a request; returns whether the subscription changed. */
   boolean subscribe(List<String> resourceNames) {
+    // An ACK repeats the names of the request before it: the same list, the same subscription, found
+    // without building a set of what can be thousands of names on every ACK.
+    if (lastNames != null && resourceNames.equals(lastNames)) {
+      return false;
+    }
+    lastNames = resourceNames;
     Subscription next = subscription.sotw(resourceNames);
     if (next.equals(subscription)) {
       return false;
@@ -287,8 +295,7 @@ final class SotwTypeState implements ClientStream.TypeStream {
     List<XdsResource> resources = new ArrayList<>();
     List<XdsResource> heartbeats = new ArrayList<>();
     Set<String> withheldNow = new HashSet<>();
-    Iterable<String> names = subscription.wildcard() ? latest.resources().keySet() : subscription.names();
-    for (String name : names) {
+    for (String name : candidates()) {
       XdsResource resource = latest.get(name);
       XdsResource sent = lastSent == null ? null : lastSent.get(name);
       if (resource == null) {
@@ -306,5 +313,31 @@ final class SotwTypeState implements ClientStream.TypeStream {
       return Optional.empty();
     }
     return Optional.of(new Outgoing(resources, heartbeats, latest.version(), latest, false, withheldNow));
+  }
+
+  /**
+   * The names {@link #changedOnly} must look at: when the store can say what changed since the last
+   * response, those and the names owed for other reasons (newly subscribed, withheld), so that a
+   * change of one resource costs a stream what changed, not everything it subscribed to; else every
+   * name in scope.
+   */
+  private Iterable<String> candidates() {
+    Optional<Set<String>> changed = lastSent == null ? Optional.empty() : latest.changedSince(lastSent);
+    if (changed.isEmpty()) {
+      return subscription.wildcard() ? latest.resources().keySet() : subscription.names();
+    }
+    Set<String> names = new HashSet<>();
+    for (String name : changed.get()) {
+      if (subscription.covers(name)) {
+        names.add(name);
+      }
+    }
+    names.addAll(newlySubscribed);
+    for (String name : withheld) {
+      if (subscription.covers(name)) {
+        names.add(name);
+      }
+    }
+    return names;
   }
 }
