@@ -1,12 +1,17 @@
 package io.xdsproxy.core;
 
+import com.github.benmanes.caffeine.cache.Interner;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 
 /**
  * What one stream asks for of one type: a wildcard, named resources, or both ("How the client
- * specifies what resources to return"). Immutable; each request yields a new one.
+ * specifies what resources to return"). Immutable; a request that changes it yields a new one.
+ *
+ * <p>Shared: the thousands of clients of a node group mostly subscribe to the same names, so each
+ * subscription and each name exists once, however many streams hold it (weakly interned: what no
+ * stream holds any more is collected). A stream's subscription costs it a pointer.
  *
  * @param wildcard subscribed to {@code *}, explicitly or by the legacy rule
  * @param names the names subscribed explicitly, without {@code *}
@@ -17,6 +22,9 @@ public record Subscription(boolean wildcard, Set<String> names, boolean explicit
 
   public static final String WILDCARD = "*";
 
+  private static final Interner<String> NAMES = Interner.newWeakInterner();
+  private static final Interner<Object> SHARED = Interner.newWeakInterner();
+
   /** A type the stream has not asked for yet. */
   public static final Subscription NONE = new Subscription(false, Set.of(), false);
 
@@ -24,14 +32,36 @@ public record Subscription(boolean wildcard, Set<String> names, boolean explicit
     names = Set.copyOf(names);
   }
 
+  /** The one instance equal to {@code subscription}, shared by every stream that holds it. */
+  private static Subscription shared(boolean wildcard, Set<String> names, boolean explicit) {
+    Set<String> interned = new HashSet<>(names.size() * 4 / 3 + 1);
+    for (String name : names) {
+      interned.add(NAMES.intern(name));
+    }
+    return (Subscription) SHARED.intern(new Subscription(wildcard, interned, explicit));
+  }
+
+  /**
+   * {@code names} as a list shared by every stream that sends the same list, e.g. to remember the
+   * resource_names of a stream's last request without holding a copy per stream.
+   */
+  @SuppressWarnings("unchecked")
+  public static List<String> sharedList(List<String> names) {
+    List<String> interned = new java.util.ArrayList<>(names.size());
+    for (String name : names) {
+      interned.add(NAMES.intern(name));
+    }
+    return (List<String>) SHARED.intern(List.copyOf(interned));
+  }
+
   /** The subscription after a SotW request with {@code resourceNames}. */
   public Subscription sotw(List<String> resourceNames) {
     if (resourceNames.isEmpty()) {
-      return explicit ? new Subscription(false, Set.of(), true) : new Subscription(true, Set.of(), false);
+      return explicit ? shared(false, Set.of(), true) : shared(true, Set.of(), false);
     }
     Set<String> named = new HashSet<>(resourceNames);
     boolean star = named.remove(WILDCARD);
-    return new Subscription(star, named, true);
+    return shared(star, named, true);
   }
 
   /** The subscription after a Delta request that subscribes and unsubscribes these names. */
@@ -56,7 +86,7 @@ public record Subscription(boolean wildcard, Set<String> names, boolean explicit
         named.remove(name);
       }
     }
-    return new Subscription(star, named, explicit || !subscribe.isEmpty());
+    return shared(star, named, explicit || !subscribe.isEmpty());
   }
 
   public boolean covers(String name) {

@@ -42,7 +42,7 @@ final class SotwTypeState implements ClientStream.TypeStream {
   private final TypeUrl type;
   private final boolean knowsTtl;
   private Subscription subscription = Subscription.NONE;
-  /** The resource_names of the last request, as sent: an immutable list from the request message. */
+  /** The resource_names of the last request, as sent; shared with the streams that sent the same. */
   private List<String> lastNames;
   /** Names added to the subscription since the last response: sent even if unchanged. */
   private final Set<String> newlySubscribed = new HashSet<>();
@@ -147,7 +147,7 @@ final class SotwTypeState implements ClientStream.TypeStream {
     if (lastNames != null && resourceNames.equals(lastNames)) {
       return false;
     }
-    lastNames = resourceNames;
+    lastNames = Subscription.sharedList(resourceNames);
     Subscription next = subscription.sotw(resourceNames);
     if (next.equals(subscription)) {
       return false;
