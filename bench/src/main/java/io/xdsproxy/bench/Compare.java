@@ -16,6 +16,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.function.IntSupplier;
 
 /**
@@ -27,13 +28,15 @@ import java.util.function.IntSupplier;
  * <p>{@code java -jar bench/target/xds-bench.jar [--clients N] [--groups G] [--clusters K]
  * [--delta SHARE] [--streams-per-connection S] [--updates U] [--mode both|direct|proxy]
  * [--proxy-jar PATH] [--jvm "OPTIONS"] [--proxy-jvm "MORE OPTIONS"] [--logs DIR] [--timeout-seconds S]};
- * {@code --proxy-jvm} adds options to the proxy's JVM only, e.g. to profile it with a flight recording.
+ * {@code --proxy-jvm} adds options to the proxy's JVM only; {@code --profile DIR} writes a flight
+ * recording of the serving process over the updates (not the initial sync) to DIR.
  */
 public final class Compare {
 
   /** One run's options. */
   record Options(int clients, int groups, int clusters, double delta, int streamsPerConnection, int updates,
-      String mode, Path proxyJar, List<String> jvm, List<String> proxyJvm, Path logs, Duration timeout) {
+      String mode, Path proxyJar, List<String> jvm, List<String> proxyJvm, Path logs, Duration timeout,
+      Optional<Path> profile) {
 
     static Options parse(String[] args) {
       Map<String, String> given = new LinkedHashMap<>();
@@ -55,9 +58,10 @@ public final class Compare {
           Arrays.asList(given.getOrDefault("jvm", "-Xmx4g -XX:+UseG1GC").trim().split("\\s+")),
           given.containsKey("proxy-jvm") ? Arrays.asList(given.get("proxy-jvm").trim().split("\\s+")) : List.of(),
           Path.of(given.getOrDefault("logs", "bench/target/logs")),
-          Duration.ofSeconds(Long.parseLong(given.getOrDefault("timeout-seconds", "600"))));
+          Duration.ofSeconds(Long.parseLong(given.getOrDefault("timeout-seconds", "600"))),
+          Optional.ofNullable(given.get("profile")).map(Path::of));
       given.keySet().removeAll(List.of("clients", "groups", "clusters", "delta", "streams-per-connection", "updates",
-          "mode", "proxy-jar", "jvm", "proxy-jvm", "logs", "timeout-seconds"));
+          "mode", "proxy-jar", "jvm", "proxy-jvm", "logs", "timeout-seconds", "profile"));
       if (!given.isEmpty()) {
         throw new IllegalArgumentException("unknown options " + given.keySet());
       }
@@ -137,6 +141,10 @@ public final class Compare {
           double heapPerStream = Math.max(0, server.heapAfterGcBytes() - heapBase) / (double) Math.max(1, streams);
           double rssPerStream = Math.max(0, server.rssBytes() - rssBase) / (double) Math.max(1, streams);
 
+          if (options.profile().isPresent()) {
+            Files.createDirectories(options.profile().get());
+            server.startRecording(options.profile().get().resolve((throughProxy ? "xds-proxy" : "control-plane") + ".jfr"));
+          }
           List<double[]> rounds = new ArrayList<>();
           for (int round = 1; round <= options.updates(); round++) {
             Thread.sleep(1000); // let the ACKs of the last round settle
@@ -157,6 +165,9 @@ public final class Compare {
             log("%s: update %d reached every client: p50 %.0f ms, p99 %.0f ms, max %.0f ms", setup, round, measured[0],
                 measured[1], measured[2]);
             rounds.add(measured);
+          }
+          if (options.profile().isPresent()) {
+            server.stopRecording();
           }
           plane.send("stats");
           int upstreamStreams = Integer.parseInt(plane.await("stats ", Duration.ofSeconds(10)).split(" ")[1]);

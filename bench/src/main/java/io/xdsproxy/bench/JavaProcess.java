@@ -110,8 +110,19 @@ final class JavaProcess implements AutoCloseable {
     return Long.parseLong(used.group(1)) * 1024;
   }
 
-  private String jcmd(String command) throws IOException, InterruptedException {
-    Process jcmd = new ProcessBuilder(JAVA.resolveSibling("jcmd").toString(), Long.toString(pid()), command)
+  /** Starts a flight recording (JFR, profiling settings) that {@link #stopRecording} writes to {@code file}. */
+  void startRecording(Path file) throws IOException, InterruptedException {
+    jcmd("JFR.start", "name=bench", "settings=profile", "filename=" + file.toAbsolutePath());
+  }
+
+  void stopRecording() throws IOException, InterruptedException {
+    jcmd("JFR.stop", "name=bench");
+  }
+
+  private String jcmd(String... command) throws IOException, InterruptedException {
+    List<String> line = new ArrayList<>(List.of(JAVA.resolveSibling("jcmd").toString(), Long.toString(pid())));
+    line.addAll(List.of(command));
+    Process jcmd = new ProcessBuilder(line)
         .redirectErrorStream(true).start();
     String output = new String(jcmd.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
     jcmd.waitFor();

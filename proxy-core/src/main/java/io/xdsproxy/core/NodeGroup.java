@@ -121,7 +121,7 @@ public final class NodeGroup {
     count.remove(previous);
     count.add(next);
     Interest after = count.interest();
-    if (!after.equals(before)) {
+    if (after != before && !after.equals(before)) {
       session.updateInterest(type, after);
     }
   }
@@ -198,22 +198,35 @@ public final class NodeGroup {
     });
   }
 
-  /** How many streams want each name, so the union is updated in O(change) as streams come and go. */
+  /**
+   * How many streams want each name, so the union is updated in O(change) as streams come and go,
+   * and rebuilt only when a name or the wildcard gains its first stream or loses its last.
+   */
   private static final class InterestCount {
     private int wildcards;
     private final Map<String, Integer> names = new HashMap<>();
     private Interest cached = Interest.NONE;
 
     void add(Interest interest) {
-      wildcards += interest.wildcard() ? 1 : 0;
-      interest.names().forEach(name -> names.merge(name, 1, Integer::sum));
-      cached = null;
+      if (interest.wildcard() && wildcards++ == 0) {
+        cached = null;
+      }
+      for (String name : interest.names()) {
+        if (names.merge(name, 1, Integer::sum) == 1) {
+          cached = null;
+        }
+      }
     }
 
     void remove(Interest interest) {
-      wildcards -= interest.wildcard() ? 1 : 0;
-      interest.names().forEach(name -> names.computeIfPresent(name, (n, c) -> c == 1 ? null : c - 1));
-      cached = null;
+      if (interest.wildcard() && --wildcards == 0) {
+        cached = null;
+      }
+      for (String name : interest.names()) {
+        if (names.computeIfPresent(name, (n, c) -> c == 1 ? null : c - 1) == null) {
+          cached = null;
+        }
+      }
     }
 
     Interest interest() {
