@@ -42,11 +42,11 @@ final class DeltaTypeState implements ClientStream.TypeStream {
   /** The snapshot when the client last asked for more: do_not_cache resources in it predate the ask. */
   private TypeSnapshot joined;
   /** Versions the client said it has from an earlier stream, for names not answered for yet. */
-  private final Map<String, String> claimed = new HashMap<>();
+  private Map<String, String> claimed = new HashMap<>();
   /** Names (or aliases) to send, or report removed, whatever the client may already have. */
-  private final Set<String> forced = new LinkedHashSet<>();
+  private Set<String> forced = new LinkedHashSet<>();
   /** Names the client holds that are gone, whose removal a response left for the next one. */
-  private final Set<String> pendingRemovals = new LinkedHashSet<>();
+  private Set<String> pendingRemovals = new LinkedHashSet<>();
   /** Everything in the wildcard is to be sent: the wildcard was just subscribed to. */
   private boolean forceAll;
   private String lastNonce = "";
@@ -193,7 +193,7 @@ final class DeltaTypeState implements ClientStream.TypeStream {
   /** Marks {@code outgoing} as sent with {@code nonce}: the client now holds its snapshot. */
   void sent(Outgoing outgoing, String nonce) {
     if (outgoing.deferred().isEmpty()) {
-      pendingRemovals.clear();
+      pendingRemovals = new LinkedHashSet<>();
     } else {
       pendingRemovals.addAll(outgoing.deferred());
     }
@@ -205,6 +205,10 @@ final class DeltaTypeState implements ClientStream.TypeStream {
     // Left out as do_not_cache: owed, whatever its version, once the upstream's fresh copy comes.
     forced.addAll(outgoing.withheld());
     claimed.keySet().removeIf(name -> base.state(name) != NameState.UNKNOWN);
+    // Emptied sets are replaced, not kept: a HashMap never shrinks, and a client that subscribed to
+    // thousands of names would otherwise hold their empty table for as long as its stream lives.
+    forced = forced.isEmpty() ? new LinkedHashSet<>() : forced;
+    claimed = claimed.isEmpty() ? new HashMap<>() : claimed;
     deliveries.sent(base.version(), base, subscription, outgoing.withheld());
   }
 

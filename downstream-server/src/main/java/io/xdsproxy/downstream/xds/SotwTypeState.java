@@ -45,7 +45,7 @@ final class SotwTypeState implements ClientStream.TypeStream {
   /** The resource_names of the last request, as sent; shared with the streams that sent the same. */
   private List<String> lastNames;
   /** Names added to the subscription since the last response: sent even if unchanged. */
-  private final Set<String> newlySubscribed = new HashSet<>();
+  private Set<String> newlySubscribed = new HashSet<>();
   private TypeSnapshot latest;
   private TypeSnapshot lastSent;
   /** The snapshot when the client last asked for more: do_not_cache resources in it predate the ask. */
@@ -193,7 +193,9 @@ final class SotwTypeState implements ClientStream.TypeStream {
     removalsPending = outgoing.removalsDeferred();
     withheld = outgoing.withheld();
     lastNonce = nonce;
-    newlySubscribed.clear();
+    // A new set, not clear(): a cleared HashSet keeps the table of the thousands of names a client
+    // subscribed to at first, kilobytes per stream for as long as the stream lives.
+    newlySubscribed = new HashSet<>();
     deliveries.sent(outgoing.version(), outgoing.snapshot(), subscription, outgoing.withheld());
   }
 
