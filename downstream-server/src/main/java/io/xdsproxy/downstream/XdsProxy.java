@@ -4,6 +4,7 @@ import com.sun.net.httpserver.HttpHandler;
 import io.grpc.Server;
 import io.grpc.ServerCredentials;
 import io.grpc.ServerInterceptors;
+import io.grpc.ServerServiceDefinition;
 import io.grpc.Status;
 import io.grpc.TlsServerCredentials;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
@@ -97,7 +98,7 @@ public final class XdsProxy implements AutoCloseable {
         meters);
     clients = new Clients();
     Serving serving = new Serving(groups, pool, new StreamMetrics(meters), clients, Clock.systemUTC());
-    AggregatedDiscoveryService ads = new AggregatedDiscoveryService(serving);
+    ServerServiceDefinition ads = AggregatedDiscoveryService.definition(serving);
     Server started = null;
     AdminServer adminStarted = null;
     try {

@@ -1,11 +1,12 @@
 package io.xdsproxy.downstream.xds;
 
-import io.envoyproxy.envoy.service.discovery.v3.AggregatedDiscoveryServiceGrpc.AggregatedDiscoveryServiceImplBase;
-import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
-import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
+import io.envoyproxy.envoy.service.discovery.v3.AggregatedDiscoveryServiceGrpc;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
-import io.grpc.stub.StreamObserver;
+import io.grpc.MethodDescriptor;
+import io.grpc.ServerServiceDefinition;
+import io.grpc.protobuf.ProtoUtils;
+import io.grpc.stub.ServerCalls;
 import java.util.Optional;
 
 /**
@@ -13,21 +14,26 @@ import java.util.Optional;
  * Service"), in both the State-of-the-World and the incremental variant. Any well-formed type URL is
  * served, the known v3 types and opaque ones alike.
  */
-public final class AggregatedDiscoveryService extends AggregatedDiscoveryServiceImplBase {
+public final class AggregatedDiscoveryService {
 
-  private final Serving serving;
+  private AggregatedDiscoveryService() {}
 
-  public AggregatedDiscoveryService(Serving serving) {
-    this.serving = serving;
+  /** The service to add to the xDS server; its SotW requests are read by {@link SotwRequestMarshaller}. */
+  public static ServerServiceDefinition definition(Serving serving) {
+    return ServerServiceDefinition.builder(AggregatedDiscoveryServiceGrpc.SERVICE_NAME)
+        .addMethod(sotw(AggregatedDiscoveryServiceGrpc.getStreamAggregatedResourcesMethod()),
+            ServerCalls.asyncBidiStreamingCall(
+                responses -> new SotwStream(responses, serving, Optional.empty(), PeerInterceptor.currentPeer())))
+        .addMethod(AggregatedDiscoveryServiceGrpc.getDeltaAggregatedResourcesMethod(),
+            ServerCalls.asyncBidiStreamingCall(
+                responses -> new DeltaStream(responses, serving, Optional.empty(), PeerInterceptor.currentPeer())))
+        .build();
   }
 
-  @Override
-  public StreamObserver<DiscoveryRequest> streamAggregatedResources(StreamObserver<DiscoveryResponse> responses) {
-    return new SotwStream(responses, serving, Optional.empty(), PeerInterceptor.currentPeer());
+  /** {@code method} with its requests read by {@link SotwRequestMarshaller}. */
+  static MethodDescriptor<DiscoveryRequest, DiscoveryResponse> sotw(MethodDescriptor<DiscoveryRequest, DiscoveryResponse> method) {
+    return method.toBuilder(MARSHALLER, ProtoUtils.marshaller(DiscoveryResponse.getDefaultInstance())).build();
   }
 
-  @Override
-  public StreamObserver<DeltaDiscoveryRequest> deltaAggregatedResources(StreamObserver<DeltaDiscoveryResponse> responses) {
-    return new DeltaStream(responses, serving, Optional.empty(), PeerInterceptor.currentPeer());
-  }
+  private static final SotwRequestMarshaller MARSHALLER = new SotwRequestMarshaller();
 }

@@ -64,7 +64,7 @@ public final class PerTypeServices {
     Optional<TypeUrl> type = Optional.of(service.type());
     ServerServiceDefinition.Builder definition = ServerServiceDefinition.builder(service.name());
     if (service.sotw() != null) {
-      definition.addMethod(service.sotw(), ServerCalls.asyncBidiStreamingCall(
+      definition.addMethod(AggregatedDiscoveryService.sotw(service.sotw()), ServerCalls.asyncBidiStreamingCall(
           responses -> new SotwStream(responses, serving, type, PeerInterceptor.currentPeer())));
     }
     definition.addMethod(service.delta(), ServerCalls.asyncBidiStreamingCall(
