@@ -13,6 +13,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+import java.util.function.Function;
 
 /**
  * Turns the resources of an upstream response into {@link XdsResource}s, checking what a proxy must
@@ -34,6 +35,17 @@ public final class ResourceDecoder {
 
   /** Decodes the {@code resources} of a SotW DiscoveryResponse of type {@code type}. */
   public static Decoded decode(TypeUrl type, List<Any> bodies) throws InvalidResourceException {
+    return decode(type, bodies, name -> null);
+  }
+
+  /**
+   * Decodes the {@code resources} of a SotW DiscoveryResponse of type {@code type}; a bare body
+   * equal, byte for byte, to the one {@code previous} holds under its name is that resource again,
+   * already checked, and is not parsed or hashed again. A SotW control plane resends every resource
+   * of a type when one changes: this keeps the cost of a change to what changed.
+   */
+  public static Decoded decode(TypeUrl type, List<Any> bodies, Function<String, XdsResource> previous)
+      throws InvalidResourceException {
     List<XdsResource> resources = new ArrayList<>(bodies.size());
     List<String> heartbeats = new ArrayList<>();
     Set<String> names = new HashSet<>();
@@ -57,12 +69,21 @@ public final class ResourceDecoder {
         checkUnique(names, resource.name(), i);
         resources.add(resource);
       } else {
-        String name = validatedName(type, i, any, "");
+        XdsResource same = unchanged(any, previous);
+        String name = same != null ? same.name() : validatedName(type, i, any, "");
         checkUnique(names, name, i);
-        resources.add(XdsResource.of(name, any));
+        resources.add(same != null ? same : XdsResource.of(name, any));
       }
     }
     return new Decoded(List.copyOf(resources), List.copyOf(heartbeats));
+  }
+
+  /** The resource {@code previous} holds with exactly {@code body} and nothing else, if any. */
+  private static XdsResource unchanged(Any body, Function<String, XdsResource> previous) {
+    String name = nameOf(body.getValue());
+    XdsResource held = name.isEmpty() ? null : previous.apply(name);
+    boolean bare = held != null && held.ttl().isEmpty() && !held.doNotCache() && held.aliases().isEmpty();
+    return bare && held.body().equals(body) ? held : null;
   }
 
   /** Decodes one {@link Resource} wrapper, as Delta responses carry every resource. */

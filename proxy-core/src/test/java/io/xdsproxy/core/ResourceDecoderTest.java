@@ -86,4 +86,27 @@ class ResourceDecoderTest {
     assertThatThrownBy(() -> TypeUrl.parse("not a type")).hasMessageContaining("not of the form");
     assertThatThrownBy(() -> TypeUrl.parse("")).hasMessageContaining("empty");
   }
+
+  @Test
+  void aBodyEqualToTheOneHeldIsTheHeldResourceAndAChangedOneIsDecoded() throws Exception {
+    XdsResource held = ResourceDecoder.decode(TypeUrl.CLUSTER, List.of(cluster("a"))).resources().get(0);
+    Any changed = Any.pack(io.envoyproxy.envoy.config.cluster.v3.Cluster.newBuilder().setName("b").setAltStatName("new").build());
+    java.util.Map<String, XdsResource> previous = java.util.Map.of("a", held,
+        "b", ResourceDecoder.decode(TypeUrl.CLUSTER, List.of(cluster("b"))).resources().get(0));
+
+    List<XdsResource> again = ResourceDecoder.decode(TypeUrl.CLUSTER, List.of(cluster("a"), changed), previous::get).resources();
+
+    assertThat(again.get(0)).as("not decoded again").isSameAs(held);
+    assertThat(again.get(1).body()).isEqualTo(changed);
+    assertThat(again.get(1)).isNotSameAs(previous.get("b"));
+  }
+
+  @Test
+  void aHeldResourceDoesNotExcuseTheChecks() {
+    XdsResource held = XdsResource.of("c", cluster("c"));
+
+    assertThatThrownBy(() -> ResourceDecoder.decode(TypeUrl.CLUSTER, List.of(cluster("c"), cluster("c")), name -> held))
+        .isInstanceOf(InvalidResourceException.class)
+        .hasMessageContaining("appears twice");
+  }
 }

@@ -30,10 +30,14 @@ final class SotwRequestMarshaller implements Marshaller<DiscoveryRequest> {
   private static final int RESOURCE_NAMES = DiscoveryRequest.RESOURCE_NAMES_FIELD_NUMBER;
 
   private final Marshaller<DiscoveryRequest> plain = ProtoUtils.marshaller(DiscoveryRequest.getDefaultInstance());
-  /** Encoded resource_names to the decoded list; bounded by encoded size, so no client can grow it without end. */
-  private final Cache<ByteString, List<String>> decoded = Caffeine.newBuilder()
+  /**
+   * Encoded resource_names to a request holding just those names, decoded; bounded by encoded size,
+   * so no client can grow it without end. A request is made from it with {@code toBuilder()}, which
+   * shares its list of names rather than copying it.
+   */
+  private final Cache<ByteString, DiscoveryRequest> decoded = Caffeine.newBuilder()
       .maximumWeight(32L * 1024 * 1024)
-      .<ByteString, List<String>>weigher((encoded, names) -> encoded.size())
+      .<ByteString, DiscoveryRequest>weigher((encoded, names) -> encoded.size())
       .expireAfterAccess(Duration.ofMinutes(10))
       .build();
 
@@ -82,14 +86,15 @@ final class SotwRequestMarshaller implements Marshaller<DiscoveryRequest> {
       return DiscoveryRequest.parseFrom(bytes);
     }
     ByteString encodedNames = ByteString.copyFrom(bytes, start, end - start);
-    List<String> names = decoded.getIfPresent(encodedNames);
+    DiscoveryRequest names = decoded.getIfPresent(encodedNames);
     if (names == null) {
-      names = Subscription.sharedList(DiscoveryRequest.parseFrom(encodedNames).getResourceNamesList());
+      List<String> shared = Subscription.sharedList(DiscoveryRequest.parseFrom(encodedNames).getResourceNamesList());
+      names = DiscoveryRequest.newBuilder().addAllResourceNames(shared).build();
       decoded.put(encodedNames, names);
     }
-    byte[] rest = new byte[bytes.length - (end - start)];
-    System.arraycopy(bytes, 0, rest, 0, start);
-    System.arraycopy(bytes, end, rest, start, bytes.length - end);
-    return DiscoveryRequest.newBuilder().mergeFrom(rest).addAllResourceNames(names).build();
+    return names.toBuilder()
+        .mergeFrom(bytes, 0, start)
+        .mergeFrom(bytes, end, bytes.length - end)
+        .build();
   }
 }

@@ -18,6 +18,7 @@ import io.xdsproxy.core.UpstreamSource.UpstreamListener;
 import io.xdsproxy.core.UpstreamSource.UpstreamSession;
 import io.xdsproxy.core.XdsResource;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -62,6 +63,11 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
     Interest interest = Interest.NONE;
     /** Names the upstream has sent and not deleted since. */
     final Set<String> received = new HashSet<>();
+    /**
+     * What the upstream last sent of each name received, as decoded: a SotW upstream resends every
+     * resource on each change of one, and a body equal to the one held is not decoded again.
+     */
+    final Map<String, XdsResource> decoded = new HashMap<>();
 
     TypeState(TypeUrl type) {
       this.type = type;
@@ -220,11 +226,15 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
   final void publish(S state, ResourceUpdate update) {
     if (update.replaceAll()) {
       state.received.clear();
+      state.decoded.clear();
     }
     state.received.removeAll(update.removed());
     state.received.removeAll(update.forgotten());
+    state.decoded.keySet().removeAll(update.removed());
+    state.decoded.keySet().removeAll(update.forgotten());
     for (XdsResource resource : update.resources()) {
       state.received.add(resource.name());
+      state.decoded.put(resource.name(), resource);
     }
     listener.onUpdate(update);
   }

@@ -105,7 +105,7 @@ final class SotwUpstreamSession
     SotwTypeState state = found.get();
     Decoded decoded;
     try {
-      decoded = ResourceDecoder.decode(state.type, response.getResourcesList());
+      decoded = ResourceDecoder.decode(state.type, response.getResourcesList(), state.decoded::get);
     } catch (InvalidResourceException e) {
       com.google.rpc.Status detail = rejection(state.type, "version " + response.getVersionInfo(), e.getMessage());
       logNack(detail);
