@@ -74,7 +74,7 @@ public final class Compare {
 
   /** What one setup measured. Times in milliseconds, sizes in bytes, medians over the updates. */
   record Result(String setup, double syncSeconds, double p50, double p99, double max, double serverCpuPerUpdate,
-      double upstreamCpuPerUpdate, double heapPerStream, double rssPerStream, double bytesPerUpdate,
+      double upstreamCpuPerUpdate, double clientsCpuPerUpdate, double heapPerStream, double rssPerStream, double bytesPerUpdate,
       int upstreamStreams, double upstreamBytesPerUpdate, int failedStreams) {}
 
   public static void main(String[] args) throws Exception {
@@ -150,6 +150,7 @@ public final class Compare {
             Thread.sleep(1000); // let the ACKs of the last round settle
             double serverCpu = server.cpuSeconds();
             double planeCpu = plane.cpuSeconds();
+            double clientsCpu = ownCpuSeconds();
             long bytes = clients.bytesReceived();
             long upstreamBytes = upstreamBytes(plane);
             plane.send("update");
@@ -161,7 +162,7 @@ public final class Compare {
             double[] measured = {
                 percentile(latencies, 0.50) / 1e6, percentile(latencies, 0.99) / 1e6, latencies[latencies.length - 1] / 1e6,
                 server.cpuSeconds() - serverCpu, throughProxy ? plane.cpuSeconds() - planeCpu : 0,
-                clients.bytesReceived() - bytes, upstreamBytes(plane) - upstreamBytes};
+                clients.bytesReceived() - bytes, upstreamBytes(plane) - upstreamBytes, ownCpuSeconds() - clientsCpu};
             log("%s: update %d reached every client: p50 %.0f ms, p99 %.0f ms, max %.0f ms", setup, round, measured[0],
                 measured[1], measured[2]);
             rounds.add(measured);
@@ -172,7 +173,7 @@ public final class Compare {
           plane.send("stats");
           int upstreamStreams = Integer.parseInt(plane.await("stats ", Duration.ofSeconds(10)).split(" ")[1]);
           return new Result(setup, syncSeconds, median(rounds, 0), median(rounds, 1), median(rounds, 2), median(rounds, 3),
-              median(rounds, 4), heapPerStream, rssPerStream, median(rounds, 5), upstreamStreams, median(rounds, 6),
+              median(rounds, 4), median(rounds, 7), heapPerStream, rssPerStream, median(rounds, 5), upstreamStreams, median(rounds, 6),
               clients.failed());
         }
       } finally {
@@ -181,6 +182,12 @@ public final class Compare {
         }
       }
     }
+  }
+
+  /** This process's CPU time (the load generator's), in seconds. */
+  private static double ownCpuSeconds() {
+    return ((com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean())
+        .getProcessCpuTime() / 1e9;
   }
 
   private static long upstreamBytes(JavaProcess plane) throws InterruptedException {
@@ -205,6 +212,7 @@ public final class Compare {
     row(out, results, "update reaches clients, max (ms)", Result::max, "%.0f", both);
     row(out, results, "serving process CPU per update (s)", Result::serverCpuPerUpdate, "%.2f", both);
     row(out, results, "control plane CPU per update behind the proxy (s)", Result::upstreamCpuPerUpdate, "%.2f", false);
+    row(out, results, "load generator CPU per update, same cores (s)", Result::clientsCpuPerUpdate, "%.2f", false);
     row(out, results, "serving process heap per stream (KiB)", r -> r.heapPerStream() / 1024, "%.1f", both);
     row(out, results, "serving process RSS per stream (KiB)", r -> r.rssPerStream() / 1024, "%.1f", both);
     row(out, results, "bytes to clients per update (KiB)", r -> r.bytesPerUpdate() / 1024, "%.0f", both);
