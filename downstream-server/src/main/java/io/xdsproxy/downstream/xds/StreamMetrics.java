@@ -22,6 +22,7 @@ public final class StreamMetrics {
 
   private final MeterRegistry meters;
   private final Map<String, AtomicInteger> open = new ConcurrentHashMap<>();
+  private final Map<TypeUrl, TypeMeters> byType = new ConcurrentHashMap<>();
 
   public StreamMetrics(MeterRegistry meters) {
     this.meters = meters;
@@ -49,34 +50,46 @@ public final class StreamMetrics {
   }
 
   void request(TypeUrl type) {
-    counter("xds.downstream.requests", "Requests received from downstream clients", type).increment();
+    of(type).requests().increment();
   }
 
   void nack(TypeUrl type) {
-    counter("xds.downstream.nacks", "Responses downstream clients rejected", type).increment();
+    of(type).nacks().increment();
   }
 
   void ack(TypeUrl type) {
-    counter("xds.downstream.acks", "Responses downstream clients accepted", type).increment();
+    of(type).acks().increment();
   }
 
   /** A response of {@code bytes} encoded bytes was written. */
   void response(TypeUrl type, int bytes) {
-    counter("xds.downstream.responses", "Responses sent to downstream clients", type).increment();
-    counter("xds.downstream.sent.bytes", "Encoded bytes of the responses sent to downstream clients", type)
-        .increment(bytes);
+    TypeMeters meters = of(type);
+    meters.responses().increment();
+    meters.bytes().increment(bytes);
   }
 
   /** A response carrying an update that reached the proxy {@code nanos} ago was written. */
   void fannedOut(TypeUrl type, long nanos) {
-    Timer.builder("xds.fanout.latency")
-        .description("From an upstream update reaching the proxy to a response carrying it written to a client")
-        .tag("type", type.shortName())
-        .publishPercentileHistogram()
-        .minimumExpectedValue(Duration.ofMillis(1))
-        .maximumExpectedValue(Duration.ofSeconds(30))
-        .register(meters)
-        .record(nanos, TimeUnit.NANOSECONDS);
+    of(type).fanOut().record(nanos, TimeUnit.NANOSECONDS);
+  }
+
+  /** One type's meters, registered once: every response of every stream counts here, so no lookup per count. */
+  private record TypeMeters(Counter requests, Counter acks, Counter nacks, Counter responses, Counter bytes, Timer fanOut) {}
+
+  private TypeMeters of(TypeUrl type) {
+    return byType.computeIfAbsent(type, t -> new TypeMeters(
+        counter("xds.downstream.requests", "Requests received from downstream clients", t),
+        counter("xds.downstream.acks", "Responses downstream clients accepted", t),
+        counter("xds.downstream.nacks", "Responses downstream clients rejected", t),
+        counter("xds.downstream.responses", "Responses sent to downstream clients", t),
+        counter("xds.downstream.sent.bytes", "Encoded bytes of the responses sent to downstream clients", t),
+        Timer.builder("xds.fanout.latency")
+            .description("From an upstream update reaching the proxy to a response carrying it written to a client")
+            .tag("type", t.shortName())
+            .publishPercentileHistogram()
+            .minimumExpectedValue(Duration.ofMillis(1))
+            .maximumExpectedValue(Duration.ofSeconds(30))
+            .register(meters)));
   }
 
   private Counter counter(String name, String description, TypeUrl type) {
