@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The state of one type in one node group at one moment. Immutable: the group's store publishes a
@@ -42,6 +43,9 @@ public final class TypeSnapshot {
    * change of completeness). Names only, so old snapshots are not kept alive.
    */
   private final List<Set<String>> recentChanges;
+
+  /** What streams derived from this state once for all of them (encoded responses): freed with the snapshot. */
+  private final Map<Object, Object> memo = new ConcurrentHashMap<>(4);
 
   /** How many changes back a stream can ask what changed; a stream further behind compares everything. */
   static final int CHANGES_KEPT = 16;
@@ -210,6 +214,16 @@ public final class TypeSnapshot {
     return new TypeSnapshot(type, Collections.unmodifiableMap(next), Collections.unmodifiableSet(nextAbsent),
         nextComplete, Versions.ofResources(next.values()), true, receivedAt, sequence + 1,
         Collections.unmodifiableList(changes));
+  }
+
+  /**
+   * What {@code compute} makes of this state, made once and shared by every stream that asks with
+   * an equal {@code key}: the encoded whole state of the type, say, that every wildcard subscriber of
+   * the group is sent ("serialize once, write many").
+   */
+  @SuppressWarnings("unchecked")
+  public <T> T memo(Object key, java.util.function.Supplier<T> compute) {
+    return (T) memo.computeIfAbsent(key, k -> compute.get());
   }
 
   /**

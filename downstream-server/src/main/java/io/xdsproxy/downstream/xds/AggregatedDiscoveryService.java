@@ -5,7 +5,6 @@ import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.grpc.MethodDescriptor;
 import io.grpc.ServerServiceDefinition;
-import io.grpc.protobuf.ProtoUtils;
 import io.grpc.stub.ServerCalls;
 import java.util.Optional;
 
@@ -18,7 +17,7 @@ public final class AggregatedDiscoveryService {
 
   private AggregatedDiscoveryService() {}
 
-  /** The service to add to the xDS server; its SotW requests are read by {@link SotwRequestMarshaller}. */
+  /** The service to add to the xDS server, its SotW method as {@link #sotw} makes it. */
   public static ServerServiceDefinition definition(Serving serving) {
     return ServerServiceDefinition.builder(AggregatedDiscoveryServiceGrpc.SERVICE_NAME)
         .addMethod(sotw(AggregatedDiscoveryServiceGrpc.getStreamAggregatedResourcesMethod()),
@@ -30,9 +29,12 @@ public final class AggregatedDiscoveryService {
         .build();
   }
 
-  /** {@code method} with its requests read by {@link SotwRequestMarshaller}. */
-  static MethodDescriptor<DiscoveryRequest, DiscoveryResponse> sotw(MethodDescriptor<DiscoveryRequest, DiscoveryResponse> method) {
-    return method.toBuilder(MARSHALLER, ProtoUtils.marshaller(DiscoveryResponse.getDefaultInstance())).build();
+  /**
+   * {@code method} with its requests read by {@link SotwRequestMarshaller} and its responses written
+   * from their shared, pre-encoded resources ({@link SotwResponse}).
+   */
+  static MethodDescriptor<DiscoveryRequest, SotwResponse> sotw(MethodDescriptor<DiscoveryRequest, DiscoveryResponse> method) {
+    return method.toBuilder(MARSHALLER, SotwResponse.MARSHALLER).build();
   }
 
   private static final SotwRequestMarshaller MARSHALLER = new SotwRequestMarshaller();

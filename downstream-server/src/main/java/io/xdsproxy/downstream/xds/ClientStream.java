@@ -1,6 +1,5 @@
 package io.xdsproxy.downstream.xds;
 
-import com.google.protobuf.MessageLite;
 import io.envoyproxy.envoy.config.core.v3.Node;
 import io.grpc.Status;
 import io.grpc.stub.ServerCallStreamObserver;
@@ -46,10 +45,10 @@ import org.slf4j.event.Level;
  * state when it catches up, not a backlog.
  *
  * @param <Q> the request message
- * @param <R> the response message
+ * @param <R> the response, as the stream's marshaller writes it
  * @param <S> the state of one type's logical stream in the variant
  */
-abstract class ClientStream<Q, R extends MessageLite, S extends ClientStream.TypeStream> implements StreamObserver<Q>, GroupWatcher {
+abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements StreamObserver<Q>, GroupWatcher {
 
   /** One type's logical stream within a stream: it follows the group's snapshots of its type. */
   interface TypeStream {
@@ -155,6 +154,9 @@ abstract class ClientStream<Q, R extends MessageLite, S extends ClientStream.Typ
    * holds is taken away yet: the removals are owed to a later call.
    */
   abstract Optional<R> respond(TypeUrl type, String nonce, boolean deferRemovals);
+
+  /** The size of {@code response} on the wire, for metrics. */
+  abstract int encodedSize(R response);
 
   /** "SotW ADS", "Delta envoy.config.cluster.v3.Cluster", …: for logs. */
   final String variant() {
@@ -344,7 +346,7 @@ abstract class ClientStream<Q, R extends MessageLite, S extends ClientStream.Typ
     Optional<R> response = respond(type, nonce, deferRemovals);
     if (response.isPresent()) {
       nonces++;
-      metrics.response(type, response.get().getSerializedSize());
+      metrics.response(type, encodedSize(response.get()));
       responses.onNext(response.get());
       Long since = unwrittenSince.remove(type);
       if (since != null) {

@@ -73,4 +73,9 @@ public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, Delta
         .setNonce(nonce)
         .build());
   }
+
+  @Override
+  int encodedSize(DeltaDiscoveryResponse response) {
+    return response.getSerializedSize();
+  }
 }

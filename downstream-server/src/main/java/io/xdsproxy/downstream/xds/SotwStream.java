@@ -1,7 +1,6 @@
 package io.xdsproxy.downstream.xds;
 
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
-import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.grpc.stub.StreamObserver;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.downstream.xds.SotwTypeState.Outgoing;
@@ -13,7 +12,7 @@ import org.slf4j.LoggerFactory;
  * One downstream State-of-the-World stream: ADS (every type multiplexed by type URL) or a per-type
  * service (one fixed type). Each type is a {@link SotwTypeState}.
  */
-public final class SotwStream extends ClientStream<DiscoveryRequest, DiscoveryResponse, SotwTypeState> {
+public final class SotwStream extends ClientStream<DiscoveryRequest, SotwResponse, SotwTypeState> {
 
   private static final Logger log = LoggerFactory.getLogger(SotwStream.class);
 
@@ -22,7 +21,7 @@ public final class SotwStream extends ClientStream<DiscoveryRequest, DiscoveryRe
    * @param peer the client's address, for logs
    */
   public SotwStream(
-      StreamObserver<DiscoveryResponse> responses, Serving serving, Optional<TypeUrl> fixedType, String peer) {
+      StreamObserver<SotwResponse> responses, Serving serving, Optional<TypeUrl> fixedType, String peer) {
     super("SotW", responses, serving, fixedType, peer);
   }
 
@@ -61,18 +60,18 @@ public final class SotwStream extends ClientStream<DiscoveryRequest, DiscoveryRe
   }
 
   @Override
-  Optional<DiscoveryResponse> respond(TypeUrl type, String nonce, boolean deferRemovals) {
+  Optional<SotwResponse> respond(TypeUrl type, String nonce, boolean deferRemovals) {
     SotwTypeState state = typeStream(type);
     Optional<Outgoing> outgoing = state.nextResponse(deferRemovals);
     if (outgoing.isEmpty()) {
       return Optional.empty();
     }
     state.sent(outgoing.get(), nonce);
-    return Optional.of(DiscoveryResponse.newBuilder()
-        .setVersionInfo(outgoing.get().version())
-        .setTypeUrl(type.url())
-        .addAllResources(state.encode(outgoing.get()))
-        .setNonce(nonce)
-        .build());
+    return Optional.of(new SotwResponse(outgoing.get().version(), type.url(), nonce, state.encoded(outgoing.get())));
+  }
+
+  @Override
+  int encodedSize(SotwResponse response) {
+    return response.size();
   }
 }

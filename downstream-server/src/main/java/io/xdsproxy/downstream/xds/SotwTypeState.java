@@ -37,7 +37,8 @@ final class SotwTypeState implements ClientStream.TypeStream {
       String version,
       TypeSnapshot snapshot,
       boolean removalsDeferred,
-      Set<String> withheld) {}
+      Set<String> withheld,
+      boolean whole) {}
 
   private final TypeUrl type;
   private final boolean knowsTtl;
@@ -79,6 +80,20 @@ final class SotwTypeState implements ClientStream.TypeStream {
     this.knowsTtl = knowsTtl;
     this.deliveries = Deliveries.sotw(type, clock);
   }
+
+  /**
+   * The resources of {@code outgoing} encoded as a DiscoveryResponse carries them to this client;
+   * a whole state is encoded once per snapshot, and shared with every stream that sends it alike.
+   */
+  byte[] encoded(Outgoing outgoing) {
+    if (outgoing.whole()) {
+      return outgoing.snapshot().memo(knowsTtl ? WHOLE_WITH_TTLS : WHOLE, () -> SotwResponse.encode(encode(outgoing)));
+    }
+    return SotwResponse.encode(encode(outgoing));
+  }
+
+  private static final String WHOLE = "SotW whole state";
+  private static final String WHOLE_WITH_TTLS = "SotW whole state, TTLs wrapped";
 
   /** The resources of {@code outgoing} as a DiscoveryResponse carries them to this client. */
   List<Any> encode(Outgoing outgoing) {
@@ -264,16 +279,21 @@ final class SotwTypeState implements ClientStream.TypeStream {
     if (!changed && removed.isEmpty()) {
       return heartbeats.isEmpty()
           ? Optional.empty()
-          : Optional.of(new Outgoing(List.of(), heartbeats, latest.version(), latest, false, withheldNow));
+          : Optional.of(new Outgoing(List.of(), heartbeats, latest.version(), latest, false, withheldNow, false));
     }
     if (deferRemovals && !removed.isEmpty()) {
       if (!changed) {
         return Optional.empty();
       }
       resources.addAll(removed);
-      return Optional.of(new Outgoing(resources, List.of(), Versions.ofResources(resources), latest, true, withheldNow));
+      return Optional.of(new Outgoing(resources, List.of(), Versions.ofResources(resources), latest, true, withheldNow,
+          false));
     }
-    return Optional.of(new Outgoing(resources, List.of(), Versions.ofResources(resources), latest, false, withheldNow));
+    // The whole state of the type, the same for every wildcard subscriber of the group: its version
+    // is the type's, and its encoding is made once for all of them.
+    boolean whole = subscription.wildcard() && withheldNow.isEmpty();
+    return Optional.of(new Outgoing(resources, List.of(), whole ? latest.version() : Versions.ofResources(resources),
+        latest, false, withheldNow, whole));
   }
 
   /** Resources of the last response that the client subscribes to and that are gone now. */
@@ -314,7 +334,7 @@ final class SotwTypeState implements ClientStream.TypeStream {
     if (resources.isEmpty() && heartbeats.isEmpty()) {
       return Optional.empty();
     }
-    return Optional.of(new Outgoing(resources, heartbeats, latest.version(), latest, false, withheldNow));
+    return Optional.of(new Outgoing(resources, heartbeats, latest.version(), latest, false, withheldNow, false));
   }
 
   /**
