@@ -29,21 +29,24 @@ import java.util.concurrent.atomic.AtomicLong;
  * NANOTIME} (the monotonic clock is the machine's, comparable with the clients' process);
  * {@code stats} prints {@code stats STREAMS MESSAGES BYTES}, what it sent since it started.
  *
- * <p>Usage: {@code BenchControlPlane GROUPS CLUSTERS}; prints {@code ready PORT} once listening.
+ * <p>Usage: {@code BenchControlPlane GROUPS CLUSTERS [ENDPOINTS|CLUSTER]} (what an update changes);
+ * prints {@code ready PORT} once listening.
  */
 public final class BenchControlPlane {
 
   private final SimpleCache<String> cache = new SimpleCache<>(node -> node.getCluster());
   private final int groups;
   private final int clusters;
+  private final BenchResources.Change change;
   private final AtomicInteger streams = new AtomicInteger();
   private final AtomicLong messages = new AtomicLong();
   private final AtomicLong bytes = new AtomicLong();
   private int round;
 
-  private BenchControlPlane(int groups, int clusters) {
+  private BenchControlPlane(int groups, int clusters, BenchResources.Change change) {
     this.groups = groups;
     this.clusters = clusters;
+    this.change = change;
   }
 
   static String groupName(int group) {
@@ -51,7 +54,8 @@ public final class BenchControlPlane {
   }
 
   public static void main(String[] args) throws Exception {
-    BenchControlPlane plane = new BenchControlPlane(Integer.parseInt(args[0]), Integer.parseInt(args[1]));
+    BenchControlPlane plane = new BenchControlPlane(Integer.parseInt(args[0]), Integer.parseInt(args[1]),
+        args.length > 2 ? BenchResources.Change.valueOf(args[2]) : BenchResources.Change.ENDPOINTS);
     plane.publish();
     Server server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
         .addService(ServerInterceptors.intercept(
@@ -82,9 +86,11 @@ public final class BenchControlPlane {
     server.shutdownNow();
   }
 
-  /** Sets every group's snapshot to the current round. */
+  /** Sets every group's snapshot to the current round of what changes. */
   private void publish() {
-    Snapshot snapshot = Snapshot.create(BenchResources.clusters(clusters), BenchResources.allEndpoints(clusters, round),
+    boolean clustersChange = change == BenchResources.Change.CLUSTER;
+    Snapshot snapshot = Snapshot.create(BenchResources.clusters(clusters, clustersChange ? round : 0),
+        BenchResources.allEndpoints(clusters, clustersChange ? 0 : round),
         List.of(), List.of(), List.of(), Integer.toString(round));
     for (int group = 0; group < groups; group++) {
       cache.setSnapshot(groupName(group), snapshot);

@@ -16,8 +16,9 @@ import java.util.List;
 
 /**
  * The benchmark's configuration, the same in the control plane and in the clients: {@code clusters}
- * EDS clusters, each with endpoints. Round {@code r} moves the endpoints of cluster 0 to port
- * {@code 10000 + r}; a client has converged on round r when it holds that assignment.
+ * EDS clusters, each with endpoints. Round {@code r} changes one resource of cluster 0: its
+ * endpoints (moved to port {@code 10000 + r}), or the cluster itself (its connect timeout); a client
+ * has converged on round r when it holds that resource.
  */
 final class BenchResources {
 
@@ -38,20 +39,27 @@ final class BenchResources {
     return names;
   }
 
-  static Cluster cluster(int index) {
+  /** What a round changes. */
+  enum Change {
+    ENDPOINTS,
+    CLUSTER
+  }
+
+  /** Cluster {@code index} in round {@code round}: only cluster 0 changes, and only when clusters change. */
+  static Cluster cluster(int index, int round) {
     return Cluster.newBuilder()
         .setName(clusterName(index))
         .setType(Cluster.DiscoveryType.EDS)
-        .setConnectTimeout(Durations.fromSeconds(1))
+        .setConnectTimeout(Durations.fromMillis(1000 + (index == 0 ? round : 0)))
         .setEdsClusterConfig(Cluster.EdsClusterConfig.newBuilder()
             .setEdsConfig(ConfigSource.newBuilder().setAds(AggregatedConfigSource.getDefaultInstance())))
         .build();
   }
 
-  static List<Cluster> clusters(int clusters) {
+  static List<Cluster> clusters(int clusters, int round) {
     List<Cluster> all = new ArrayList<>(clusters);
     for (int i = 0; i < clusters; i++) {
-      all.add(cluster(i));
+      all.add(cluster(i, round));
     }
     return all;
   }
@@ -77,7 +85,7 @@ final class BenchResources {
   }
 
   /** What a client receives once it has round {@code round}: compared by bytes, not parsed. */
-  static Any changed(int round) {
-    return Any.pack(endpoints(0, round));
+  static Any changed(Change change, int round) {
+    return change == Change.CLUSTER ? Any.pack(cluster(0, round)) : Any.pack(endpoints(0, round));
   }
 }

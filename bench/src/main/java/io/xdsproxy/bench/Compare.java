@@ -27,7 +27,7 @@ import java.util.function.IntSupplier;
  *
  * <p>{@code java -jar bench/target/xds-bench.jar [--clients N] [--groups G] [--clusters K]
  * [--delta SHARE] [--streams-per-connection S] [--updates U] [--mode both|direct|proxy]
- * [--proxy-jar PATH] [--jvm "OPTIONS"] [--proxy-jvm "MORE OPTIONS"] [--logs DIR] [--timeout-seconds S]};
+ * [--change endpoints|cluster] [--proxy-jar PATH] [--jvm "OPTIONS"] [--proxy-jvm "MORE OPTIONS"] [--logs DIR] [--timeout-seconds S]};
  * {@code --proxy-jvm} adds options to the proxy's JVM only; {@code --profile DIR} writes a flight
  * recording of the serving process over the updates (not the initial sync) to DIR.
  */
@@ -36,7 +36,7 @@ public final class Compare {
   /** One run's options. */
   record Options(int clients, int groups, int clusters, double delta, int streamsPerConnection, int updates,
       String mode, Path proxyJar, List<String> jvm, List<String> proxyJvm, Path logs, Duration timeout,
-      Optional<Path> profile) {
+      Optional<Path> profile, BenchResources.Change change) {
 
     static Options parse(String[] args) {
       Map<String, String> given = new LinkedHashMap<>();
@@ -59,9 +59,10 @@ public final class Compare {
           given.containsKey("proxy-jvm") ? Arrays.asList(given.get("proxy-jvm").trim().split("\\s+")) : List.of(),
           Path.of(given.getOrDefault("logs", "bench/target/logs")),
           Duration.ofSeconds(Long.parseLong(given.getOrDefault("timeout-seconds", "600"))),
-          Optional.ofNullable(given.get("profile")).map(Path::of));
+          Optional.ofNullable(given.get("profile")).map(Path::of),
+          BenchResources.Change.valueOf(given.getOrDefault("change", "endpoints").toUpperCase(Locale.ROOT)));
       given.keySet().removeAll(List.of("clients", "groups", "clusters", "delta", "streams-per-connection", "updates",
-          "mode", "proxy-jar", "jvm", "proxy-jvm", "logs", "timeout-seconds", "profile"));
+          "mode", "proxy-jar", "jvm", "proxy-jvm", "logs", "timeout-seconds", "profile", "change"));
       if (!given.isEmpty()) {
         throw new IllegalArgumentException("unknown options " + given.keySet());
       }
@@ -107,7 +108,7 @@ public final class Compare {
     log("%s: starting", setup);
     try (JavaProcess plane = JavaProcess.start("control plane", options.jvm(),
         List.of("-cp", System.getProperty("java.class.path"), BenchControlPlane.class.getName(),
-            Integer.toString(options.groups()), Integer.toString(options.clusters())),
+            Integer.toString(options.groups()), Integer.toString(options.clusters()), options.change().name()),
         options.logs().resolve(throughProxy ? "control-plane-upstream.log" : "control-plane-direct.log"))) {
       int planePort = Integer.parseInt(plane.await("ready ", Duration.ofSeconds(60)).split(" ")[1]);
       JavaProcess proxy = null;
@@ -126,7 +127,7 @@ public final class Compare {
         }
         JavaProcess server = throughProxy ? proxy : plane;
         try (LoadClients clients = new LoadClients(new InetSocketAddress("127.0.0.1", port), options.groups(),
-            options.clusters(), options.delta(), options.streamsPerConnection())) {
+            options.clusters(), options.delta(), options.streamsPerConnection(), options.change())) {
           // One client per group first: what is left after that is the shared store and fixed costs.
           clients.openUpTo(options.groups());
           await(() -> clients.holding(0), options.groups(), options.timeout(), setup + ": first client of each group");
@@ -198,9 +199,9 @@ public final class Compare {
   static String table(Options options, List<Result> results) {
     StringBuilder out = new StringBuilder();
     out.append(String.format(Locale.ROOT, "%d clients (%.0f%% Delta, %d per connection) in %d node groups, %d clusters with %d"
-            + " endpoints each; medians over %d updates of one cluster's endpoints%n%n", options.clients(),
+            + " endpoints each; medians over %d updates of one cluster's %s%n%n", options.clients(),
         options.delta() * 100, options.streamsPerConnection(), options.groups(), options.clusters(), BenchResources.ENDPOINTS,
-        options.updates()));
+        options.updates(), options.change() == BenchResources.Change.CLUSTER ? "definition (the whole CDS state)" : "endpoints"));
     out.append("| measure |");
     results.forEach(r -> out.append(' ').append(r.setup()).append(" |"));
     boolean both = results.size() == 2;

@@ -47,6 +47,7 @@ final class LoadClients implements AutoCloseable {
   private final List<ByteString> clusterNameBytes;
   private final double deltaShare;
   private final int streamsPerConnection;
+  private final BenchResources.Change change;
   private final EventLoopGroup loop = new NioEventLoopGroup(2);
   private final List<ManagedChannel> channels = new ArrayList<>();
   private final List<Client> clients = new ArrayList<>();
@@ -54,7 +55,9 @@ final class LoadClients implements AutoCloseable {
   private final AtomicLong bytesReceived = new AtomicLong();
   private final AtomicInteger failed = new AtomicInteger();
 
-  LoadClients(InetSocketAddress target, int groups, int clusters, double deltaShare, int streamsPerConnection) {
+  LoadClients(InetSocketAddress target, int groups, int clusters, double deltaShare, int streamsPerConnection,
+      BenchResources.Change change) {
+    this.change = change;
     this.target = target;
     this.groups = groups;
     this.clusterNames = BenchResources.clusterNames(clusters);
@@ -116,8 +119,13 @@ final class LoadClients implements AutoCloseable {
     return failed.get();
   }
 
+  /** The type whose responses carry the change the clients wait for. */
+  private String watched() {
+    return change == BenchResources.Change.CLUSTER ? CDS : EDS;
+  }
+
   private Any expected(int round) {
-    return rounds.computeIfAbsent(round, BenchResources::changed);
+    return rounds.computeIfAbsent(round, r -> BenchResources.changed(change, r));
   }
 
   @Override
@@ -166,8 +174,10 @@ final class LoadClients implements AutoCloseable {
       bytesReceived.addAndGet(response.getSerializedSize());
       DiscoveryRequest.Builder ack = DiscoveryRequest.newBuilder().setNode(node).setTypeUrl(response.getTypeUrl())
           .setVersionInfo(response.getVersionInfo()).setResponseNonce(response.getNonce());
-      if (response.getTypeUrl().equals(EDS)) {
+      if (response.getTypeUrl().equals(watched())) {
         check(response.getResourcesList()::contains);
+      }
+      if (response.getTypeUrl().equals(EDS)) {
         clusterNameBytes.forEach(ack::addResourceNamesBytes);
         requests.onNext(ack.build());
       } else {
@@ -208,11 +218,12 @@ final class LoadClients implements AutoCloseable {
       bytesReceived.addAndGet(response.getSerializedSize());
       requests.onNext(DeltaDiscoveryRequest.newBuilder().setNode(node).setTypeUrl(response.getTypeUrl())
           .setResponseNonce(response.getNonce()).build());
-      if (response.getTypeUrl().equals(EDS)) {
+      if (response.getTypeUrl().equals(watched())) {
         String changed = BenchResources.clusterName(0);
         check(expected -> response.getResourcesList().stream()
             .anyMatch(r -> r.getName().equals(changed) && r.getResource().equals(expected)));
-      } else if (!endpointsAsked) {
+      }
+      if (!response.getTypeUrl().equals(EDS) && !endpointsAsked) {
         endpointsAsked = true;
         requests.onNext(DeltaDiscoveryRequest.newBuilder().setNode(node).setTypeUrl(EDS)
             .addAllResourceNamesSubscribe(clusterNames).build());
