@@ -156,7 +156,8 @@ public final class Compare {
             long upstreamBytes = upstreamBytes(plane);
             plane.send("update");
             long changedAt = Long.parseLong(plane.await("updated ", Duration.ofSeconds(60)).split(" ")[2]);
-            await(() -> clients.holding(changedAt == 0 ? 0 : rounds.size() + 1), options.clients(), options.timeout(),
+            int updated = round;
+            await(() -> clients.holding(updated), options.clients(), options.timeout(),
                 setup + ": update " + round);
             long[] latencies = clients.latencies(round, changedAt);
             Thread.sleep(500); // the ACKs of this round are processed before the CPU is read

@@ -113,6 +113,27 @@ class CsdsTest {
         .fetchClientStatus(request);
   }
 
+  /** Opens a CSDS stream whose responses go to {@code responses} and whose end completes {@code end}. */
+  private StreamObserver<ClientStatusRequest> stream(
+      BlockingQueue<ClientStatusResponse> responses, CompletableFuture<io.grpc.Status> end) {
+    return ClientStatusDiscoveryServiceGrpc.newStub(channel).streamClientStatus(new StreamObserver<>() {
+      @Override
+      public void onNext(ClientStatusResponse response) {
+        responses.add(response);
+      }
+
+      @Override
+      public void onError(Throwable t) {
+        end.complete(io.grpc.Status.fromThrowable(t));
+      }
+
+      @Override
+      public void onCompleted() {
+        end.complete(io.grpc.Status.OK);
+      }
+    });
+  }
+
   private static ClientStatusRequest matching(StringMatcher nodeId) {
     return ClientStatusRequest.newBuilder().addNodeMatchers(NodeMatcher.newBuilder().setNodeId(nodeId)).build();
   }
@@ -244,23 +265,7 @@ class CsdsTest {
         assertThat(nodeIds(fetch(ClientStatusRequest.getDefaultInstance()))).hasSize(3));
     BlockingQueue<ClientStatusResponse> responses = new LinkedBlockingQueue<>();
     CompletableFuture<io.grpc.Status> end = new CompletableFuture<>();
-    StreamObserver<ClientStatusRequest> requests = ClientStatusDiscoveryServiceGrpc.newStub(channel)
-        .streamClientStatus(new StreamObserver<>() {
-          @Override
-          public void onNext(ClientStatusResponse response) {
-            responses.add(response);
-          }
-
-          @Override
-          public void onError(Throwable t) {
-            end.complete(io.grpc.Status.fromThrowable(t));
-          }
-
-          @Override
-          public void onCompleted() {
-            end.complete(io.grpc.Status.OK);
-          }
-        });
+    StreamObserver<ClientStatusRequest> requests = stream(responses, end);
 
     requests.onNext(matching(StringMatcher.newBuilder().setExact("acking-1").build()));
     ClientStatusResponse first = responses.poll(WAIT.toMillis(), TimeUnit.MILLISECONDS);
@@ -298,21 +303,7 @@ class CsdsTest {
         });
 
     CompletableFuture<io.grpc.Status> end = new CompletableFuture<>();
-    StreamObserver<ClientStatusRequest> requests = ClientStatusDiscoveryServiceGrpc.newStub(channel)
-        .streamClientStatus(new StreamObserver<>() {
-          @Override
-          public void onNext(ClientStatusResponse response) {}
-
-          @Override
-          public void onError(Throwable t) {
-            end.complete(io.grpc.Status.fromThrowable(t));
-          }
-
-          @Override
-          public void onCompleted() {
-            end.complete(io.grpc.Status.OK);
-          }
-        });
+    StreamObserver<ClientStatusRequest> requests = stream(new LinkedBlockingQueue<>(), end);
     requests.onNext(byMetadata);
     io.grpc.Status status = end.get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
     assertThat(status.getCode()).isEqualTo(io.grpc.Status.Code.INVALID_ARGUMENT);

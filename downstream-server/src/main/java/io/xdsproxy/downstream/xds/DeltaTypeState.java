@@ -193,13 +193,17 @@ final class DeltaTypeState implements ClientStream.TypeStream {
   /** Marks {@code outgoing} as sent with {@code nonce}: the client now holds its snapshot. */
   void sent(Outgoing outgoing, String nonce) {
     if (outgoing.deferred().isEmpty()) {
-      pendingRemovals = new LinkedHashSet<>();
+      if (!pendingRemovals.isEmpty()) {
+        pendingRemovals = new LinkedHashSet<>();
+      }
     } else {
       pendingRemovals.addAll(outgoing.deferred());
     }
     base = outgoing.snapshot();
     lastNonce = nonce;
     forceAll = false;
+    boolean heldForced = !forced.isEmpty();
+    boolean heldClaims = !claimed.isEmpty();
     // A name not heard of yet stays owed, with what the client claimed of it.
     forced.removeIf(name -> base.resolve(name) != null || base.state(name) != NameState.UNKNOWN);
     // Left out as do_not_cache: owed, whatever its version, once the upstream's fresh copy comes.
@@ -207,8 +211,12 @@ final class DeltaTypeState implements ClientStream.TypeStream {
     claimed.keySet().removeIf(name -> base.state(name) != NameState.UNKNOWN);
     // Emptied sets are replaced, not kept: a HashMap never shrinks, and a client that subscribed to
     // thousands of names would otherwise hold their empty table for as long as its stream lives.
-    forced = forced.isEmpty() ? new LinkedHashSet<>() : forced;
-    claimed = claimed.isEmpty() ? new HashMap<>() : claimed;
+    if (heldForced && forced.isEmpty()) {
+      forced = new LinkedHashSet<>();
+    }
+    if (heldClaims && claimed.isEmpty()) {
+      claimed = new HashMap<>();
+    }
     deliveries.sent(base.version(), base, subscription, outgoing.withheld());
   }
 

@@ -210,7 +210,9 @@ final class SotwTypeState implements ClientStream.TypeStream {
     lastNonce = nonce;
     // A new set, not clear(): a cleared HashSet keeps the table of the thousands of names a client
     // subscribed to at first, kilobytes per stream for as long as the stream lives.
-    newlySubscribed = new HashSet<>();
+    if (!newlySubscribed.isEmpty()) {
+      newlySubscribed = new HashSet<>();
+    }
     deliveries.sent(outgoing.version(), outgoing.snapshot(), subscription, outgoing.withheld());
   }
 
