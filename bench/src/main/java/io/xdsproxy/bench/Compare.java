@@ -29,14 +29,17 @@ import java.util.function.IntSupplier;
  * [--delta SHARE] [--streams-per-connection S] [--updates U] [--mode both|direct|proxy]
  * [--change endpoints|cluster] [--proxy-jar PATH] [--jvm "OPTIONS"] [--proxy-jvm "MORE OPTIONS"] [--logs DIR] [--timeout-seconds S]};
  * {@code --proxy-jvm} adds options to the proxy's JVM only; {@code --profile DIR} writes a flight
- * recording of the serving process over the updates (not the initial sync) to DIR.
+ * recording of the serving process over the updates (not the initial sync) to DIR, and its heap by
+ * class once every client is in sync; with {@code
+ * --async-profiler LIB} (the path of async-profiler's {@code libasyncProfiler.so}), a CPU profile of
+ * every thread, GC and native frames included, instead.
  */
 public final class Compare {
 
   /** One run's options. */
   record Options(int clients, int groups, int clusters, double delta, int streamsPerConnection, int updates,
       String mode, Path proxyJar, List<String> jvm, List<String> proxyJvm, Path logs, Duration timeout,
-      Optional<Path> profile, BenchResources.Change change) {
+      Optional<Path> profile, Optional<Path> asyncProfiler, BenchResources.Change change) {
 
     static Options parse(String[] args) {
       Map<String, String> given = new LinkedHashMap<>();
@@ -60,9 +63,10 @@ public final class Compare {
           Path.of(given.getOrDefault("logs", "bench/target/logs")),
           Duration.ofSeconds(Long.parseLong(given.getOrDefault("timeout-seconds", "600"))),
           Optional.ofNullable(given.get("profile")).map(Path::of),
+          Optional.ofNullable(given.get("async-profiler")).map(Path::of),
           BenchResources.Change.valueOf(given.getOrDefault("change", "endpoints").toUpperCase(Locale.ROOT)));
       given.keySet().removeAll(List.of("clients", "groups", "clusters", "delta", "streams-per-connection", "updates",
-          "mode", "proxy-jar", "jvm", "proxy-jvm", "logs", "timeout-seconds", "profile", "change"));
+          "mode", "proxy-jar", "jvm", "proxy-jvm", "logs", "timeout-seconds", "profile", "async-profiler", "change"));
       if (!given.isEmpty()) {
         throw new IllegalArgumentException("unknown options " + given.keySet());
       }
@@ -142,9 +146,15 @@ public final class Compare {
           double heapPerStream = Math.max(0, server.heapAfterGcBytes() - heapBase) / (double) Math.max(1, streams);
           double rssPerStream = Math.max(0, server.rssBytes() - rssBase) / (double) Math.max(1, streams);
 
-          if (options.profile().isPresent()) {
+          Optional<Path> profile = options.profile().map(dir -> dir.resolve(throughProxy ? "xds-proxy" : "control-plane"));
+          if (profile.isPresent()) {
             Files.createDirectories(options.profile().get());
-            server.startRecording(options.profile().get().resolve((throughProxy ? "xds-proxy" : "control-plane") + ".jfr"));
+            server.classHistogram(Path.of(profile.get() + "-histogram.txt"));
+            if (options.asyncProfiler().isPresent()) {
+              server.startProfiler(options.asyncProfiler().get());
+            } else {
+              server.startRecording(Path.of(profile.get() + ".jfr"));
+            }
           }
           List<double[]> rounds = new ArrayList<>();
           for (int round = 1; round <= options.updates(); round++) {
@@ -169,8 +179,12 @@ public final class Compare {
                 measured[1], measured[2]);
             rounds.add(measured);
           }
-          if (options.profile().isPresent()) {
-            server.stopRecording();
+          if (profile.isPresent()) {
+            if (options.asyncProfiler().isPresent()) {
+              server.stopProfiler(options.asyncProfiler().get(), profile.get());
+            } else {
+              server.stopRecording();
+            }
           }
           plane.send("stats");
           int upstreamStreams = Integer.parseInt(plane.await("stats ", Duration.ofSeconds(10)).split(" ")[1]);

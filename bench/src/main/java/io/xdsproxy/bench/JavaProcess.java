@@ -110,6 +110,11 @@ final class JavaProcess implements AutoCloseable {
     return Long.parseLong(used.group(1)) * 1024;
   }
 
+  /** Writes the live objects of this process, by class, largest first ({@code jcmd GC.class_histogram}) to {@code file}. */
+  void classHistogram(Path file) throws IOException, InterruptedException {
+    Files.writeString(file, jcmd("GC.class_histogram"));
+  }
+
   /** Starts a flight recording (JFR, profiling settings) that {@link #stopRecording} writes to {@code file}. */
   void startRecording(Path file) throws IOException, InterruptedException {
     jcmd("JFR.start", "name=bench", "settings=profile", "filename=" + file.toAbsolutePath());
@@ -117,6 +122,30 @@ final class JavaProcess implements AutoCloseable {
 
   void stopRecording() throws IOException, InterruptedException {
     jcmd("JFR.stop", "name=bench");
+  }
+
+  /**
+   * Starts async-profiler ({@code library}: its {@code libasyncProfiler.so}) in this process, sampling
+   * CPU time of every thread, the JVM's own (GC, JIT) and native frames included, which a flight
+   * recording does not see.
+   */
+  void startProfiler(Path library) throws IOException, InterruptedException {
+    profilerCommand(library, "start,event=cpu,interval=1ms");
+  }
+
+  /** Stops async-profiler and writes its samples to {@code base}.collapsed and its hottest stacks and methods to {@code base}.txt. */
+  void stopProfiler(Path library, Path base) throws IOException, InterruptedException {
+    String path = base.toAbsolutePath().toString();
+    profilerCommand(library, "stop,file=" + path + ".txt,traces=30,flat=40");
+    profilerCommand(library, "dump,file=" + path + ".collapsed,collapsed");
+  }
+
+  private void profilerCommand(Path library, String command) throws IOException, InterruptedException {
+    // Quoted: jcmd would take the '=' of an unquoted option for one of its own.
+    String output = jcmd("JVMTI.agent_load", library.toAbsolutePath().toString(), '"' + command + '"');
+    if (output.contains("[ERROR]") || !output.contains("return code: 0")) {
+      throw new IllegalStateException("async-profiler in " + name + " refused " + command + ": " + output);
+    }
   }
 
   private String jcmd(String... command) throws IOException, InterruptedException {

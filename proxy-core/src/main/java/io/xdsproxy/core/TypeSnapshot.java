@@ -47,6 +47,12 @@ public final class TypeSnapshot {
   /** What streams derived from this state once for all of them (encoded responses): freed with the snapshot. */
   private final Map<Object, Object> memo = new ConcurrentHashMap<>(4);
 
+  /** What {@link #share} keeps, in bytes, roughly. */
+  private final java.util.concurrent.atomic.AtomicLong sharedWeight = new java.util.concurrent.atomic.AtomicLong();
+
+  /** How much one snapshot shares through {@link #share} at most. */
+  public static final long SHARED_WEIGHT_MAX = 4L * 1024 * 1024;
+
   /** How many changes back a stream can ask what changed; a stream further behind compares everything. */
   static final int CHANGES_KEPT = 16;
 
@@ -106,6 +112,11 @@ public final class TypeSnapshot {
     return null;
   }
 
+  /** Whether any resource is marked do_not_cache. */
+  public boolean holdsUncacheable() {
+    return anyUncacheable;
+  }
+
   /** Whether a resource {@code interest} covers is marked do_not_cache. */
   public boolean holdsUncacheable(Interest interest) {
     if (!anyUncacheable) {
@@ -142,6 +153,14 @@ public final class TypeSnapshot {
    */
   public String version() {
     return version;
+  }
+
+  /**
+   * Where this state stands in its store's line of snapshots: each change adds one, so within one
+   * store two snapshots with the same sequence hold the same state.
+   */
+  public long sequence() {
+    return sequence;
   }
 
   /**
@@ -224,6 +243,28 @@ public final class TypeSnapshot {
   @SuppressWarnings("unchecked")
   public <T> T memo(Object key, java.util.function.Supplier<T> compute) {
     return (T) memo.computeIfAbsent(key, k -> compute.get());
+  }
+
+  /**
+   * Like {@link #memo}, for results that many streams may share but any one stream may also be
+   * alone to ask for (a response for streams in one position): shared while what this snapshot
+   * shares weighs less than {@link #SHARED_WEIGHT_MAX} bytes, by {@code weigh}; past that, made for
+   * the caller alone, so that clients in ever more positions cannot grow a snapshot without bound.
+   */
+  @SuppressWarnings("unchecked")
+  public <T> T share(Object key, java.util.function.Supplier<T> compute, java.util.function.ToLongFunction<T> weigh) {
+    Object known = memo.get(key);
+    if (known != null) {
+      return (T) known;
+    }
+    if (sharedWeight.get() >= SHARED_WEIGHT_MAX) {
+      return compute.get();
+    }
+    return (T) memo.computeIfAbsent(key, k -> {
+      T made = compute.get();
+      sharedWeight.addAndGet(weigh.applyAsLong(made));
+      return made;
+    });
   }
 
   /**

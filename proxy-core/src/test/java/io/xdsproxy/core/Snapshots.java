@@ -11,4 +11,9 @@ public final class Snapshots {
   public static TypeSnapshot complete(TypeUrl type, List<XdsResource> resources) {
     return new ResourceStore().apply(ResourceUpdate.complete(type, resources)).orElseThrow();
   }
+
+  /** The snapshot after {@code current}, as its store makes it when {@code update} comes. */
+  public static TypeSnapshot next(TypeSnapshot current, ResourceUpdate update) {
+    return current.apply(update, System.nanoTime());
+  }
 }

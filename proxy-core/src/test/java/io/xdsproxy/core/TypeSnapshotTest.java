@@ -160,4 +160,21 @@ class TypeSnapshotTest {
     assertThat(forgotten.isComplete()).isFalse();
     assertThat(forgotten.changedSince(latest)).as("every name not held changed state").isEmpty();
   }
+
+  @Test
+  void sharedResultsAreMadeOnceUntilTheSnapshotSharesTheirMaximumWeight() {
+    TypeSnapshot snapshot = store.apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1)))).orElseThrow();
+    java.util.concurrent.atomic.AtomicInteger made = new java.util.concurrent.atomic.AtomicInteger();
+    long half = TypeSnapshot.SHARED_WEIGHT_MAX / 2;
+
+    Object first = snapshot.share("p1", () -> "made " + made.incrementAndGet(), s -> half);
+    assertThat(snapshot.share("p1", () -> "made " + made.incrementAndGet(), s -> half)).isSameAs(first);
+    snapshot.share("p2", () -> "made " + made.incrementAndGet(), s -> half);
+    Object alone = snapshot.share("p3", () -> "made " + made.incrementAndGet(), s -> half);
+
+    assertThat(made).hasValue(3);
+    assertThat(snapshot.share("p3", () -> "made " + made.incrementAndGet(), s -> half))
+        .as("past the maximum weight, made for each caller").isNotSameAs(alone).isEqualTo("made 4");
+    assertThat(snapshot.share("p1", () -> "made again", s -> half)).as("what is shared stays shared").isSameAs(first);
+  }
 }

@@ -1,6 +1,8 @@
 package io.xdsproxy.downstream.xds;
 
 import io.envoyproxy.envoy.service.discovery.v3.AggregatedDiscoveryServiceGrpc;
+import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
+import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.grpc.MethodDescriptor;
@@ -23,7 +25,7 @@ public final class AggregatedDiscoveryService {
         .addMethod(sotw(AggregatedDiscoveryServiceGrpc.getStreamAggregatedResourcesMethod()),
             ServerCalls.asyncBidiStreamingCall(
                 responses -> new SotwStream(responses, serving, Optional.empty(), PeerInterceptor.currentPeer())))
-        .addMethod(AggregatedDiscoveryServiceGrpc.getDeltaAggregatedResourcesMethod(),
+        .addMethod(delta(AggregatedDiscoveryServiceGrpc.getDeltaAggregatedResourcesMethod()),
             ServerCalls.asyncBidiStreamingCall(
                 responses -> new DeltaStream(responses, serving, Optional.empty(), PeerInterceptor.currentPeer())))
         .build();
@@ -31,10 +33,16 @@ public final class AggregatedDiscoveryService {
 
   /**
    * {@code method} with its requests read by {@link SotwRequestMarshaller} and its responses written
-   * from their shared, pre-encoded resources ({@link SotwResponse}).
+   * from their shared, pre-encoded resources ({@link EncodedResponse}).
    */
-  static MethodDescriptor<DiscoveryRequest, SotwResponse> sotw(MethodDescriptor<DiscoveryRequest, DiscoveryResponse> method) {
-    return method.toBuilder(MARSHALLER, SotwResponse.MARSHALLER).build();
+  static MethodDescriptor<DiscoveryRequest, EncodedResponse> sotw(MethodDescriptor<DiscoveryRequest, DiscoveryResponse> method) {
+    return method.toBuilder(MARSHALLER, EncodedResponse.SOTW).build();
+  }
+
+  /** {@code method} with its responses written from their shared, pre-encoded body ({@link EncodedResponse}). */
+  static MethodDescriptor<DeltaDiscoveryRequest, EncodedResponse> delta(
+      MethodDescriptor<DeltaDiscoveryRequest, DeltaDiscoveryResponse> method) {
+    return method.toBuilder(method.getRequestMarshaller(), EncodedResponse.DELTA).build();
   }
 
   private static final SotwRequestMarshaller MARSHALLER = new SotwRequestMarshaller();

@@ -1,7 +1,6 @@
 package io.xdsproxy.downstream.xds;
 
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
-import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
 import io.grpc.stub.StreamObserver;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.downstream.xds.DeltaTypeState.Outgoing;
@@ -11,9 +10,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * One downstream incremental (Delta) stream: ADS or a per-type service. Each type is a
- * {@link DeltaTypeState}.
+ * {@link DeltaTypeState}. Responses are written from their encoded body ({@link EncodedResponse}).
  */
-public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, DeltaDiscoveryResponse, DeltaTypeState> {
+public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, EncodedResponse, DeltaTypeState> {
 
   private static final Logger log = LoggerFactory.getLogger(DeltaStream.class);
 
@@ -22,7 +21,7 @@ public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, Delta
    * @param peer the client's address, for logs
    */
   public DeltaStream(
-      StreamObserver<DeltaDiscoveryResponse> responses, Serving serving, Optional<TypeUrl> fixedType, String peer) {
+      StreamObserver<EncodedResponse> responses, Serving serving, Optional<TypeUrl> fixedType, String peer) {
     super("Delta", responses, serving, fixedType, peer);
   }
 
@@ -58,24 +57,19 @@ public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, Delta
   }
 
   @Override
-  Optional<DeltaDiscoveryResponse> respond(TypeUrl type, String nonce, boolean deferRemovals) {
+  Optional<EncodedResponse> respond(TypeUrl type, String nonce, boolean deferRemovals) {
     DeltaTypeState state = typeStream(type);
     Optional<Outgoing> outgoing = state.nextResponse(deferRemovals);
     if (outgoing.isEmpty()) {
       return Optional.empty();
     }
     state.sent(outgoing.get(), nonce);
-    return Optional.of(DeltaDiscoveryResponse.newBuilder()
-        .setSystemVersionInfo(outgoing.get().snapshot().version())
-        .setTypeUrl(type.url())
-        .addAllResources(outgoing.get().resources())
-        .addAllRemovedResources(outgoing.get().removed())
-        .setNonce(nonce)
-        .build());
+    return Optional.of(new EncodedResponse(outgoing.get().snapshot().version(), type.url(), nonce,
+        state.encoded(outgoing.get())));
   }
 
   @Override
-  int encodedSize(DeltaDiscoveryResponse response) {
-    return response.getSerializedSize();
+  int encodedSize(EncodedResponse response) {
+    return response.size();
   }
 }

@@ -26,11 +26,23 @@ import java.util.Set;
 final class DeltaTypeState implements ClientStream.TypeStream {
 
   /**
-   * A response ready to send, the snapshot it brings the client to, and the removals it leaves for
-   * a later response (make-before-break).
+   * A response ready to send, the snapshot it brings the client to, the removals it leaves for a
+   * later response (make-before-break), what it left out as do_not_cache, and the position of the
+   * streams that owe it alike, if it is shared.
    */
-  record Outgoing(
-      List<Resource> resources, List<String> removed, TypeSnapshot snapshot, List<String> deferred, Set<String> withheld) {}
+  record Outgoing(List<Resource> resources, List<String> removed, TypeSnapshot snapshot, List<String> deferred,
+      Set<String> withheld, Optional<ResponsePosition> sharedAt) {
+
+    Outgoing(List<Resource> resources, List<String> removed, TypeSnapshot snapshot, List<String> deferred,
+        Set<String> withheld) {
+      this(resources, removed, snapshot, deferred, withheld, Optional.empty());
+    }
+
+    /** The same response, owed alike by every stream at {@code position}. */
+    Outgoing sharedAt(ResponsePosition position) {
+      return new Outgoing(resources, removed, snapshot, deferred, withheld, Optional.of(position));
+    }
+  }
 
   private final TypeUrl type;
   private final boolean knowsTtl;
@@ -154,6 +166,34 @@ final class DeltaTypeState implements ClientStream.TypeStream {
    * remove is not made.
    */
   Optional<Outgoing> nextResponse(boolean deferRemovals) {
+    if (base == null || forceAll || !forced.isEmpty() || !claimed.isEmpty() || !pendingRemovals.isEmpty()
+        || latest.holdsUncacheable()) {
+      return build(deferRemovals); // owed for reasons of this stream's own
+    }
+    ResponsePosition position = new ResponsePosition("Delta", base.sequence(), subscription, knowsTtl, deferRemovals ? 1 : 0);
+    return latest.share(position, () -> build(deferRemovals).map(outgoing -> outgoing.sharedAt(position)),
+        outgoing -> 64 + 8L * outgoing.map(o -> o.resources().size() + o.removed().size()).orElse(0));
+  }
+
+  /**
+   * The resources and removals of {@code outgoing}, encoded as a DeltaDiscoveryResponse carries them;
+   * a shared response is encoded once, for every stream that sends it.
+   */
+  byte[] encoded(Outgoing outgoing) {
+    if (outgoing.sharedAt().isPresent()) {
+      return outgoing.snapshot().share(outgoing.sharedAt().get().encoding(),
+          () -> EncodedResponse.deltaBody(outgoing.resources(), outgoing.removed()), bytes -> bytes.length);
+    }
+    return EncodedResponse.deltaBody(outgoing.resources(), outgoing.removed());
+  }
+
+  /**
+   * The response owed now, built for this stream. Every stream in the same {@link ResponsePosition}
+   * owes the same: what it reads of this stream is in the position, or is empty (forced names,
+   * claims from a reconnect, removals owed) or unused (when the client joined matters only for
+   * do_not_cache resources) whenever {@link #nextResponse} shares it.
+   */
+  private Optional<Outgoing> build(boolean deferRemovals) {
     List<Resource> resources = new ArrayList<>();
     List<String> removed = new ArrayList<>();
     Set<String> sent = new HashSet<>();

@@ -67,7 +67,7 @@ public final class PerTypeServices {
       definition.addMethod(AggregatedDiscoveryService.sotw(service.sotw()), ServerCalls.asyncBidiStreamingCall(
           responses -> new SotwStream(responses, serving, type, PeerInterceptor.currentPeer())));
     }
-    definition.addMethod(service.delta(), ServerCalls.asyncBidiStreamingCall(
+    definition.addMethod(AggregatedDiscoveryService.delta(service.delta()), ServerCalls.asyncBidiStreamingCall(
         responses -> new DeltaStream(responses, serving, type, PeerInterceptor.currentPeer())));
     return definition.build();
   }

@@ -12,7 +12,7 @@ import org.slf4j.LoggerFactory;
  * One downstream State-of-the-World stream: ADS (every type multiplexed by type URL) or a per-type
  * service (one fixed type). Each type is a {@link SotwTypeState}.
  */
-public final class SotwStream extends ClientStream<DiscoveryRequest, SotwResponse, SotwTypeState> {
+public final class SotwStream extends ClientStream<DiscoveryRequest, EncodedResponse, SotwTypeState> {
 
   private static final Logger log = LoggerFactory.getLogger(SotwStream.class);
 
@@ -21,7 +21,7 @@ public final class SotwStream extends ClientStream<DiscoveryRequest, SotwRespons
    * @param peer the client's address, for logs
    */
   public SotwStream(
-      StreamObserver<SotwResponse> responses, Serving serving, Optional<TypeUrl> fixedType, String peer) {
+      StreamObserver<EncodedResponse> responses, Serving serving, Optional<TypeUrl> fixedType, String peer) {
     super("SotW", responses, serving, fixedType, peer);
   }
 
@@ -60,18 +60,18 @@ public final class SotwStream extends ClientStream<DiscoveryRequest, SotwRespons
   }
 
   @Override
-  Optional<SotwResponse> respond(TypeUrl type, String nonce, boolean deferRemovals) {
+  Optional<EncodedResponse> respond(TypeUrl type, String nonce, boolean deferRemovals) {
     SotwTypeState state = typeStream(type);
     Optional<Outgoing> outgoing = state.nextResponse(deferRemovals);
     if (outgoing.isEmpty()) {
       return Optional.empty();
     }
     state.sent(outgoing.get(), nonce);
-    return Optional.of(new SotwResponse(outgoing.get().version(), type.url(), nonce, state.encoded(outgoing.get())));
+    return Optional.of(new EncodedResponse(outgoing.get().version(), type.url(), nonce, state.encoded(outgoing.get())));
   }
 
   @Override
-  int encodedSize(SotwResponse response) {
+  int encodedSize(EncodedResponse response) {
     return response.size();
   }
 }

@@ -28,8 +28,9 @@ final class SotwTypeState implements ClientStream.TypeStream {
 
   /**
    * A response ready to send: its resources, the heartbeats it carries, its version_info, the
-   * snapshot it was built from, and whether it still holds resources that snapshot has removed
-   * (make-before-break).
+   * snapshot it was built from, whether it still holds resources that snapshot has removed
+   * (make-before-break), what it left out as do_not_cache, whether it is the type's whole state,
+   * and the position of the streams that owe it alike, if it is shared.
    */
   record Outgoing(
       List<XdsResource> included,
@@ -38,7 +39,14 @@ final class SotwTypeState implements ClientStream.TypeStream {
       TypeSnapshot snapshot,
       boolean removalsDeferred,
       Set<String> withheld,
-      boolean whole) {}
+      boolean whole,
+      Optional<ResponsePosition> sharedAt) {
+
+    /** The same response, owed alike by every stream at {@code position}. */
+    Outgoing sharedAt(ResponsePosition position) {
+      return new Outgoing(included, heartbeats, version, snapshot, removalsDeferred, withheld, whole, Optional.of(position));
+    }
+  }
 
   private final TypeUrl type;
   private final boolean knowsTtl;
@@ -83,13 +91,18 @@ final class SotwTypeState implements ClientStream.TypeStream {
 
   /**
    * The resources of {@code outgoing} encoded as a DiscoveryResponse carries them to this client;
-   * a whole state is encoded once per snapshot, and shared with every stream that sends it alike.
+   * a whole state is encoded once per snapshot, and a shared response once per position, for every
+   * stream that sends it alike.
    */
   byte[] encoded(Outgoing outgoing) {
     if (outgoing.whole()) {
-      return outgoing.snapshot().memo(knowsTtl ? WHOLE_WITH_TTLS : WHOLE, () -> SotwResponse.encode(encode(outgoing)));
+      return outgoing.snapshot().memo(knowsTtl ? WHOLE_WITH_TTLS : WHOLE, () -> EncodedResponse.sotwBody(encode(outgoing)));
     }
-    return SotwResponse.encode(encode(outgoing));
+    if (outgoing.sharedAt().isPresent()) {
+      return outgoing.snapshot().share(outgoing.sharedAt().get().encoding(), () -> EncodedResponse.sotwBody(encode(outgoing)),
+          bytes -> bytes.length);
+    }
+    return EncodedResponse.sotwBody(encode(outgoing));
   }
 
   private static final String WHOLE = "SotW whole state";
@@ -199,6 +212,22 @@ final class SotwTypeState implements ClientStream.TypeStream {
     if (subscription.isEmpty()) {
       return Optional.empty();
     }
+    if (lastSent == null || !newlySubscribed.isEmpty() || !withheld.isEmpty() || latest.holdsUncacheable()) {
+      return build(deferRemovals); // owed for reasons of this stream's own
+    }
+    ResponsePosition position = new ResponsePosition("SotW", lastSent.sequence(), subscription, knowsTtl,
+        (deferRemovals ? 1 : 0) | (removalsPending ? 2 : 0));
+    return latest.share(position, () -> build(deferRemovals).map(outgoing -> outgoing.sharedAt(position)),
+        outgoing -> 64 + 8L * outgoing.map(o -> o.included().size() + o.heartbeats().size()).orElse(0));
+  }
+
+  /**
+   * The response owed now, built for this stream. Every stream in the same {@link ResponsePosition}
+   * owes the same: what it reads of this stream is in the position, or is empty (newly subscribed
+   * names, withheld resources) or unused (when and from which snapshot the client joined matters only
+   * for do_not_cache resources) whenever {@link #nextResponse} shares it.
+   */
+  private Optional<Outgoing> build(boolean deferRemovals) {
     return type.isFullStateInSotw() ? fullState(deferRemovals) : changedOnly();
   }
 
@@ -281,7 +310,7 @@ final class SotwTypeState implements ClientStream.TypeStream {
     if (!changed && removed.isEmpty()) {
       return heartbeats.isEmpty()
           ? Optional.empty()
-          : Optional.of(new Outgoing(List.of(), heartbeats, latest.version(), latest, false, withheldNow, false));
+          : Optional.of(new Outgoing(List.of(), heartbeats, latest.version(), latest, false, withheldNow, false, Optional.empty()));
     }
     if (deferRemovals && !removed.isEmpty()) {
       if (!changed) {
@@ -289,13 +318,13 @@ final class SotwTypeState implements ClientStream.TypeStream {
       }
       resources.addAll(removed);
       return Optional.of(new Outgoing(resources, List.of(), Versions.ofResources(resources), latest, true, withheldNow,
-          false));
+          false, Optional.empty()));
     }
     // The whole state of the type, the same for every wildcard subscriber of the group: its version
     // is the type's, and its encoding is made once for all of them.
     boolean whole = subscription.wildcard() && withheldNow.isEmpty();
     return Optional.of(new Outgoing(resources, List.of(), whole ? latest.version() : Versions.ofResources(resources),
-        latest, false, withheldNow, whole));
+        latest, false, withheldNow, whole, Optional.empty()));
   }
 
   /** Resources of the last response that the client subscribes to and that are gone now. */
@@ -336,7 +365,8 @@ final class SotwTypeState implements ClientStream.TypeStream {
     if (resources.isEmpty() && heartbeats.isEmpty()) {
       return Optional.empty();
     }
-    return Optional.of(new Outgoing(resources, heartbeats, latest.version(), latest, false, withheldNow, false));
+    return Optional.of(new Outgoing(resources, heartbeats, latest.version(), latest, false, withheldNow, false,
+        Optional.empty()));
   }
 
   /**

@@ -51,6 +51,19 @@ class SotwRequestMarshallerTest {
   }
 
   @Test
+  void namesOfTheSameLengthThatDifferOnlyInTheMiddleAreNotConfused() throws Exception {
+    List<String> other = new java.util.ArrayList<>(names);
+    other.set(250, "outbound|8080||service-X50");
+    DiscoveryRequest first = marshaller.parse(ack("1").toByteArray());
+    DiscoveryRequest second = marshaller.parse(ack("2").toBuilder().clearResourceNames().addAllResourceNames(other)
+        .build().toByteArray());
+
+    assertThat(first.getResourceNamesList()).isEqualTo(names);
+    assertThat(second.getResourceNamesList()).isEqualTo(other);
+    assertThat(second.getSerializedSize()).isEqualTo(ack("2").getSerializedSize());
+  }
+
+  @Test
   void namesSplitByAnotherFieldAndFewNamesAreReadAsUsual() throws Exception {
     ByteArrayOutputStream bytes = new ByteArrayOutputStream();
     CodedOutputStream out = CodedOutputStream.newInstance(bytes);

@@ -1,0 +1,208 @@
+package io.xdsproxy.downstream.xds;
+
+import com.google.protobuf.CodedOutputStream;
+import com.google.protobuf.MessageLite;
+import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
+import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
+import io.grpc.KnownLength;
+import io.grpc.MethodDescriptor.Marshaller;
+import io.grpc.Status;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.SequenceInputStream;
+import java.util.List;
+
+/**
+ * A DiscoveryResponse or DeltaDiscoveryResponse on its way to the wire, its body (resources, and a
+ * Delta response's removals) already encoded: a body that many streams send alike (a group's whole
+ * state of a type to every wildcard subscriber; one change to every stream that held the state
+ * before it) is encoded once and shared, and each stream adds only its own small fields
+ * ("serialize once, write many"). Written as the message it stands for.
+ *
+ * <p>The two messages number their small fields alike: version ({@code version_info}, {@code
+ * system_version_info}) 1, {@code type_url} 4, {@code nonce} 5.
+ *
+ * @param body the encoded fields of the response other than those three
+ */
+record EncodedResponse(String version, String typeUrl, String nonce, byte[] body) {
+
+  private static final int VERSION = DiscoveryResponse.VERSION_INFO_FIELD_NUMBER;
+  private static final int TYPE_URL = DiscoveryResponse.TYPE_URL_FIELD_NUMBER;
+  private static final int NONCE = DiscoveryResponse.NONCE_FIELD_NUMBER;
+
+  static {
+    if (DeltaDiscoveryResponse.SYSTEM_VERSION_INFO_FIELD_NUMBER != VERSION
+        || DeltaDiscoveryResponse.TYPE_URL_FIELD_NUMBER != TYPE_URL || DeltaDiscoveryResponse.NONCE_FIELD_NUMBER != NONCE) {
+      throw new AssertionError("DiscoveryResponse and DeltaDiscoveryResponse number their fields differently");
+    }
+  }
+
+  /** A SotW response's resources ({@code Any}s), encoded as field 2 carries them, in order. */
+  static byte[] sotwBody(List<? extends MessageLite> resources) {
+    return body(resources, List.of());
+  }
+
+  /** A Delta response's resources ({@code Resource}s, field 2) and removed names (field 6), encoded. */
+  static byte[] deltaBody(List<? extends MessageLite> resources, List<String> removed) {
+    return body(resources, removed);
+  }
+
+  private static byte[] body(List<? extends MessageLite> resources, List<String> removed) {
+    int size = 0;
+    for (MessageLite resource : resources) {
+      size += CodedOutputStream.computeMessageSize(DiscoveryResponse.RESOURCES_FIELD_NUMBER, resource);
+    }
+    for (String name : removed) {
+      size += CodedOutputStream.computeStringSize(DeltaDiscoveryResponse.REMOVED_RESOURCES_FIELD_NUMBER, name);
+    }
+    byte[] bytes = new byte[size];
+    CodedOutputStream out = CodedOutputStream.newInstance(bytes);
+    try {
+      for (MessageLite resource : resources) {
+        out.writeMessage(DiscoveryResponse.RESOURCES_FIELD_NUMBER, resource);
+      }
+      for (String name : removed) {
+        out.writeString(DeltaDiscoveryResponse.REMOVED_RESOURCES_FIELD_NUMBER, name);
+      }
+      out.checkNoSpaceLeft();
+    } catch (IOException e) {
+      throw new IllegalStateException("encoding into an array of its exact size", e);
+    }
+    return bytes;
+  }
+
+  /** This stream's own fields, encoded; empty strings are left out, as proto3 leaves them out. */
+  private byte[] head() {
+    byte[] bytes = new byte[headSize()];
+    CodedOutputStream out = CodedOutputStream.newInstance(bytes);
+    try {
+      writeUnlessEmpty(out, VERSION, version);
+      writeUnlessEmpty(out, TYPE_URL, typeUrl);
+      writeUnlessEmpty(out, NONCE, nonce);
+    } catch (IOException e) {
+      throw new IllegalStateException("encoding into an array of its exact size", e);
+    }
+    return bytes;
+  }
+
+  private int headSize() {
+    return sizeUnlessEmpty(VERSION, version) + sizeUnlessEmpty(TYPE_URL, typeUrl) + sizeUnlessEmpty(NONCE, nonce);
+  }
+
+  private static int sizeUnlessEmpty(int field, String value) {
+    return value.isEmpty() ? 0 : CodedOutputStream.computeStringSize(field, value);
+  }
+
+  private static void writeUnlessEmpty(CodedOutputStream out, int field, String value) throws IOException {
+    if (!value.isEmpty()) {
+      out.writeString(field, value);
+    }
+  }
+
+  /** The encoded size of the whole response. */
+  int size() {
+    return headSize() + body.length;
+  }
+
+  /** The response as a SotW message, decoded from what would be written. */
+  DiscoveryResponse toSotw() {
+    try (InputStream encoded = written()) {
+      return DiscoveryResponse.parseFrom(encoded);
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** The response as a Delta message, decoded from what would be written. */
+  DeltaDiscoveryResponse toDelta() {
+    try (InputStream encoded = written()) {
+      return DeltaDiscoveryResponse.parseFrom(encoded);
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** What is written: fields in any order make the same message; the shared bytes are read, not copied, here. */
+  private InputStream written() {
+    return new Encoded(head(), body);
+  }
+
+  /** Writes SotW responses; reads them (as a client would) into their encoded form. */
+  static final Marshaller<EncodedResponse> SOTW = new Marshaller<>() {
+    @Override
+    public InputStream stream(EncodedResponse response) {
+      return response.written();
+    }
+
+    @Override
+    public EncodedResponse parse(InputStream stream) {
+      try {
+        DiscoveryResponse response = DiscoveryResponse.parseFrom(stream);
+        return new EncodedResponse(response.getVersionInfo(), response.getTypeUrl(), response.getNonce(),
+            sotwBody(response.getResourcesList()));
+      } catch (IOException e) {
+        throw invalid(e);
+      }
+    }
+  };
+
+  /**
+   * Writes Delta responses; reads them (as a client would) into their encoded form, which keeps no
+   * field the proxy does not send ({@code control_plane}, {@code removed_resource_names}).
+   */
+  static final Marshaller<EncodedResponse> DELTA = new Marshaller<>() {
+    @Override
+    public InputStream stream(EncodedResponse response) {
+      return response.written();
+    }
+
+    @Override
+    public EncodedResponse parse(InputStream stream) {
+      try {
+        DeltaDiscoveryResponse response = DeltaDiscoveryResponse.parseFrom(stream);
+        return new EncodedResponse(response.getSystemVersionInfo(), response.getTypeUrl(), response.getNonce(),
+            deltaBody(response.getResourcesList(), response.getRemovedResourcesList()));
+      } catch (IOException e) {
+        throw invalid(e);
+      }
+    }
+  };
+
+  private static RuntimeException invalid(IOException e) {
+    return Status.INTERNAL.withDescription("Invalid protobuf byte sequence").withCause(e).asRuntimeException();
+  }
+
+  /** The two parts, read one after the other, with their length known so gRPC sizes the frame at once. */
+  private static final class Encoded extends SequenceInputStream implements KnownLength {
+    private int left;
+
+    Encoded(byte[] head, byte[] body) {
+      super(new ByteArrayInputStream(head), new ByteArrayInputStream(body));
+      this.left = head.length + body.length;
+    }
+
+    @Override
+    public int available() {
+      return left;
+    }
+
+    @Override
+    public int read() throws IOException {
+      int read = super.read();
+      if (read >= 0) {
+        left--;
+      }
+      return read;
+    }
+
+    @Override
+    public int read(byte[] buffer, int offset, int length) throws IOException {
+      int read = super.read(buffer, offset, length);
+      if (read > 0) {
+        left -= read;
+      }
+      return read;
+    }
+  }
+}

@@ -1,0 +1,41 @@
+package io.xdsproxy.downstream.xds;
+
+import io.xdsproxy.core.Subscription;
+import io.xdsproxy.core.TypeSnapshot;
+
+/**
+ * Where a type's logical stream stands when nothing of its own shapes its next response: the
+ * snapshot its client holds, what it subscribed to, whether it takes TTLs, and the flags of the
+ * make-before-break round. Streams in the same position owe the same response against the same
+ * latest snapshot, so it is built and encoded once for all of them ({@link TypeSnapshot#memo}):
+ * after one change, that is every stream of a group that was in sync before it, however many
+ * names each subscribed to.
+ *
+ * <p>The held snapshot is named by its sequence, not held, so that a snapshot's memo does not keep
+ * the one before it alive, and that one the one before it. Subscriptions are interned: equal ones
+ * are one object, compared here by identity, so a key of thousands of names costs a pointer.
+ *
+ * @param variant "SotW" or "Delta": their responses differ
+ * @param held the {@link TypeSnapshot#sequence} of the snapshot the client holds
+ * @param flags what else the response depends on: defer removals, removals owed
+ */
+record ResponsePosition(String variant, long held, Subscription subscription, boolean knowsTtl, int flags) {
+
+  @Override
+  public boolean equals(Object other) {
+    return other instanceof ResponsePosition that && held == that.held && subscription == that.subscription
+        && knowsTtl == that.knowsTtl && flags == that.flags && variant.equals(that.variant);
+  }
+
+  @Override
+  public int hashCode() {
+    return (Long.hashCode(held) * 31 + System.identityHashCode(subscription)) * 31 + flags * 2 + (knowsTtl ? 1 : 0);
+  }
+
+  /** The key of this position's encoded response in the same memo. */
+  Object encoding() {
+    return new Encoding(this);
+  }
+
+  private record Encoding(ResponsePosition position) {}
+}

@@ -1,0 +1,200 @@
+package io.xdsproxy.downstream.xds;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.google.protobuf.Any;
+import com.google.protobuf.util.Durations;
+import io.envoyproxy.envoy.config.cluster.v3.Cluster;
+import io.envoyproxy.envoy.config.core.v3.Address;
+import io.envoyproxy.envoy.config.core.v3.SocketAddress;
+import io.envoyproxy.envoy.config.endpoint.v3.ClusterLoadAssignment;
+import io.envoyproxy.envoy.config.endpoint.v3.Endpoint;
+import io.envoyproxy.envoy.config.endpoint.v3.LbEndpoint;
+import io.envoyproxy.envoy.config.endpoint.v3.LocalityLbEndpoints;
+import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
+import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
+import io.envoyproxy.envoy.service.discovery.v3.Resource;
+import io.xdsproxy.core.ResourceUpdate;
+import io.xdsproxy.core.Snapshots;
+import io.xdsproxy.core.TypeSnapshot;
+import io.xdsproxy.core.TypeUrl;
+import io.xdsproxy.core.XdsResource;
+import java.io.InputStream;
+import java.time.Clock;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.Test;
+
+/** Serialize once, write many: what SotW and Delta streams write, and what streams share. */
+class EncodedResponseTest {
+
+  private static XdsResource cluster(int i) {
+    return XdsResource.of("c" + i, Any.pack(Cluster.newBuilder().setName("c" + i).setType(Cluster.DiscoveryType.EDS).build()));
+  }
+
+  private final TypeSnapshot clusters =
+      Snapshots.complete(TypeUrl.CLUSTER, IntStream.range(0, 50).mapToObj(EncodedResponseTest::cluster).toList());
+
+  private static SotwTypeState wildcardStream(TypeSnapshot snapshot, boolean knowsTtl) {
+    SotwTypeState state = new SotwTypeState(TypeUrl.CLUSTER, snapshot, knowsTtl);
+    state.subscribe(List.of());
+    state.update(snapshot);
+    return state;
+  }
+
+  @Test
+  void whatIsWrittenIsTheDiscoveryResponseItStandsFor() throws Exception {
+    Any leased = Any.pack(Resource.newBuilder().setName("leased").setTtl(Durations.fromSeconds(5))
+        .setResource(Any.pack(Cluster.newBuilder().setName("leased").build())).build());
+    List<Any> resources = List.of(cluster(1).body(), leased);
+    EncodedResponse response = new EncodedResponse("v1", TypeUrl.CLUSTER.url(), "7", EncodedResponse.sotwBody(resources));
+
+    DiscoveryResponse expected = DiscoveryResponse.newBuilder().setVersionInfo("v1").setTypeUrl(TypeUrl.CLUSTER.url())
+        .setNonce("7").addAllResources(resources).build();
+    try (InputStream written = EncodedResponse.SOTW.stream(response)) {
+      assertThat(written.available()).isEqualTo(expected.getSerializedSize());
+      assertThat(DiscoveryResponse.parseFrom(written)).isEqualTo(expected);
+    }
+    assertThat(response.size()).isEqualTo(expected.getSerializedSize());
+    EncodedResponse empty = new EncodedResponse("", TypeUrl.CLUSTER.url(), "1", EncodedResponse.sotwBody(List.of()));
+    assertThat(empty.toSotw()).isEqualTo(DiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url())
+        .setNonce("1").build());
+  }
+
+  @Test
+  void everyWildcardStreamOfAGroupSharesOneEncodingOfTheWholeState() {
+    SotwTypeState first = wildcardStream(clusters, false);
+    SotwTypeState second = wildcardStream(clusters, false);
+    SotwTypeState knowsTtl = wildcardStream(clusters, true);
+
+    SotwTypeState.Outgoing one = first.nextResponse(false).orElseThrow();
+    SotwTypeState.Outgoing other = second.nextResponse(false).orElseThrow();
+
+    assertThat(one.whole()).isTrue();
+    assertThat(one.version()).isEqualTo(clusters.version());
+    assertThat(first.encoded(one)).as("encoded once, shared").isSameAs(second.encoded(other));
+    assertThat(knowsTtl.encoded(knowsTtl.nextResponse(false).orElseThrow()))
+        .as("a client that takes TTLs may be sent other bytes").isNotSameAs(first.encoded(one));
+    EncodedResponse written = new EncodedResponse(one.version(), TypeUrl.CLUSTER.url(), "1", first.encoded(one));
+    assertThat(written.toSotw().getResourcesList()).containsExactlyElementsOf(first.encode(one));
+  }
+
+  @Test
+  void aStreamThatNamesResourcesGetsItsOwnEncoding() {
+    SotwTypeState named = new SotwTypeState(TypeUrl.CLUSTER, clusters, false);
+    named.subscribe(List.of("c1", "c2"));
+    named.update(clusters);
+
+    Optional<SotwTypeState.Outgoing> outgoing = named.nextResponse(false);
+
+    assertThat(outgoing).hasValueSatisfying(o -> assertThat(o.whole()).isFalse());
+    EncodedResponse written = new EncodedResponse(outgoing.get().version(), TypeUrl.CLUSTER.url(), "1",
+        named.encoded(outgoing.get()));
+    assertThat(written.toSotw().getResourcesList()).containsExactlyInAnyOrder(cluster(1).body(), cluster(2).body());
+  }
+
+  private static XdsResource endpoints(String cluster, int port) {
+    return XdsResource.of(cluster, Any.pack(ClusterLoadAssignment.newBuilder().setClusterName(cluster)
+        .addEndpoints(LocalityLbEndpoints.newBuilder().addLbEndpoints(LbEndpoint.newBuilder().setEndpoint(
+            Endpoint.newBuilder().setAddress(Address.newBuilder().setSocketAddress(
+                SocketAddress.newBuilder().setAddress("10.0.0.1").setPortValue(port)))))).build()));
+  }
+
+  private final TypeSnapshot before =
+      Snapshots.complete(TypeUrl.ENDPOINT, List.of(endpoints("a", 1), endpoints("b", 1), endpoints("c", 1)));
+  private final TypeSnapshot after = Snapshots.next(before,
+      ResourceUpdate.partial(TypeUrl.ENDPOINT, List.of(endpoints("a", 2)), Set.of(), false));
+
+  /** A SotW stream that subscribed to {@code names} and was sent {@link #before}. */
+  private SotwTypeState sotwInSync(List<String> names, boolean knowsTtl) {
+    SotwTypeState state = new SotwTypeState(TypeUrl.ENDPOINT, before, knowsTtl);
+    state.subscribe(names);
+    state.sent(state.nextResponse(false).orElseThrow(), "1");
+    return state;
+  }
+
+  /** A Delta stream that subscribed to {@code names} and was sent {@link #before}. */
+  private DeltaTypeState deltaInSync(List<String> names) {
+    DeltaTypeState state = new DeltaTypeState(TypeUrl.ENDPOINT, before, false, Clock.systemUTC());
+    state.subscribe(names, List.of(), Map.of());
+    state.sent(state.nextResponse(false).orElseThrow(), "1");
+    return state;
+  }
+
+  @Test
+  void sotwStreamsThatHeldTheSameStateShareOneResponseToAChangeAndItsEncoding() {
+    SotwTypeState first = sotwInSync(List.of("a", "b"), false);
+    SotwTypeState second = sotwInSync(List.of("a", "b"), false);
+    SotwTypeState otherNames = sotwInSync(List.of("a", "c"), false);
+    List.of(first, second, otherNames).forEach(state -> state.update(after));
+
+    SotwTypeState.Outgoing one = first.nextResponse(false).orElseThrow();
+
+    assertThat(one.included()).containsExactly(after.get("a"));
+    assertThat(second.nextResponse(false)).as("built once").containsSame(one);
+    assertThat(second.encoded(one)).as("encoded once").isSameAs(first.encoded(one));
+    SotwTypeState.Outgoing own = otherNames.nextResponse(false).orElseThrow();
+    assertThat(own).as("another subscription, another position").isNotSameAs(one);
+    assertThat(own.included()).containsExactly(after.get("a"));
+    EncodedResponse written = new EncodedResponse(one.version(), TypeUrl.ENDPOINT.url(), "2", first.encoded(one));
+    assertThat(written.toSotw().getResourcesList()).containsExactly(after.get("a").body());
+  }
+
+  @Test
+  void aSotwStreamThatJustSubscribedToMoreGetsAResponseOfItsOwn() {
+    SotwTypeState inSync = sotwInSync(List.of("a", "b"), false);
+    SotwTypeState widened = sotwInSync(List.of("a"), false);
+    widened.subscribe(List.of("a", "b"));
+    inSync.update(after);
+    widened.update(after);
+
+    SotwTypeState.Outgoing shared = inSync.nextResponse(false).orElseThrow();
+    SotwTypeState.Outgoing own = widened.nextResponse(false).orElseThrow();
+
+    assertThat(own).isNotSameAs(shared);
+    assertThat(own.included()).as("b is newly subscribed: sent although unchanged")
+        .containsExactlyInAnyOrder(after.get("a"), after.get("b"));
+    assertThat(shared.included()).containsExactly(after.get("a"));
+  }
+
+  @Test
+  void deltaStreamsThatHeldTheSameStateShareOneResponseToAChangeAndItsEncoding() {
+    DeltaTypeState first = deltaInSync(List.of("a", "b"));
+    DeltaTypeState second = deltaInSync(List.of("a", "b"));
+    DeltaTypeState reconnected = new DeltaTypeState(TypeUrl.ENDPOINT, before, false, Clock.systemUTC());
+    reconnected.subscribe(List.of("a", "b"), List.of(), Map.of("a", before.get("a").version()));
+    List.of(first, second, reconnected).forEach(state -> state.update(after));
+
+    DeltaTypeState.Outgoing one = first.nextResponse(false).orElseThrow();
+
+    assertThat(second.nextResponse(false)).as("built once").containsSame(one);
+    assertThat(second.encoded(one)).as("encoded once").isSameAs(first.encoded(one));
+    assertThat(reconnected.nextResponse(false)).as("what it claimed on reconnecting is its own")
+        .hasValueSatisfying(own -> assertThat(own).isNotSameAs(one));
+    EncodedResponse written = new EncodedResponse(after.version(), TypeUrl.ENDPOINT.url(), "2", first.encoded(one));
+    DeltaDiscoveryResponse message = written.toDelta();
+    assertThat(message.getResourcesList()).containsExactly(after.get("a").toResource(false));
+    assertThat(message.getSystemVersionInfo()).isEqualTo(after.version());
+  }
+
+  @Test
+  void whatIsWrittenIsTheDeltaDiscoveryResponseItStandsFor() throws Exception {
+    List<Resource> resources = List.of(endpoints("a", 1).toResource(), endpoints("b", 1).toResource());
+    EncodedResponse response = new EncodedResponse("v1", TypeUrl.ENDPOINT.url(), "7",
+        EncodedResponse.deltaBody(resources, List.of("gone", "also-gone")));
+
+    DeltaDiscoveryResponse expected = DeltaDiscoveryResponse.newBuilder().setSystemVersionInfo("v1")
+        .setTypeUrl(TypeUrl.ENDPOINT.url()).setNonce("7").addAllResources(resources)
+        .addRemovedResources("gone").addRemovedResources("also-gone").build();
+    try (InputStream written = EncodedResponse.DELTA.stream(response)) {
+      assertThat(written.available()).isEqualTo(expected.getSerializedSize());
+      assertThat(DeltaDiscoveryResponse.parseFrom(written)).isEqualTo(expected);
+    }
+    assertThat(response.size()).isEqualTo(expected.getSerializedSize());
+    assertThat(EncodedResponse.DELTA.parse(expected.toByteString().newInput())).usingRecursiveComparison()
+        .isEqualTo(response);
+  }
+}
