@@ -26,8 +26,10 @@ import java.util.function.IntSupplier;
  * table of both and their ratio.
  *
  * <p>{@code java -jar bench/target/xds-bench.jar [--clients N] [--groups G] [--clusters K]
- * [--delta SHARE] [--streams-per-connection S] [--updates U] [--mode both|direct|proxy]
+ * [--delta SHARE] [--streams-per-connection S] [--warmup W] [--updates U] [--mode both|direct|proxy]
  * [--change endpoints|cluster] [--proxy-jar PATH] [--jvm "OPTIONS"] [--proxy-jvm "MORE OPTIONS"] [--logs DIR] [--timeout-seconds S]};
+ * {@code --warmup W} makes W updates before the U that are measured, so that what is measured is
+ * the servers' steady state rather than their JIT compiling the update path (the same for both);
  * {@code --proxy-jvm} adds options to the proxy's JVM only; {@code --profile DIR} writes a flight
  * recording of the serving process over the updates (not the initial sync) to DIR, and its heap by
  * class once every client is in sync; with {@code
@@ -37,7 +39,7 @@ import java.util.function.IntSupplier;
 public final class Compare {
 
   /** One run's options. */
-  record Options(int clients, int groups, int clusters, double delta, int streamsPerConnection, int updates,
+  record Options(int clients, int groups, int clusters, double delta, int streamsPerConnection, int warmup, int updates,
       String mode, Path proxyJar, List<String> jvm, List<String> proxyJvm, Path logs, Duration timeout,
       Optional<Path> profile, Optional<Path> asyncProfiler, BenchResources.Change change) {
 
@@ -55,6 +57,7 @@ public final class Compare {
           Integer.parseInt(given.getOrDefault("clusters", "1000")),
           Double.parseDouble(given.getOrDefault("delta", "0.5")),
           Integer.parseInt(given.getOrDefault("streams-per-connection", "1")),
+          Integer.parseInt(given.getOrDefault("warmup", "0")),
           Integer.parseInt(given.getOrDefault("updates", "5")),
           given.getOrDefault("mode", "both"),
           Path.of(given.getOrDefault("proxy-jar", "downstream-server/target/xds-proxy.jar")),
@@ -65,7 +68,7 @@ public final class Compare {
           Optional.ofNullable(given.get("profile")).map(Path::of),
           Optional.ofNullable(given.get("async-profiler")).map(Path::of),
           BenchResources.Change.valueOf(given.getOrDefault("change", "endpoints").toUpperCase(Locale.ROOT)));
-      given.keySet().removeAll(List.of("clients", "groups", "clusters", "delta", "streams-per-connection", "updates",
+      given.keySet().removeAll(List.of("clients", "groups", "clusters", "delta", "streams-per-connection", "warmup", "updates",
           "mode", "proxy-jar", "jvm", "proxy-jvm", "logs", "timeout-seconds", "profile", "async-profiler", "change"));
       if (!given.isEmpty()) {
         throw new IllegalArgumentException("unknown options " + given.keySet());
@@ -150,14 +153,17 @@ public final class Compare {
           if (profile.isPresent()) {
             Files.createDirectories(options.profile().get());
             server.classHistogram(Path.of(profile.get() + "-histogram.txt"));
-            if (options.asyncProfiler().isPresent()) {
-              server.startProfiler(options.asyncProfiler().get());
-            } else {
-              server.startRecording(Path.of(profile.get() + ".jfr"));
-            }
           }
           List<double[]> rounds = new ArrayList<>();
-          for (int round = 1; round <= options.updates(); round++) {
+          for (int round = 1; round <= options.warmup() + options.updates(); round++) {
+            boolean warmup = round <= options.warmup();
+            if (round == options.warmup() + 1 && profile.isPresent()) {
+              if (options.asyncProfiler().isPresent()) {
+                server.startProfiler(options.asyncProfiler().get());
+              } else {
+                server.startRecording(Path.of(profile.get() + ".jfr"));
+              }
+            }
             Thread.sleep(1000); // let the ACKs of the last round settle
             double serverCpu = server.cpuSeconds();
             double planeCpu = plane.cpuSeconds();
@@ -175,9 +181,11 @@ public final class Compare {
                 percentile(latencies, 0.50) / 1e6, percentile(latencies, 0.99) / 1e6, latencies[latencies.length - 1] / 1e6,
                 server.cpuSeconds() - serverCpu, throughProxy ? plane.cpuSeconds() - planeCpu : 0,
                 clients.bytesReceived() - bytes, upstreamBytes(plane) - upstreamBytes, ownCpuSeconds() - clientsCpu};
-            log("%s: update %d reached every client: p50 %.0f ms, p99 %.0f ms, max %.0f ms", setup, round, measured[0],
-                measured[1], measured[2]);
-            rounds.add(measured);
+            log("%s: %s %d reached every client: p50 %.0f ms, p99 %.0f ms, max %.0f ms", setup,
+                warmup ? "warm-up update" : "update", round, measured[0], measured[1], measured[2]);
+            if (!warmup) {
+              rounds.add(measured);
+            }
           }
           if (profile.isPresent()) {
             if (options.asyncProfiler().isPresent()) {
@@ -214,9 +222,10 @@ public final class Compare {
   static String table(Options options, List<Result> results) {
     StringBuilder out = new StringBuilder();
     out.append(String.format(Locale.ROOT, "%d clients (%.0f%% Delta, %d per connection) in %d node groups, %d clusters with %d"
-            + " endpoints each; medians over %d updates of one cluster's %s%n%n", options.clients(),
+            + " endpoints each; medians over %d updates of one cluster's %s%s%n%n", options.clients(),
         options.delta() * 100, options.streamsPerConnection(), options.groups(), options.clusters(), BenchResources.ENDPOINTS,
-        options.updates(), options.change() == BenchResources.Change.CLUSTER ? "definition (the whole CDS state)" : "endpoints"));
+        options.updates(), options.change() == BenchResources.Change.CLUSTER ? "definition (the whole CDS state)" : "endpoints",
+        options.warmup() > 0 ? ", after " + options.warmup() + " warm-up updates" : ""));
     out.append("| measure |");
     results.forEach(r -> out.append(' ').append(r.setup()).append(" |"));
     boolean both = results.size() == 2;

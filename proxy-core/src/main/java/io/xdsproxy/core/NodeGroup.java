@@ -34,6 +34,7 @@ public final class NodeGroup {
   private final GroupMetrics metrics;
   private final ResourceStore store = new ResourceStore();
   private final Map<TypeUrl, InterestCount> interest = new HashMap<>();
+  /** Each watcher's interest by type; immutable maps, a few types each, replaced when one changes. */
   private final Map<GroupWatcher, Map<TypeUrl, Interest>> watchers = new HashMap<>();
   private UpstreamSession session;
   private boolean closed;
@@ -89,8 +90,9 @@ public final class NodeGroup {
       if (closed) {
         return;
       }
-      Map<TypeUrl, Interest> byType = watchers.computeIfAbsent(watcher, w -> new HashMap<>());
+      Map<TypeUrl, Interest> byType = new HashMap<>(watchers.getOrDefault(watcher, Map.of()));
       Interest previous = wanted.isEmpty() ? byType.remove(type) : byType.put(type, wanted);
+      watchers.put(watcher, Map.copyOf(byType));
       Interest before = previous == null ? Interest.NONE : previous;
       changeInterest(type, before, wanted);
       TypeSnapshot current = store.snapshot(type);

@@ -21,11 +21,12 @@ public final class SerialExecutor implements Executor {
   private static final int BATCH = 64;
 
   private final Executor pool;
-  private final String owner;
+  /** What the tasks belong to, for logs; its {@code toString} is made only when a line is. */
+  private final Object owner;
   private final Queue<Runnable> tasks = new ConcurrentLinkedQueue<>();
   private final AtomicBoolean scheduled = new AtomicBoolean();
 
-  public SerialExecutor(Executor pool, String owner) {
+  public SerialExecutor(Executor pool, Object owner) {
     this.pool = pool;
     this.owner = owner;
   }

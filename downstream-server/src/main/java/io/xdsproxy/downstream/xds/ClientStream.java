@@ -16,9 +16,7 @@ import io.xdsproxy.core.TypeUrl;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import java.util.Queue;
 import java.util.SortedSet;
@@ -65,6 +63,20 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
     List<ResourceStatus> resourceStatuses();
   }
 
+  /** One type's logical stream, and what the transport owes it. */
+  private static final class Slot<S> {
+    final S state;
+    /** A response is owed that the transport was not ready for: flushed, in push order, when it is. */
+    boolean blocked;
+    /** An update the client has not been written yet, and when it reached the proxy: for the fan-out latency. */
+    boolean unwritten;
+    long unwrittenSince;
+
+    Slot(S state) {
+      this.state = state;
+    }
+  }
+
   private static final Logger log = LoggerFactory.getLogger(ClientStream.class);
   // A reconnect storm or a client failing in a loop must not flood the log: each kind of line is limited.
   private static final LimitedLog opens = LimitedLog.of(log, Level.INFO, 100, Duration.ofSeconds(10));
@@ -100,11 +112,8 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
   private final AtomicBoolean changedScheduled = new AtomicBoolean();
 
   // Confined to the executor from here on.
-  private final Map<TypeUrl, S> types = new HashMap<>();
-  /** Types with a response owed that the transport was not ready for, flushed in push order. */
-  private final TreeSet<TypeUrl> blocked = new TreeSet<>();
-  /** By type, when the oldest update not yet written to the client reached the proxy, for the fan-out latency. */
-  private final Map<TypeUrl, Long> unwrittenSince = new HashMap<>();
+  /** The types the client asked for, in push order. */
+  private final TreeMap<TypeUrl, Slot<S>> types = new TreeMap<>();
   private Node node;
   private NodeGroup group;
   private long nonces;
@@ -121,13 +130,14 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
     this.groups = serving.groups();
     this.metrics = serving.metrics();
     this.clients = serving.clients();
-    this.protocol = protocol.toLowerCase(java.util.Locale.ROOT);
+    // Interned: a handful of distinct values, held by every stream.
+    this.protocol = protocol.toLowerCase(java.util.Locale.ROOT).intern();
     this.service = fixedType.map(TypeUrl::shortName).orElse("ads");
     Executor pool = serving.pool();
     this.fixedType = fixedType;
     this.peer = peer;
-    this.variant = protocol + " " + fixedType.map(TypeUrl::shortName).orElse("ADS");
-    this.executor = new SerialExecutor(pool, variant + " stream from " + peer);
+    this.variant = (protocol + " " + fixedType.map(TypeUrl::shortName).orElse("ADS")).intern();
+    this.executor = new SerialExecutor(pool, this);
     this.clock = serving.clock();
     responses.disableAutoRequest();
     responses.setOnReadyHandler(() -> executor.execute(guarded(this::flushBlocked)));
@@ -140,12 +150,13 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
 
   /** The state of {@code type}'s logical stream, made with {@code create} on the type's first request. */
   final S typeStream(TypeUrl type, Function<TypeUrl, S> create) {
-    return types.computeIfAbsent(type, create);
+    return types.computeIfAbsent(type, t -> new Slot<>(create.apply(t))).state;
   }
 
   /** The state of {@code type}'s logical stream; the client asked for the type. */
   final S typeStream(TypeUrl type) {
-    return types.get(type);
+    Slot<S> slot = types.get(type);
+    return slot == null ? null : slot.state;
   }
 
   /**
@@ -161,6 +172,12 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
   /** "SotW ADS", "Delta envoy.config.cluster.v3.Cluster", …: for logs. */
   final String variant() {
     return variant;
+  }
+
+  /** For logs. */
+  @Override
+  public String toString() {
+    return variant + " stream from " + peer;
   }
 
   @Override
@@ -266,9 +283,9 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
     CompletableFuture<Clients.ClientStatus> status = new CompletableFuture<>();
     executor.execute(() -> {
       List<Clients.TypeStatus> byType = new ArrayList<>();
-      new TreeMap<>(types).forEach((type, state) -> byType.add(new Clients.TypeStatus(type.url(),
-          state.subscription().wildcard(), state.subscription().names().stream().sorted().toList(),
-          state.ackedVersion(), state.lastNackMessage())));
+      types.forEach((type, slot) -> byType.add(new Clients.TypeStatus(type.url(),
+          slot.state.subscription().wildcard(), slot.state.subscription().names().stream().sorted().toList(),
+          slot.state.ackedVersion(), slot.state.lastNackMessage())));
       status.complete(new Clients.ClientStatus(node.getId(), group.key().value(), variant, peer, byType));
     });
     return status;
@@ -279,7 +296,7 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
     CompletableFuture<Clients.ClientResources> resources = new CompletableFuture<>();
     executor.execute(() -> {
       List<ResourceStatus> all = new ArrayList<>();
-      new TreeMap<>(types).forEach((type, state) -> all.addAll(state.resourceStatuses()));
+      types.values().forEach(slot -> all.addAll(slot.state.resourceStatuses()));
       resources.complete(new Clients.ClientResources(node, all));
     });
     return resources;
@@ -338,8 +355,9 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
     if (closed) {
       return;
     }
+    Slot<S> slot = types.get(type);
     if (!responses.isReady()) {
-      blocked.add(type);
+      slot.blocked = true;
       return;
     }
     String nonce = Long.toString(nonces + 1);
@@ -348,12 +366,12 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
       nonces++;
       metrics.response(type, encodedSize(response.get()));
       responses.onNext(response.get());
-      Long since = unwrittenSince.remove(type);
-      if (since != null) {
-        metrics.fannedOut(type, System.nanoTime() - since);
+      if (slot.unwritten) {
+        metrics.fannedOut(type, System.nanoTime() - slot.unwrittenSince);
+        slot.unwritten = false;
       }
     } else if (!deferRemovals) {
-      unwrittenSince.remove(type); // the update changed nothing this client holds
+      slot.unwritten = false; // the update changed nothing this client holds
     }
   }
 
@@ -386,9 +404,11 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
       types.removeIf(type -> !this.types.containsKey(type));
       for (TypeUrl type : types) {
         TypeSnapshot snapshot = group.snapshot(type);
-        this.types.get(type).update(snapshot);
-        if (snapshot.isReceived()) {
-          unwrittenSince.putIfAbsent(type, snapshot.changedAt());
+        Slot<S> slot = this.types.get(type);
+        slot.state.update(snapshot);
+        if (snapshot.isReceived() && !slot.unwritten) {
+          slot.unwritten = true;
+          slot.unwrittenSince = snapshot.changedAt();
         }
       }
       push(types);
@@ -396,10 +416,18 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
   }
 
   private void flushBlocked() {
-    if (!closed && responses.isReady() && !blocked.isEmpty()) {
-      SortedSet<TypeUrl> types = new TreeSet<>(blocked);
-      blocked.clear();
-      push(types);
+    if (closed || !responses.isReady()) {
+      return;
+    }
+    SortedSet<TypeUrl> blocked = new TreeSet<>();
+    types.forEach((type, slot) -> {
+      if (slot.blocked) {
+        slot.blocked = false;
+        blocked.add(type);
+      }
+    });
+    if (!blocked.isEmpty()) {
+      push(blocked);
     }
   }
 

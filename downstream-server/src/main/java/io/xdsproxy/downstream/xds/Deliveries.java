@@ -34,9 +34,10 @@ final class Deliveries {
 
   /**
    * One response: its version, the snapshot it brought the client to, the subscription it answered,
-   * the names it left out as do_not_cache, and when it was sent.
+   * the names it left out as do_not_cache, and when it was sent (epoch milliseconds: a stream keeps
+   * a few of these per type, and an Instant would be an object each).
    */
-  private record Delivery(String version, TypeSnapshot snapshot, Subscription scope, Set<String> withheld, Instant at) {
+  private record Delivery(String version, TypeSnapshot snapshot, Subscription scope, Set<String> withheld, long at) {
 
     /** The resource this response left the client holding for {@code name}, or null. */
     XdsResource held(String name) {
@@ -49,10 +50,10 @@ final class Deliveries {
   }
 
   /**
-   * The client's answer to a delivery, and when it came: {@code seq} orders answers; a NACK has its
-   * error_detail message and the delivery the client had ACKed before it.
+   * The client's answer to a delivery, and when it came (epoch milliseconds): {@code seq} orders
+   * answers; a NACK has its error_detail message and the delivery the client had ACKed before it.
    */
-  private record Answer(Delivery delivery, Instant at, long seq, String nackMessage, Delivery ackedBefore) {}
+  private record Answer(Delivery delivery, long at, long seq, String nackMessage, Delivery ackedBefore) {}
 
   private final Clock clock;
   /** Each response carries every resource the client holds (SotW Listener and Cluster). */
@@ -83,20 +84,20 @@ final class Deliveries {
 
   /** A response was sent; {@code version} is its version_info (SotW) or system_version_info (Delta). */
   void sent(String version, TypeSnapshot snapshot, Subscription scope, Set<String> withheld) {
-    latest = new Delivery(version, snapshot, scope, withheld, clock.instant());
+    latest = new Delivery(version, snapshot, scope, withheld, clock.millis());
   }
 
   /** The client ACKed the latest response. */
   void acked() {
     if (latest != null) {
-      acked = new Answer(latest, clock.instant(), ++answers, null, null);
+      acked = new Answer(latest, clock.millis(), ++answers, null, null);
     }
   }
 
   /** The client NACKed the latest response with {@code message}. */
   void nacked(String message) {
     if (latest != null) {
-      rejected = new Answer(latest, clock.instant(), ++answers, message, acked == null ? null : acked.delivery());
+      rejected = new Answer(latest, clock.millis(), ++answers, message, acked == null ? null : acked.delivery());
     }
   }
 
@@ -124,7 +125,7 @@ final class Deliveries {
       // "Knowing When a Requested Resource Does Not Exist": the proxy told the client so.
       boolean ackedAbsent = acked != null && acked.delivery().toldAbsent(name);
       return new ResourceStatus(type, name, perResourceVersions ? "" : latest.version(), Optional.empty(),
-          Optional.of(ackedAbsent ? acked.at() : latest.at()), ackedAbsent ? SYNCED : STALE, DOES_NOT_EXIST,
+          Optional.of(instant(ackedAbsent ? acked.at() : latest.at())), ackedAbsent ? SYNCED : STALE, DOES_NOT_EXIST,
           Optional.empty());
     }
     return new ResourceStatus(type, name, "", Optional.empty(), Optional.empty(), NOT_SENT, REQUESTED, Optional.empty());
@@ -138,17 +139,21 @@ final class Deliveries {
     // A later full-state response carries it again, so an ACK of that one accepts it.
     if (rejectedHolds && !(ackedHolds && fullState && acked.seq() > rejected.seq())) {
       String version = version(rejected.delivery(), held);
-      return new ResourceStatus(type, name, version, Optional.of(held.body()), Optional.of(rejected.at()), ERROR, NACKED,
-          Optional.of(new ResourceStatus.Rejection(rejected.nackMessage(), version, rejected.at())));
+      return new ResourceStatus(type, name, version, Optional.of(held.body()), Optional.of(instant(rejected.at())), ERROR,
+          NACKED, Optional.of(new ResourceStatus.Rejection(rejected.nackMessage(), version, instant(rejected.at()))));
     }
     if (ackedHolds) {
       return new ResourceStatus(type, name, version(acked.delivery(), held), Optional.of(held.body()),
-          Optional.of(acked.at()), SYNCED, ACKED, Optional.empty());
+          Optional.of(instant(acked.at())), SYNCED, ACKED, Optional.empty());
     }
     // Sent and not answered yet: the client's status is what it last said of the name.
     boolean ackedEarlier = acked != null && acked.delivery().held(name) != null;
-    return new ResourceStatus(type, name, version(latest, held), Optional.of(held.body()), Optional.of(latest.at()),
+    return new ResourceStatus(type, name, version(latest, held), Optional.of(held.body()), Optional.of(instant(latest.at())),
         STALE, ackedEarlier ? ACKED : REQUESTED, Optional.empty());
+  }
+
+  private static Instant instant(long epochMillis) {
+    return Instant.ofEpochMilli(epochMillis);
   }
 
   private String version(Delivery delivery, XdsResource held) {

@@ -33,6 +33,10 @@ final class DeltaTypeState implements ClientStream.TypeStream {
   record Outgoing(List<Resource> resources, List<String> removed, TypeSnapshot snapshot, List<String> deferred,
       Set<String> withheld, Optional<ResponsePosition> sharedAt) {
 
+    Outgoing {
+      withheld = withheld.isEmpty() ? Set.of() : withheld; // streams keep it: an empty one costs nothing
+    }
+
     Outgoing(List<Resource> resources, List<String> removed, TypeSnapshot snapshot, List<String> deferred,
         Set<String> withheld) {
       this(resources, removed, snapshot, deferred, withheld, Optional.empty());
@@ -54,11 +58,11 @@ final class DeltaTypeState implements ClientStream.TypeStream {
   /** The snapshot when the client last asked for more: do_not_cache resources in it predate the ask. */
   private TypeSnapshot joined;
   /** Versions the client said it has from an earlier stream, for names not answered for yet. */
-  private Map<String, String> claimed = new HashMap<>();
+  private Map<String, String> claimed = Map.of();
   /** Names (or aliases) to send, or report removed, whatever the client may already have. */
-  private Set<String> forced = new LinkedHashSet<>();
+  private Set<String> forced = Set.of();
   /** Names the client holds that are gone, whose removal a response left for the next one. */
-  private Set<String> pendingRemovals = new LinkedHashSet<>();
+  private Set<String> pendingRemovals = Set.of();
   /** Everything in the wildcard is to be sent: the wildcard was just subscribed to. */
   private boolean forceAll;
   private String lastNonce = "";
@@ -126,25 +130,25 @@ final class DeltaTypeState implements ClientStream.TypeStream {
   boolean subscribe(List<String> subscribe, List<String> unsubscribe, Map<String, String> initialVersions) {
     boolean first = !requested;
     requested = true;
-    if (first) {
-      claimed.putAll(initialVersions);
+    if (first && !initialVersions.isEmpty()) {
+      claimed = new HashMap<>(initialVersions);
     }
     Subscription next = subscription.delta(subscribe, unsubscribe, first);
     if (next.wildcard() && !subscription.wildcard() && !(first && !initialVersions.isEmpty())) {
       forceAll = true;
     }
     for (String name : unsubscribe) {
-      forced.remove(name);
+      forced = NameSets.without(forced, name);
       // "Unsubscribing from Resources": a client with a wildcard that drops a name it also named
       // cannot tell whether the wildcard still covers it, so it is told either way.
       if (next.wildcard() && !Subscription.WILDCARD.equals(name) && subscription.names().contains(name)) {
-        forced.add(name);
+        forced = NameSets.with(forced, name);
       }
     }
     for (String name : subscribe) {
       if (!Subscription.WILDCARD.equals(name) && !claimed.containsKey(name)) {
         // "Subscribing to Resources": sent even if the client seems to have it; it may have forgotten.
-        forced.add(name);
+        forced = NameSets.with(forced, name);
       }
     }
     boolean changed = next != subscription && !next.equals(subscription);
@@ -232,30 +236,19 @@ final class DeltaTypeState implements ClientStream.TypeStream {
 
   /** Marks {@code outgoing} as sent with {@code nonce}: the client now holds its snapshot. */
   void sent(Outgoing outgoing, String nonce) {
-    if (outgoing.deferred().isEmpty()) {
-      if (!pendingRemovals.isEmpty()) {
-        pendingRemovals = new LinkedHashSet<>();
-      }
-    } else {
-      pendingRemovals.addAll(outgoing.deferred());
-    }
+    pendingRemovals = outgoing.deferred().isEmpty() ? Set.of() : NameSets.withAll(pendingRemovals, outgoing.deferred());
     base = outgoing.snapshot();
     lastNonce = nonce;
     forceAll = false;
-    boolean heldForced = !forced.isEmpty();
-    boolean heldClaims = !claimed.isEmpty();
     // A name not heard of yet stays owed, with what the client claimed of it.
-    forced.removeIf(name -> base.resolve(name) != null || base.state(name) != NameState.UNKNOWN);
+    forced = NameSets.retained(forced, name -> base.resolve(name) == null && base.state(name) == NameState.UNKNOWN);
     // Left out as do_not_cache: owed, whatever its version, once the upstream's fresh copy comes.
-    forced.addAll(outgoing.withheld());
-    claimed.keySet().removeIf(name -> base.state(name) != NameState.UNKNOWN);
-    // Emptied sets are replaced, not kept: a HashMap never shrinks, and a client that subscribed to
-    // thousands of names would otherwise hold their empty table for as long as its stream lives.
-    if (heldForced && forced.isEmpty()) {
-      forced = new LinkedHashSet<>();
-    }
-    if (heldClaims && claimed.isEmpty()) {
-      claimed = new HashMap<>();
+    forced = NameSets.withAll(forced, outgoing.withheld());
+    if (!claimed.isEmpty()) {
+      claimed.keySet().removeIf(name -> base.state(name) != NameState.UNKNOWN);
+      if (claimed.isEmpty()) {
+        claimed = Map.of(); // a hash table never shrinks: the emptied one is dropped
+      }
     }
     deliveries.sent(base.version(), base, subscription, outgoing.withheld());
   }

@@ -42,6 +42,10 @@ final class SotwTypeState implements ClientStream.TypeStream {
       boolean whole,
       Optional<ResponsePosition> sharedAt) {
 
+    Outgoing {
+      withheld = withheld.isEmpty() ? Set.of() : withheld; // streams keep it: an empty one costs nothing
+    }
+
     /** The same response, owed alike by every stream at {@code position}. */
     Outgoing sharedAt(ResponsePosition position) {
       return new Outgoing(included, heartbeats, version, snapshot, removalsDeferred, withheld, whole, Optional.of(position));
@@ -54,7 +58,7 @@ final class SotwTypeState implements ClientStream.TypeStream {
   /** The resource_names of the last request, as sent; shared with the streams that sent the same. */
   private List<String> lastNames;
   /** Names added to the subscription since the last response: sent even if unchanged. */
-  private Set<String> newlySubscribed = new HashSet<>();
+  private Set<String> newlySubscribed = Set.of();
   private TypeSnapshot latest;
   private TypeSnapshot lastSent;
   /** The snapshot when the client last asked for more: do_not_cache resources in it predate the ask. */
@@ -154,7 +158,8 @@ final class SotwTypeState implements ClientStream.TypeStream {
   }
 
   void ack(String version) {
-    ackedVersion = version;
+    // The snapshot's own string where it is the same: every stream then holds one string, not its own copy.
+    ackedVersion = lastSent != null && version.equals(lastSent.version()) ? lastSent.version() : version;
     deliveries.acked();
   }
 
@@ -182,10 +187,10 @@ final class SotwTypeState implements ClientStream.TypeStream {
     }
     for (String name : next.names()) {
       if (!subscription.names().contains(name)) {
-        newlySubscribed.add(name);
+        newlySubscribed = NameSets.with(newlySubscribed, name);
       }
     }
-    newlySubscribed.retainAll(next.names());
+    newlySubscribed = NameSets.retained(newlySubscribed, next.names()::contains);
     if (!next.interest().beyond(subscription.interest()).isEmpty()) {
       joined = latest;
     }
@@ -237,11 +242,7 @@ final class SotwTypeState implements ClientStream.TypeStream {
     removalsPending = outgoing.removalsDeferred();
     withheld = outgoing.withheld();
     lastNonce = nonce;
-    // A new set, not clear(): a cleared HashSet keeps the table of the thousands of names a client
-    // subscribed to at first, kilobytes per stream for as long as the stream lives.
-    if (!newlySubscribed.isEmpty()) {
-      newlySubscribed = new HashSet<>();
-    }
+    newlySubscribed = Set.of();
     deliveries.sent(outgoing.version(), outgoing.snapshot(), subscription, outgoing.withheld());
   }
 
