@@ -1,6 +1,7 @@
 package io.xdsproxy.bench.jmh;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.tuple;
 
 import com.google.protobuf.InvalidProtocolBufferException;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
@@ -45,13 +46,17 @@ class FanOutBenchmarkTest {
   @ValueSource(strings = {"sotw", "delta"})
   void anEndpointChangeWritesEveryStreamTheOneChangedAssignment(String variant) throws Exception {
     connected(variant);
+    long[] bytesBefore = group.clients().stream().mapToLong(client -> client.call().bytesWritten()).toArray();
 
     benchmark.endpointChange(group);
 
     assertThat(group.clients()).hasSize(STREAMS);
-    for (EnvoyClient client : group.clients()) {
+    for (int i = 0; i < STREAMS; i++) {
+      EnvoyClient client = group.clients().get(i);
       assertThat(client.call().closedWith()).as("status of a call").isNull();
       assertThat(client.call().responses()).as("two responses to subscribe, one for the change").isEqualTo(3);
+      assertThat(client.call().bytesWritten() - bytesBefore[i]).as("bytes written for the change")
+          .isEqualTo(client.call().lastResponse().length);
       assertCarriesOnly(client, TypeUrl.ENDPOINT, group.latest());
     }
     group.checkEveryStreamHasTheLatestChange();
@@ -116,7 +121,7 @@ class FanOutBenchmarkTest {
       DeltaDiscoveryResponse response = DeltaDiscoveryResponse.parseFrom(bytes);
       assertThat(response.getTypeUrl()).isEqualTo(type.url());
       assertThat(response.getResourcesList()).extracting(Resource::getName, Resource::getResource)
-          .containsExactly(org.assertj.core.groups.Tuple.tuple(changed.name(), changed.body()));
+          .containsExactly(tuple(changed.name(), changed.body()));
       assertThat(response.getRemovedResourcesList()).isEmpty();
     }
   }
