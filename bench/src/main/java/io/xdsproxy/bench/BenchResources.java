@@ -20,18 +20,18 @@ import java.util.List;
  * endpoints (moved to port {@code 10000 + r}), or the cluster itself (its connect timeout); a client
  * has converged on round r when it holds that resource.
  */
-final class BenchResources {
+public final class BenchResources {
 
   /** Endpoints per cluster: a few, as a service of a mesh has. */
   static final int ENDPOINTS = 3;
 
   private BenchResources() {}
 
-  static String clusterName(int index) {
+  public static String clusterName(int index) {
     return "cluster-" + index;
   }
 
-  static List<String> clusterNames(int clusters) {
+  public static List<String> clusterNames(int clusters) {
     List<String> names = new ArrayList<>(clusters);
     for (int i = 0; i < clusters; i++) {
       names.add(clusterName(i));
@@ -46,7 +46,7 @@ final class BenchResources {
   }
 
   /** Cluster {@code index} in round {@code round}: only cluster 0 changes, and only when clusters change. */
-  static Cluster cluster(int index, int round) {
+  public static Cluster cluster(int index, int round) {
     return Cluster.newBuilder()
         .setName(clusterName(index))
         .setType(Cluster.DiscoveryType.EDS)
@@ -56,7 +56,7 @@ final class BenchResources {
         .build();
   }
 
-  static List<Cluster> clusters(int clusters, int round) {
+  public static List<Cluster> clusters(int clusters, int round) {
     List<Cluster> all = new ArrayList<>(clusters);
     for (int i = 0; i < clusters; i++) {
       all.add(cluster(i, round));
@@ -65,7 +65,7 @@ final class BenchResources {
   }
 
   /** The endpoints of cluster {@code index} in round {@code round}: only cluster 0 changes. */
-  static ClusterLoadAssignment endpoints(int index, int round) {
+  public static ClusterLoadAssignment endpoints(int index, int round) {
     LocalityLbEndpoints.Builder locality = LocalityLbEndpoints.newBuilder();
     for (int e = 0; e < ENDPOINTS; e++) {
       int port = index == 0 ? 10000 + round : 20000 + e;
@@ -76,7 +76,7 @@ final class BenchResources {
     return ClusterLoadAssignment.newBuilder().setClusterName(clusterName(index)).addEndpoints(locality).build();
   }
 
-  static List<ClusterLoadAssignment> allEndpoints(int clusters, int round) {
+  public static List<ClusterLoadAssignment> allEndpoints(int clusters, int round) {
     List<ClusterLoadAssignment> all = new ArrayList<>(clusters);
     for (int i = 0; i < clusters; i++) {
       all.add(endpoints(i, i == 0 ? round : 0));
