@@ -157,12 +157,34 @@ public final class NodeGroup {
     if (changed.isEmpty()) {
       return;
     }
+    List<TypeSnapshot> published = List.copyOf(changed);
     watchers.forEach((watcher, wanted) -> {
-      List<TypeSnapshot> relevant = changed.stream().filter(s -> wanted.containsKey(s.type())).toList();
+      List<TypeSnapshot> relevant = wantedOf(published, wanted);
       if (!relevant.isEmpty()) {
         watcher.onSnapshots(relevant);
       }
     });
+  }
+
+  /**
+   * The snapshots of {@code changed} whose types a watcher wants: {@code changed} itself when it
+   * wants them all, as nearly every watcher does, so thousands of watchers share one list.
+   */
+  private static List<TypeSnapshot> wantedOf(List<TypeSnapshot> changed, Map<TypeUrl, Interest> wanted) {
+    int count = 0;
+    for (TypeSnapshot snapshot : changed) {
+      count += wanted.containsKey(snapshot.type()) ? 1 : 0;
+    }
+    if (count == changed.size() || count == 0) {
+      return count == 0 ? List.of() : changed;
+    }
+    List<TypeSnapshot> some = new ArrayList<>(count);
+    for (TypeSnapshot snapshot : changed) {
+      if (wanted.containsKey(snapshot.type())) {
+        some.add(snapshot);
+      }
+    }
+    return some;
   }
 
   /**

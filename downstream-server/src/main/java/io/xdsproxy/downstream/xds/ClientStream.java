@@ -16,6 +16,7 @@ import io.xdsproxy.core.TypeUrl;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
 import java.util.Queue;
@@ -104,11 +105,12 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
   private final NodeIdCheck nodeIdCheck = PeerInterceptor.currentNodeIdCheck();
 
   /**
-   * Batches of types the group published new snapshots of since the executor last looked; a batch
-   * is taken whole, so types that changed together are pushed together. Only types are kept: the
-   * executor reads the group's current snapshots, so a stream never goes back in time.
+   * Batches of snapshots the group published since the executor last looked (each batch is the
+   * group's own list, shared by its streams); a batch is taken whole, so types that changed together
+   * are pushed together. Only their types count: the executor reads the group's current snapshots,
+   * so a stream never goes back in time.
    */
-  private final Queue<List<TypeUrl>> changedBatches = new ConcurrentLinkedQueue<>();
+  private final Queue<List<TypeSnapshot>> changedBatches = new ConcurrentLinkedQueue<>();
   private final AtomicBoolean changedScheduled = new AtomicBoolean();
 
   // Confined to the executor from here on.
@@ -160,11 +162,16 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
   }
 
   /**
-   * The response owed to the client for {@code type} now, if any, recorded as sent with {@code
-   * nonce}. Called only when the transport is ready. With {@code deferRemovals}, nothing the client
-   * holds is taken away yet: the removals are owed to a later call.
+   * The response owed to the client for {@code type} now, if any, recorded as sent with a nonce
+   * from {@link #nextNonce}. Called only when the transport is ready. With {@code deferRemovals},
+   * nothing the client holds is taken away yet: the removals are owed to a later call.
    */
-  abstract Optional<R> respond(TypeUrl type, String nonce, boolean deferRemovals);
+  abstract Optional<R> respond(TypeUrl type, boolean deferRemovals);
+
+  /** The nonce of a response about to be sent: made only for one that is, as most calls find none owed. */
+  final String nextNonce() {
+    return Long.toString(++nonces);
+  }
 
   /** The size of {@code response} on the wire, for metrics. */
   abstract int encodedSize(R response);
@@ -209,7 +216,7 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
 
   @Override
   public final void onSnapshots(List<TypeSnapshot> snapshots) {
-    changedBatches.add(snapshots.stream().map(TypeSnapshot::type).toList());
+    changedBatches.add(snapshots);
     if (changedScheduled.compareAndSet(false, true)) {
       executor.execute(guarded(this::takeChanges));
     }
@@ -352,18 +359,16 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
   }
 
   private void send(TypeUrl type, boolean deferRemovals) {
-    if (closed) {
+    Slot<S> slot = types.get(type);
+    if (closed || slot == null) {
       return;
     }
-    Slot<S> slot = types.get(type);
     if (!responses.isReady()) {
       slot.blocked = true;
       return;
     }
-    String nonce = Long.toString(nonces + 1);
-    Optional<R> response = respond(type, nonce, deferRemovals);
+    Optional<R> response = respond(type, deferRemovals);
     if (response.isPresent()) {
-      nonces++;
       metrics.response(type, encodedSize(response.get()));
       responses.onNext(response.get());
       if (slot.unwritten) {
@@ -376,12 +381,12 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
   }
 
   /**
-   * Pushes the changes of {@code types}, make-before-break on ADS ("Eventual consistency
+   * Pushes the changes of {@code types}, given in push order, make-before-break on ADS ("Eventual consistency
    * considerations"): every type's additions and updates first, in push order (CDS, EDS, LDS, RDS,
    * …), and only then what they remove, so that a route never points at a cluster the client has
    * not got, and a cluster is not taken away while a route still points at it.
    */
-  private void push(SortedSet<TypeUrl> types) {
+  private void push(Collection<TypeUrl> types) {
     if (fixedType.isPresent()) {
       types.forEach(this::send);
       return;
@@ -396,23 +401,32 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
 
   private void takeChanges() {
     changedScheduled.set(false);
-    SortedSet<TypeUrl> types = new TreeSet<>();
-    for (List<TypeUrl> batch = changedBatches.poll(); batch != null; batch = changedBatches.poll()) {
-      types.addAll(batch);
+    List<TypeSnapshot> batch = changedBatches.poll();
+    if (batch == null || closed) {
+      changedBatches.clear();
+      return;
     }
-    if (!closed) {
-      types.removeIf(type -> !this.types.containsKey(type));
-      for (TypeUrl type : types) {
+    // One type in one batch, what nearly every update is, needs no sorting.
+    Collection<TypeUrl> changed = batch.size() == 1 && changedBatches.isEmpty() ? List.of(batch.get(0).type()) : null;
+    if (changed == null) {
+      SortedSet<TypeUrl> sorted = new TreeSet<>();
+      for (; batch != null; batch = changedBatches.poll()) {
+        batch.forEach(snapshot -> sorted.add(snapshot.type()));
+      }
+      changed = sorted;
+    }
+    for (TypeUrl type : changed) {
+      Slot<S> slot = types.get(type);
+      if (slot != null) { // else a type this stream's client has not asked for: send passes it by
         TypeSnapshot snapshot = group.snapshot(type);
-        Slot<S> slot = this.types.get(type);
         slot.state.update(snapshot);
         if (snapshot.isReceived() && !slot.unwritten) {
           slot.unwritten = true;
           slot.unwrittenSince = snapshot.changedAt();
         }
       }
-      push(types);
     }
+    push(changed);
   }
 
   private void flushBlocked() {

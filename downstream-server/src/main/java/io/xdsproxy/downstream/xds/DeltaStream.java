@@ -57,12 +57,13 @@ public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, Encod
   }
 
   @Override
-  Optional<EncodedResponse> respond(TypeUrl type, String nonce, boolean deferRemovals) {
+  Optional<EncodedResponse> respond(TypeUrl type, boolean deferRemovals) {
     DeltaTypeState state = typeStream(type);
     Optional<Outgoing> outgoing = state.nextResponse(deferRemovals);
     if (outgoing.isEmpty()) {
       return Optional.empty();
     }
+    String nonce = nextNonce();
     state.sent(outgoing.get(), nonce);
     return Optional.of(new EncodedResponse(outgoing.get().snapshot().version(), type.url(), nonce,
         state.encoded(outgoing.get())));

@@ -60,12 +60,13 @@ public final class SotwStream extends ClientStream<DiscoveryRequest, EncodedResp
   }
 
   @Override
-  Optional<EncodedResponse> respond(TypeUrl type, String nonce, boolean deferRemovals) {
+  Optional<EncodedResponse> respond(TypeUrl type, boolean deferRemovals) {
     SotwTypeState state = typeStream(type);
     Optional<Outgoing> outgoing = state.nextResponse(deferRemovals);
     if (outgoing.isEmpty()) {
       return Optional.empty();
     }
+    String nonce = nextNonce();
     state.sent(outgoing.get(), nonce);
     return Optional.of(new EncodedResponse(outgoing.get().version(), type.url(), nonce, state.encoded(outgoing.get())));
   }
