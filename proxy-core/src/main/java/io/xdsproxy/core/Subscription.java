@@ -97,8 +97,11 @@ public record Subscription(boolean wildcard, Set<String> names, boolean explicit
     return !wildcard && names.isEmpty();
   }
 
-  /** The upstream interest this subscription adds to its node group. */
+  /**
+   * The upstream interest this subscription adds to its node group; shared, as subscriptions are,
+   * since the group keeps one per stream and type.
+   */
   public Interest interest() {
-    return new Interest(wildcard, names);
+    return (Interest) SHARED.intern(new Interest(wildcard, names));
   }
 }

@@ -13,6 +13,7 @@ import io.xdsproxy.core.SerialExecutor;
 import io.xdsproxy.core.Subscription;
 import io.xdsproxy.core.TypeSnapshot;
 import io.xdsproxy.core.TypeUrl;
+import java.net.SocketAddress;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -98,7 +99,7 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
   private final String service;
   private final Optional<TypeUrl> fixedType;
   private final SerialExecutor executor;
-  private final String peer;
+  private final SocketAddress peer;
   private final String variant;
   private final Clock clock;
   /** Taken on the call's thread, where the peer's TLS certificate is in the gRPC context. */
@@ -127,7 +128,7 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
    * @param peer the client's address, for logs
    */
   ClientStream(
-      String protocol, StreamObserver<R> responseObserver, Serving serving, Optional<TypeUrl> fixedType, String peer) {
+      String protocol, StreamObserver<R> responseObserver, Serving serving, Optional<TypeUrl> fixedType, SocketAddress peer) {
     this.responses = (ServerCallStreamObserver<R>) responseObserver;
     this.groups = serving.groups();
     this.metrics = serving.metrics();
@@ -293,7 +294,7 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
       types.forEach((type, slot) -> byType.add(new Clients.TypeStatus(type.url(),
           slot.state.subscription().wildcard(), slot.state.subscription().names().stream().sorted().toList(),
           slot.state.ackedVersion(), slot.state.lastNackMessage())));
-      status.complete(new Clients.ClientStatus(node.getId(), group.key().value(), variant, peer, byType));
+      status.complete(new Clients.ClientStatus(node.getId(), group.key().value(), variant, peer.toString(), byType));
     });
     return status;
   }
@@ -347,10 +348,6 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
 
   final NodeGroup group() {
     return group;
-  }
-
-  final String peer() {
-    return peer;
   }
 
   /** Writes the response owed for {@code type}, if any, now or when the transport is ready. */

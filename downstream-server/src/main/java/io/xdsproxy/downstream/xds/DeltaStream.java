@@ -4,6 +4,7 @@ import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
 import io.grpc.stub.StreamObserver;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.downstream.xds.DeltaTypeState.Outgoing;
+import java.net.SocketAddress;
 import java.util.Optional;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -21,7 +22,7 @@ public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, Encod
    * @param peer the client's address, for logs
    */
   public DeltaStream(
-      StreamObserver<EncodedResponse> responses, Serving serving, Optional<TypeUrl> fixedType, String peer) {
+      StreamObserver<EncodedResponse> responses, Serving serving, Optional<TypeUrl> fixedType, SocketAddress peer) {
     super("Delta", responses, serving, fixedType, peer);
   }
 

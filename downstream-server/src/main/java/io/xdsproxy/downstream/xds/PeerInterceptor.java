@@ -29,10 +29,21 @@ public final class PeerInterceptor implements ServerInterceptor {
     this.nodeIdPattern = nodeIdPattern;
   }
 
-  /** The address of the client whose call is being started on this thread. */
-  static String currentPeer() {
+  /** Stands for the address of a call that has none (in-process). */
+  private static final SocketAddress UNKNOWN = new SocketAddress() {
+    @Override
+    public String toString() {
+      return "unknown peer";
+    }
+  };
+
+  /**
+   * The address of the client whose call is being started on this thread: the transport's own
+   * object, shared by the connection's streams and made a string only when a line is written.
+   */
+  static SocketAddress currentPeer() {
     SocketAddress address = PEER.get();
-    return address == null ? "unknown peer" : address.toString();
+    return address == null ? UNKNOWN : address;
   }
 
   /** The node ids the client whose call is being started on this thread may claim. */
@@ -48,7 +59,10 @@ public final class PeerInterceptor implements ServerInterceptor {
     NodeIdCheck check = nodeIdPattern
         .map(pattern -> pattern.forSession(call.getAttributes().get(Grpc.TRANSPORT_ATTR_SSL_SESSION)))
         .orElse(NodeIdCheck.ANY);
-    return Contexts.interceptCall(
-        Context.current().withValue(PEER, address).withValue(NODE_ID_CHECK, check), call, headers, next);
+    // The call keeps its context for as long as it lives: one context, and the check only if there is one.
+    Context context = check == NodeIdCheck.ANY
+        ? Context.current().withValue(PEER, address)
+        : Context.current().withValues(PEER, address, NODE_ID_CHECK, check);
+    return Contexts.interceptCall(context, call, headers, next);
   }
 }
