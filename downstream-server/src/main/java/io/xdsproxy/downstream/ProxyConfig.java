@@ -1,6 +1,7 @@
 package io.xdsproxy.downstream;
 
 import io.xdsproxy.core.NodeGroupRule;
+import io.xdsproxy.downstream.xds.Limits;
 import io.xdsproxy.downstream.xds.NodeIdPattern;
 import io.xdsproxy.upstream.grpc.AdsUpstream;
 import io.xdsproxy.upstream.grpc.Backoff;
@@ -49,6 +50,7 @@ import org.yaml.snakeyaml.nodes.SequenceNode;
  *     another replica
  * @param tls TLS, maybe mutual, on the xDS port
  * @param upstreamTls how the control plane is reached: plaintext or TLS
+ * @param limits what one client may ask of the proxy
  */
 public record ProxyConfig(
     List<String> upstream,
@@ -65,7 +67,8 @@ public record ProxyConfig(
     Duration drainTime,
     Duration maxConnectionAge,
     ServerTls tls,
-    UpstreamTls upstreamTls) {
+    UpstreamTls upstreamTls,
+    Limits limits) {
 
   public static final ProxyConfig DEFAULTS = new ProxyConfig(
       List.of(),
@@ -82,7 +85,8 @@ public record ProxyConfig(
       Duration.ofSeconds(15),
       Duration.ofMinutes(30),
       ServerTls.OFF,
-      UpstreamTls.PLAINTEXT);
+      UpstreamTls.PLAINTEXT,
+      Limits.DEFAULTS);
 
   static final String USAGE = """
       usage: java -jar xds-proxy.jar [flags]
@@ -121,13 +125,24 @@ public record ProxyConfig(
         --upstream-authority NAME   the name the control plane's certificate must carry, sent as
                                     :authority (default: the host of --upstream)
         TLS files are re-read when they change, without a restart.
+        --max-request-bytes N       the largest request a client may send (default 4194304)
+        --max-names-per-request N   the most resource names in one request, and subscribed to of
+                                    one type on one stream (default 50000)
+        --max-name-length N         the longest resource name, in characters (default 4096)
+        --max-streams-per-connection N   streams one client connection may have open (default 100)
+        --max-streams-per-group N   streams one node group may have open (default 100000)
+        --max-streams-per-node N    streams one node id may have open, 0 for no limit (default 0)
+        --max-requests-per-second N   the rate a stream's requests are read at, at most; 0 for no
+                                    limit (default 100)
       D is a duration: 500ms, 15s, 5m, 1h.""";
 
   static final List<String> KEYS = List.of("upstream", "upstream-protocol", "upstream-backoff-initial",
       "upstream-backoff-max", "resources-dir", "xds-port",
       "admin-port", "node-group-key", "upstream-node-id", "not-found-timeout", "rest-poll-timeout", "group-idle-grace",
       "drain-time", "max-connection-age", "tls-cert", "tls-key", "tls-client-ca", "tls-node-id-pattern",
-      "upstream-tls", "upstream-ca", "upstream-cert", "upstream-key", "upstream-authority");
+      "upstream-tls", "upstream-ca", "upstream-cert", "upstream-key", "upstream-authority", "max-request-bytes",
+      "max-names-per-request", "max-name-length", "max-streams-per-connection", "max-streams-per-group",
+      "max-streams-per-node", "max-requests-per-second");
   /** Keys that take several values: a YAML list, or the flag given more than once. */
   private static final List<String> LIST_KEYS = List.of("node-group-key");
 
@@ -190,6 +205,10 @@ public record ProxyConfig(
     return edit(b -> b.upstreamTls = tls);
   }
 
+  public ProxyConfig withLimits(Limits limits) {
+    return edit(b -> b.limits = limits);
+  }
+
   /** A copy with the changes {@code change} makes. */
   private ProxyConfig edit(java.util.function.Consumer<Builder> change) {
     Builder builder = new Builder(this);
@@ -214,6 +233,7 @@ public record ProxyConfig(
     Duration maxConnectionAge;
     ServerTls tls;
     UpstreamTls upstreamTls;
+    Limits limits;
 
     Builder(ProxyConfig from) {
       upstream = from.upstream;
@@ -231,11 +251,13 @@ public record ProxyConfig(
       maxConnectionAge = from.maxConnectionAge;
       tls = from.tls;
       upstreamTls = from.upstreamTls;
+      limits = from.limits;
     }
 
     ProxyConfig build() {
       return new ProxyConfig(List.copyOf(upstream), upstreamProtocol, upstreamBackoff, resourcesDir, xdsPort, adminPort, List.copyOf(nodeGroupKey),
-          upstreamNodeId, groupIdleGrace, notFoundTimeout, restPollTimeout, drainTime, maxConnectionAge, tls, upstreamTls);
+          upstreamNodeId, groupIdleGrace, notFoundTimeout, restPollTimeout, drainTime, maxConnectionAge, tls, upstreamTls,
+          limits);
     }
   }
 
@@ -405,6 +427,27 @@ public record ProxyConfig(
         yield withUpstreamTls(new UpstreamTls(upstreamTls.enabled(), upstreamTls.ca(), upstreamTls.cert(),
             upstreamTls.key(), Optional.of(setting.value())));
       }
+      case "max-request-bytes" -> withLimits(new Limits(count(setting, 1), limits.maxNamesPerRequest(),
+          limits.maxNameLength(), limits.maxStreamsPerConnection(), limits.maxStreamsPerGroup(),
+          limits.maxStreamsPerNode(), limits.requestsPerSecond()));
+      case "max-names-per-request" -> withLimits(new Limits(limits.maxRequestBytes(), count(setting, 1),
+          limits.maxNameLength(), limits.maxStreamsPerConnection(), limits.maxStreamsPerGroup(),
+          limits.maxStreamsPerNode(), limits.requestsPerSecond()));
+      case "max-name-length" -> withLimits(new Limits(limits.maxRequestBytes(), limits.maxNamesPerRequest(),
+          count(setting, 1), limits.maxStreamsPerConnection(), limits.maxStreamsPerGroup(),
+          limits.maxStreamsPerNode(), limits.requestsPerSecond()));
+      case "max-streams-per-connection" -> withLimits(new Limits(limits.maxRequestBytes(), limits.maxNamesPerRequest(),
+          limits.maxNameLength(), count(setting, 1), limits.maxStreamsPerGroup(), limits.maxStreamsPerNode(),
+          limits.requestsPerSecond()));
+      case "max-streams-per-group" -> withLimits(new Limits(limits.maxRequestBytes(), limits.maxNamesPerRequest(),
+          limits.maxNameLength(), limits.maxStreamsPerConnection(), count(setting, 1), limits.maxStreamsPerNode(),
+          limits.requestsPerSecond()));
+      case "max-streams-per-node" -> withLimits(new Limits(limits.maxRequestBytes(), limits.maxNamesPerRequest(),
+          limits.maxNameLength(), limits.maxStreamsPerConnection(), limits.maxStreamsPerGroup(), count(setting, 0),
+          limits.requestsPerSecond()));
+      case "max-requests-per-second" -> withLimits(new Limits(limits.maxRequestBytes(), limits.maxNamesPerRequest(),
+          limits.maxNameLength(), limits.maxStreamsPerConnection(), limits.maxStreamsPerGroup(),
+          limits.maxStreamsPerNode(), count(setting, 0)));
       case "xds-port" -> withPorts(port(setting), adminPort);
       case "admin-port" -> withPorts(xdsPort, port(setting));
       default -> throw new IllegalStateException("unhandled key " + key);
@@ -447,6 +490,19 @@ public record ProxyConfig(
       // falls through to the error below
     }
     throw new ConfigException(setting.where() + ": '" + setting.value() + "' is not a port number (0-65535)");
+  }
+
+  /** A whole number of at least {@code least} (a limit: 0 means none where a limit allows it). */
+  private static int count(Setting setting, int least) throws ConfigException {
+    try {
+      int count = Integer.parseInt(setting.value());
+      if (count >= least) {
+        return count;
+      }
+    } catch (NumberFormatException e) {
+      // falls through to the error below
+    }
+    throw new ConfigException(setting.where() + ": '" + setting.value() + "' is not a whole number of at least " + least);
   }
 
   private static Duration duration(Setting setting) throws ConfigException {

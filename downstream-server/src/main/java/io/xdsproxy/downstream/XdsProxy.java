@@ -54,8 +54,6 @@ import org.slf4j.LoggerFactory;
 /** A running proxy: its upstream source, node groups, xDS server and admin server. */
 public final class XdsProxy implements AutoCloseable {
 
-  /** Largest request a client may send; xDS requests are small, a huge one is an attack or a bug. */
-  static final int MAX_REQUEST_BYTES = 4 * 1024 * 1024;
   /** How long a connection past its maximum age keeps its streams after GOAWAY: xDS streams never end by themselves. */
   static final Duration CONNECTION_AGE_GRACE = Duration.ofSeconds(10);
   private static final Logger log = LoggerFactory.getLogger(XdsProxy.class);
@@ -97,7 +95,8 @@ public final class XdsProxy implements AutoCloseable {
         config.groupIdleGrace(),
         meters);
     clients = new Clients();
-    Serving serving = new Serving(groups, pool, new StreamMetrics(meters), clients, Clock.systemUTC());
+    Serving serving = new Serving(groups, pool, new StreamMetrics(meters), clients, Clock.systemUTC(), timer,
+        config.limits());
     ServerServiceDefinition ads = AggregatedDiscoveryService.definition(serving);
     Server started = null;
     AdminServer adminStarted = null;
@@ -114,7 +113,9 @@ public final class XdsProxy implements AutoCloseable {
           .forEach(service -> builder.addService(ServerInterceptors.intercept(service, peers)));
       started = listen(builder
           .executor(pool)
-          .maxInboundMessageSize(MAX_REQUEST_BYTES)
+          // xDS requests are small: a huge one is an attack or a bug (gRPC ends it with RESOURCE_EXHAUSTED).
+          .maxInboundMessageSize(config.limits().maxRequestBytes())
+          .maxConcurrentCallsPerConnection(config.limits().maxStreamsPerConnection())
           // Envoy and gRPC clients ping to keep ADS streams alive through load balancers.
           .permitKeepAliveTime(10, TimeUnit.SECONDS)
           .permitKeepAliveWithoutCalls(true)

@@ -78,6 +78,7 @@ class DeployManifestsTest {
       "xds_node_groups",
       "xds_do_not_cache_relays_total",
       "xds_ttl_expiries_total",
+      "xds_downstream_limited_total",
       "jvm_memory_used_bytes",
       "jvm_gc_pause_seconds",
       "process_cpu_usage",
@@ -90,7 +91,8 @@ class DeployManifestsTest {
    * directory (one type ACKed, one NACKed). A meter of METRICS that is added to the proxy gets its
    * name added here, or to {@link #SCRAPED_WITH_AN_UPSTREAM} if only an upstream makes it. Not here:
    * the fan-out latency (only an update after a client subscribed makes one), do_not_cache relays
-   * and TTL expiries (only such resources make them); MetricsTest scrapes each with its value.
+   * and TTL expiries (only such resources make them), and streams limited (only a client past a
+   * limit makes one); MetricsTest, and LimitsTest for the last, scrape each with its value.
    */
   private static final List<String> SCRAPED_AFTER_ONE_CLIENT = List.of(
       "xds_downstream_streams",

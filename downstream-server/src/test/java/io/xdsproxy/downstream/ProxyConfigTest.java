@@ -124,6 +124,26 @@ class ProxyConfigTest {
   }
 
   @Test
+  void limitsAreSetByFlagsOrFileAndNonsenseIsRefusedNamingTheKey() throws Exception {
+    Path file = Files.writeString(dir.resolve("limits.yaml"), "max-names-per-request: 20000\nmax-streams-per-node: 4\n");
+
+    ProxyConfig config = ProxyConfig.parse(new String[] {"--config", file.toString(), "--max-request-bytes", "65536",
+        "--max-name-length=512", "--max-streams-per-connection", "8", "--max-streams-per-group", "5000",
+        "--max-requests-per-second", "0"});
+
+    assertThat(config.limits()).isEqualTo(new io.xdsproxy.downstream.xds.Limits(65536, 20000, 512, 8, 5000, 4, 0));
+    assertThat(ProxyConfig.DEFAULTS.limits()).isEqualTo(io.xdsproxy.downstream.xds.Limits.DEFAULTS);
+    assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--max-streams-per-connection", "0"}))
+        .isInstanceOf(ConfigException.class)
+        .hasMessageContaining("flag --max-streams-per-connection").hasMessageContaining("at least 1");
+    assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--max-requests-per-second", "-1"}))
+        .hasMessageContaining("flag --max-requests-per-second").hasMessageContaining("at least 0");
+    Path bad = Files.writeString(dir.resolve("bad.yaml"), "max-names-per-request: lots\n");
+    assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--config", bad.toString()}))
+        .hasMessageContaining("line 1 (max-names-per-request)").hasMessageContaining("'lots' is not a whole number");
+  }
+
+  @Test
   void theShippedExampleConfigIsValidAndSetsEveryKey() throws Exception {
     ProxyConfig config = ProxyConfig.parse(new String[] {"--config", "../deploy/examples/xds-proxy.yaml"});
 

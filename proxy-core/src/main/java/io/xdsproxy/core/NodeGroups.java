@@ -76,17 +76,47 @@ public final class NodeGroups implements AutoCloseable {
    * @throws UngroupableNodeException when the grouping rule cannot place the node
    */
   public NodeGroup acquire(Node node) throws UngroupableNodeException {
+    try {
+      return acquire(node, Integer.MAX_VALUE);
+    } catch (GroupFullException cannotBe) {
+      throw new IllegalStateException(cannotBe);
+    }
+  }
+
+  /**
+   * The group of {@code node}, opened if needed, held until {@link #release}, unless it is held
+   * {@code maxStreams} times already.
+   *
+   * @throws UngroupableNodeException when the grouping rule cannot place the node
+   * @throws GroupFullException when the group is held {@code maxStreams} times
+   */
+  public NodeGroup acquire(Node node, int maxStreams) throws UngroupableNodeException, GroupFullException {
     NodeGroupKey key = grouping.keyOf(node);
-    return groups.compute(key, (k, group) -> {
+    boolean[] full = {false};
+    NodeGroup acquired = groups.compute(key, (k, group) -> {
       if (group == null) {
         Node upstreamNode = upstreamNodeOf.apply(k, node);
         group = new NodeGroup(k, upstreamNode, pool, timer, source, metrics);
         log.info("node group {} opened for node '{}', seen upstream as node '{}' (upstream: {})", k, node.getId(),
             upstreamNode.getId(), source.describe());
       }
-      group.references++;
+      full[0] = group.references >= maxStreams;
+      if (!full[0]) {
+        group.references++;
+      }
       return group;
     });
+    if (full[0]) {
+      throw new GroupFullException("node group " + key + " has " + maxStreams + " streams open already, the most one group may have");
+    }
+    return acquired;
+  }
+
+  /** A node group has as many streams as it may have. */
+  public static final class GroupFullException extends Exception {
+    GroupFullException(String message) {
+      super(message);
+    }
   }
 
   /** A stream of {@code group} ended. The group closes after the idle grace if no other comes. */

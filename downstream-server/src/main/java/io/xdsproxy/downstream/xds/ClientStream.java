@@ -85,15 +85,16 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
   private static final LimitedLog closes = LimitedLog.of(log, Level.INFO, 100, Duration.ofSeconds(10));
   private static final LimitedLog failures = LimitedLog.of(log, Level.WARN, 100, Duration.ofSeconds(10));
   private static final LimitedLog errors = LimitedLog.of(log, Level.ERROR, 20, Duration.ofSeconds(10));
+  /** Streams ended or paced for a limit: a flood of them must not flood the log. */
+  private static final LimitedLog refusals = LimitedLog.of(log, Level.WARN, 100, Duration.ofSeconds(10));
   /** NACKs from clients, for {@link SotwStream} and {@link DeltaStream}. */
   static final LimitedLog nacks = LimitedLog.of(log, Level.WARN, 100, Duration.ofSeconds(10));
   static final String SUPPORTS_TTL = "xds.config.supports-resource-ttl";
   static final String SUPPORTS_RESOURCE_IN_SOTW = "xds.config.supports-resource-in-sotw";
 
   private final ServerCallStreamObserver<R> responses;
-  private final NodeGroups groups;
-  private final StreamMetrics metrics;
-  private final Clients clients;
+  /** The node groups, metrics, registry of streams, clock, timer and limits every stream shares. */
+  private final Serving serving;
   /** For metrics: "sotw" or "delta", and "ads" or the type of a per-type service. */
   private final String protocol;
   private final String service;
@@ -101,7 +102,6 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
   private final SerialExecutor executor;
   private final SocketAddress peer;
   private final String variant;
-  private final Clock clock;
   /** Taken on the call's thread, where the peer's TLS certificate is in the gRPC context. */
   private final NodeIdCheck nodeIdCheck = PeerInterceptor.currentNodeIdCheck();
 
@@ -118,9 +118,17 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
   /** The types the client asked for, in push order. */
   private final TreeMap<TypeUrl, Slot<S>> types = new TreeMap<>();
   private Node node;
+  /** The stream counts among the streams of this node id ({@link Clients#admit}) until it ends. */
+  private boolean admitted;
+  private String nodeId;
   private NodeGroup group;
   private long nonces;
   private boolean closed;
+  /** Requests the stream may still read at once, and when that was last worked out: the request rate. */
+  private double requestTokens;
+  private long requestTokensAt;
+  /** The stream was paced for its request rate: logged and counted once. */
+  private boolean paced;
 
   /**
    * @param protocol "SotW" or "Delta", for logs
@@ -130,9 +138,7 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
   ClientStream(
       String protocol, StreamObserver<R> responseObserver, Serving serving, Optional<TypeUrl> fixedType, SocketAddress peer) {
     this.responses = (ServerCallStreamObserver<R>) responseObserver;
-    this.groups = serving.groups();
-    this.metrics = serving.metrics();
-    this.clients = serving.clients();
+    this.serving = serving;
     // Interned: a handful of distinct values, held by every stream.
     this.protocol = protocol.toLowerCase(java.util.Locale.ROOT).intern();
     this.service = fixedType.map(TypeUrl::shortName).orElse("ads");
@@ -141,7 +147,8 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
     this.peer = peer;
     this.variant = (protocol + " " + fixedType.map(TypeUrl::shortName).orElse("ADS")).intern();
     this.executor = new SerialExecutor(pool, this);
-    this.clock = serving.clock();
+    this.requestTokens = 2.0 * serving.limits().requestsPerSecond();
+    this.requestTokensAt = serving.clock().millis();
     responses.disableAutoRequest();
     responses.setOnReadyHandler(() -> executor.execute(guarded(this::flushBlocked)));
     responses.setOnCancelHandler(() -> executor.execute(() -> end("cancelled by the client")));
@@ -194,10 +201,93 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
       if (!closed) {
         handle(request);
         if (!closed) {
-          responses.request(1);
+          readNext();
         }
       }
     }));
+  }
+
+  /**
+   * Asks for the next request, now or, past the request rate, when the stream is due one (a token
+   * bucket of twice the rate): a client that floods the proxy is read at the rate, whatever it sends.
+   */
+  private void readNext() {
+    int rate = limits().requestsPerSecond();
+    if (rate == 0) {
+      responses.request(1);
+      return;
+    }
+    long now = serving.clock().millis();
+    requestTokens = Math.min(2.0 * rate, requestTokens + (now - requestTokensAt) * rate / 1000.0);
+    requestTokensAt = now;
+    requestTokens -= 1;
+    if (requestTokens >= 0) {
+      responses.request(1);
+      return;
+    }
+    long wait = (long) Math.ceil(-requestTokens * 1000.0 / rate);
+    if (!paced) {
+      paced = true;
+      serving.metrics().limited("request_rate");
+      refusals.log("node '{}' group {}: requests come faster than {} a second; the stream is read at that rate",
+          nodeId, group == null ? "?" : group.key(), rate);
+    }
+    serving.timer().schedule(() -> executor.execute(() -> {
+      if (!closed) {
+        responses.request(1);
+      }
+    }), wait, java.util.concurrent.TimeUnit.MILLISECONDS);
+  }
+
+  final Limits limits() {
+    return serving.limits();
+  }
+
+  /**
+   * Checks the resource names of a request against the limits: how many it carries (and, with
+   * {@code subscribed}, how many the stream is subscribed to of the type then), RESOURCE_EXHAUSTED
+   * past the maximum, and how long each is, INVALID_ARGUMENT past the maximum. Returns false when the
+   * stream was ended for them.
+   */
+  @SafeVarargs
+  final boolean namesWithinLimits(TypeUrl type, int count, java.util.Collection<String>... names) {
+    int max = limits().maxNamesPerRequest();
+    if (count > max) {
+      refuse("names_per_request", Status.RESOURCE_EXHAUSTED, "a request for " + type.shortName() + " names " + count
+          + " resources, more than the " + max + " allowed (node '" + nodeId + "'; --max-names-per-request)");
+      return false;
+    }
+    int longest = limits().maxNameLength();
+    for (java.util.Collection<String> some : names) {
+      for (String name : some) {
+        if (name.length() > longest) {
+          refuse("name_length", Status.INVALID_ARGUMENT, "a resource name of " + type.shortName() + " is "
+              + name.length() + " characters long, more than the " + longest + " allowed: '" + name.substring(0, Math.min(64, longest))
+              + "…' (node '" + nodeId + "'; --max-name-length)");
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  /** Whether a subscription of {@code count} names of {@code type} is within the limit; ends the stream if not. */
+  final boolean subscriptionWithinLimits(TypeUrl type, int count) {
+    int max = limits().maxNamesPerRequest();
+    if (count > max) {
+      refuse("names_per_request", Status.RESOURCE_EXHAUSTED, "the stream would be subscribed to " + count + " "
+          + type.shortName() + " resources, more than the " + max + " allowed (node '" + nodeId
+          + "'; --max-names-per-request)");
+      return false;
+    }
+    return true;
+  }
+
+  /** Ends the stream for going past the limit {@code limit} (the metric's label), counted and logged. */
+  private void refuse(String limit, Status code, String why) {
+    serving.metrics().limited(limit);
+    refusals.log("refused {} stream from {}: {}", variant, peer, why);
+    fail(code.withDescription(why));
   }
 
   @Override
@@ -239,16 +329,28 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
         fail(Status.PERMISSION_DENIED.withDescription(refusal.get()));
         return false;
       }
+      int perNode = limits().maxStreamsPerNode();
+      if (!serving.clients().admit(requestNode.getId(), perNode == 0 ? Integer.MAX_VALUE : perNode)) {
+        refuse("streams_per_node", Status.RESOURCE_EXHAUSTED, "node '" + requestNode.getId() + "' has " + perNode
+            + " streams open already, the most one node may have (--max-streams-per-node)");
+        return false;
+      }
+      admitted = true;
+      nodeId = requestNode.getId();
       try {
-        group = groups.acquire(requestNode);
+        group = serving.groups().acquire(requestNode, limits().maxStreamsPerGroup());
       } catch (UngroupableNodeException e) {
         failures.log("refused {} stream from {}: {}", variant(), peer, e.getMessage());
         fail(Status.FAILED_PRECONDITION.withDescription(e.getMessage()));
         return false;
+      } catch (NodeGroups.GroupFullException e) {
+        refuse("streams_per_group", Status.RESOURCE_EXHAUSTED, e.getMessage() + " (node '" + requestNode.getId()
+            + "'; --max-streams-per-group)");
+        return false;
       }
       node = requestNode;
-      metrics.opened(protocol, service);
-      clients.opened(this);
+      serving.metrics().opened(protocol, service);
+      serving.clients().opened(this);
       opens.log("stream opened: node '{}' group {} from {} ({})", node.getId(), group.key(), peer, variant());
     } else if (hasNode && !requestNode.equals(node)) {
       // "The node identifier should always be identical if present more than once on the stream."
@@ -320,10 +422,10 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
 
   /** Counts a request for {@code type}, and its ACK or NACK. */
   final void counted(TypeUrl type, Reply reply) {
-    metrics.request(type);
+    serving.metrics().request(type);
     switch (reply) {
-      case ACK -> metrics.ack(type);
-      case NACK -> metrics.nack(type);
+      case ACK -> serving.metrics().ack(type);
+      case NACK -> serving.metrics().nack(type);
       case NONE -> { }
     }
   }
@@ -333,7 +435,7 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
   }
 
   final Clock clock() {
-    return clock;
+    return serving.clock();
   }
 
   /**
@@ -366,10 +468,10 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
     }
     Optional<R> response = respond(type, deferRemovals);
     if (response.isPresent()) {
-      metrics.response(type, encodedSize(response.get()));
+      serving.metrics().response(type, encodedSize(response.get()));
       responses.onNext(response.get());
       if (slot.unwritten) {
-        metrics.fannedOut(type, System.nanoTime() - slot.unwrittenSince);
+        serving.metrics().fannedOut(type, System.nanoTime() - slot.unwrittenSince);
         slot.unwritten = false;
       }
     } else if (!deferRemovals) {
@@ -472,11 +574,14 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
       return;
     }
     closed = true;
+    if (admitted) {
+      serving.clients().dismiss(nodeId);
+    }
     if (group != null) {
-      metrics.closed(protocol, service);
-      clients.closed(this);
+      serving.metrics().closed(protocol, service);
+      serving.clients().closed(this);
       group.leave(this);
-      groups.release(group);
+      serving.groups().release(group);
       if (why != null) {
         closes.log("stream closed: node '{}' group {} from {}: {}", node.getId(), group.key(), peer, why);
       }

@@ -2,6 +2,7 @@ package io.xdsproxy.downstream.xds;
 
 import io.envoyproxy.envoy.config.core.v3.Node;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -30,6 +31,26 @@ public final class Clients {
   public record ClientResources(Node node, List<ResourceStatus> resources) {}
 
   private final Set<ClientStream<?, ?, ?>> streams = ConcurrentHashMap.newKeySet();
+  /** Open streams by node id; a node id with none is not kept. */
+  private final Map<String, Integer> byNode = new ConcurrentHashMap<>();
+
+  /**
+   * Counts a stream of {@code nodeId} in, unless that node id has {@code max} streams open already;
+   * returns whether it was. Each admitted stream is {@linkplain #dismiss dismissed} when it ends.
+   */
+  boolean admit(String nodeId, int max) {
+    boolean[] admitted = {false};
+    byNode.compute(nodeId, (id, open) -> {
+      int count = open == null ? 0 : open;
+      admitted[0] = count < max;
+      return admitted[0] ? count + 1 : open;
+    });
+    return admitted[0];
+  }
+
+  void dismiss(String nodeId) {
+    byNode.computeIfPresent(nodeId, (id, open) -> open > 1 ? open - 1 : null);
+  }
 
   void opened(ClientStream<?, ?, ?> stream) {
     streams.add(stream);

@@ -49,8 +49,17 @@ public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, Encod
       nacks.log("NACK from node '{}' group {} for {} (nonce {}): {}", node().getId(), group().key(), type.shortName(),
           request.getResponseNonce(), request.getErrorDetail().getMessage());
     }
+    int names = request.getResourceNamesSubscribeCount() + request.getResourceNamesUnsubscribeCount()
+        + request.getInitialResourceVersionsCount();
+    if (names > 0 && !namesWithinLimits(type, names, request.getResourceNamesSubscribeList(),
+        request.getResourceNamesUnsubscribeList(), request.getInitialResourceVersionsMap().keySet())) {
+      return;
+    }
     if (state.subscribe(request.getResourceNamesSubscribeList(), request.getResourceNamesUnsubscribeList(),
         request.getInitialResourceVersionsMap())) {
+      if (!subscriptionWithinLimits(type, state.subscription().names().size())) {
+        return;
+      }
       group().subscribe(this, type, state.subscription().interest());
     }
     state.update(group().snapshot(type));

@@ -3,10 +3,25 @@ package io.xdsproxy.downstream.xds;
 import io.xdsproxy.core.NodeGroups;
 import java.time.Clock;
 import java.util.concurrent.Executor;
+import java.util.concurrent.ScheduledExecutorService;
 
 /**
  * What every downstream stream is served from: the node groups, the threads its executor runs on,
- * the metrics it counts itself in, the registry of open streams, and the clock its client status is
- * stamped with.
+ * the metrics it counts itself in, the registry of open streams, the clock its client status is
+ * stamped with and its request rate is measured by, the timer that reads a paced stream's next
+ * request, and the limits on what a client may ask.
  */
-public record Serving(NodeGroups groups, Executor pool, StreamMetrics metrics, Clients clients, Clock clock) {}
+public record Serving(NodeGroups groups, Executor pool, StreamMetrics metrics, Clients clients, Clock clock,
+    ScheduledExecutorService timer, Limits limits) {
+
+  public Serving {
+    if (limits.requestsPerSecond() > 0 && timer == null) {
+      throw new IllegalArgumentException("a request rate needs a timer to read paced requests by");
+    }
+  }
+
+  /** Serving without limits and without a timer: for in-process benchmarks. */
+  public Serving(NodeGroups groups, Executor pool, StreamMetrics metrics, Clients clients, Clock clock) {
+    this(groups, pool, metrics, clients, clock, null, Limits.NONE);
+  }
+}

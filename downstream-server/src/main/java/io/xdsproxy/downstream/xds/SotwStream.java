@@ -53,6 +53,10 @@ public final class SotwStream extends ClientStream<DiscoveryRequest, EncodedResp
     } else if (!request.getResponseNonce().isEmpty()) {
       state.ack(request.getVersionInfo());
     }
+    if (!state.repeats(request.getResourceNamesList())
+        && !namesWithinLimits(type, request.getResourceNamesCount(), request.getResourceNamesList())) {
+      return;
+    }
     if (state.subscribe(request.getResourceNamesList())) {
       group().subscribe(this, type, state.subscription().interest());
     }

@@ -173,11 +173,16 @@ final class SotwTypeState implements ClientStream.TypeStream {
     return deliveries.statuses(type, subscription, latest);
   }
 
+  /** Whether {@code resourceNames} are those of the last request, as an ACK's are. */
+  boolean repeats(List<String> resourceNames) {
+    return lastNames != null && resourceNames.equals(lastNames);
+  }
+
   /** Applies the names of a request; returns whether the subscription changed. */
   boolean subscribe(List<String> resourceNames) {
     // An ACK repeats the names of the request before it: the same list, the same subscription, found
     // without building a set of what can be thousands of names on every ACK.
-    if (lastNames != null && resourceNames.equals(lastNames)) {
+    if (repeats(resourceNames)) {
       return false;
     }
     lastNames = Subscription.sharedList(resourceNames);

@@ -61,6 +61,18 @@ public final class StreamMetrics {
     of(type).acks().increment();
   }
 
+  /**
+   * A stream was ended, or paced, for going past the limit {@code limit} ("names_per_request",
+   * "name_length", "streams_per_group", "streams_per_node", "request_rate").
+   */
+  void limited(String limit) {
+    Counter.builder("xds.downstream.limited")
+        .description("Downstream streams ended, or paced, for going past a limit")
+        .tag("limit", limit)
+        .register(meters)
+        .increment();
+  }
+
   /** A response of {@code bytes} encoded bytes was written. */
   void response(TypeUrl type, int bytes) {
     TypeMeters meters = of(type);

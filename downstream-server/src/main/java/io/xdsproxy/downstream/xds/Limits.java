@@ -1,0 +1,49 @@
+package io.xdsproxy.downstream.xds;
+
+/**
+ * What one client may ask of the proxy, so that no client, hostile or stuck in a loop, takes what
+ * the others need (DESIGN invariant 7). A client past a limit is told so with a gRPC status naming
+ * the limit, its node and the flag that sets it, and is counted in {@code xds_downstream_limited_total};
+ * except past the request rate, where its requests are only read more slowly.
+ *
+ * @param maxRequestBytes the largest request message; gRPC ends a stream that sends a larger one
+ *     with RESOURCE_EXHAUSTED
+ * @param maxNamesPerRequest the most resource names one request may carry (SotW {@code
+ *     resource_names}; Delta's subscriptions, unsubscriptions and initial versions together), and
+ *     the most one stream may be subscribed to of one type; past it, RESOURCE_EXHAUSTED
+ * @param maxNameLength the longest resource name, in characters; past it, INVALID_ARGUMENT
+ * @param maxStreamsPerConnection the streams one client connection may have open at once (HTTP/2
+ *     SETTINGS_MAX_CONCURRENT_STREAMS: a client waits for one to close, or has a stream refused)
+ * @param maxStreamsPerGroup the streams one node group may have open on this replica; past it,
+ *     RESOURCE_EXHAUSTED
+ * @param maxStreamsPerNode the streams one node id may have open at once, 0 for no limit: some
+ *     fleets give every client of a deployment one node id; past it, RESOURCE_EXHAUSTED
+ * @param requestsPerSecond the rate a stream's requests are read at, at most, on average, 0 for no
+ *     limit; twice as many may come at once
+ */
+public record Limits(
+    int maxRequestBytes,
+    int maxNamesPerRequest,
+    int maxNameLength,
+    int maxStreamsPerConnection,
+    int maxStreamsPerGroup,
+    int maxStreamsPerNode,
+    int requestsPerSecond) {
+
+  /**
+   * Generous for real fleets: a mesh of 20,000 services asks for 20,000 names, Envoy opens one ADS
+   * stream (a few with per-type services), and at startup it sends a few dozen requests in a second.
+   */
+  public static final Limits DEFAULTS = new Limits(4 * 1024 * 1024, 50_000, 4096, 100, 100_000, 0, 100);
+
+  /** No limit on anything but the request size: for in-process benchmarks, which drive streams as fast as they can. */
+  public static final Limits NONE =
+      new Limits(DEFAULTS.maxRequestBytes, Integer.MAX_VALUE, Integer.MAX_VALUE, Integer.MAX_VALUE, Integer.MAX_VALUE, 0, 0);
+
+  public Limits {
+    if (maxRequestBytes < 1 || maxNamesPerRequest < 1 || maxNameLength < 1 || maxStreamsPerConnection < 1
+        || maxStreamsPerGroup < 1 || maxStreamsPerNode < 0 || requestsPerSecond < 0) {
+      throw new IllegalArgumentException("limits must be positive (per node and requests per second: 0 for none)");
+    }
+  }
+}
