@@ -39,11 +39,33 @@ public final class AggregatedDiscoveryService {
     return method.toBuilder(MARSHALLER, EncodedResponse.SOTW).build();
   }
 
-  /** {@code method} with its responses written from their shared, pre-encoded body ({@link EncodedResponse}). */
+  /**
+   * {@code method} with its responses written from their shared, pre-encoded body ({@link
+   * EncodedResponse}), and requests that are not valid messages refused as the client's fault.
+   */
   static MethodDescriptor<DeltaDiscoveryRequest, EncodedResponse> delta(
       MethodDescriptor<DeltaDiscoveryRequest, DeltaDiscoveryResponse> method) {
-    return method.toBuilder(method.getRequestMarshaller(), EncodedResponse.DELTA).build();
+    return method.toBuilder(DELTA_REQUESTS, EncodedResponse.DELTA).build();
   }
+
+  private static final MethodDescriptor.Marshaller<DeltaDiscoveryRequest> DELTA_REQUESTS = new MethodDescriptor.Marshaller<>() {
+    @Override
+    public java.io.InputStream stream(DeltaDiscoveryRequest request) {
+      return request.toByteString().newInput();
+    }
+
+    @Override
+    public DeltaDiscoveryRequest parse(java.io.InputStream stream) {
+      try {
+        return DeltaDiscoveryRequest.parseFrom(stream, com.google.protobuf.ExtensionRegistryLite.getEmptyRegistry());
+      } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+        return InvalidRequest.of(DeltaDiscoveryRequest.getDefaultInstance(), e);
+      } catch (java.io.IOException e) {
+        throw io.grpc.Status.INTERNAL.withDescription("cannot read a request: " + e.getMessage()).withCause(e)
+            .asRuntimeException();
+      }
+    }
+  };
 
   private static final SotwRequestMarshaller MARSHALLER = new SotwRequestMarshaller();
 }

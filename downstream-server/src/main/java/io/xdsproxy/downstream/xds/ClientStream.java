@@ -313,6 +313,14 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
     }
   }
 
+  /** Whether {@code request} is a request at all ({@link InvalidRequest}); ends the stream if not. */
+  final boolean wellFormed(com.google.protobuf.MessageOrBuilder request) {
+    Optional<String> invalid = InvalidRequest.reason(request);
+    invalid.ifPresent(why -> fail(Status.INVALID_ARGUMENT.withDescription(
+        why + (node == null ? "" : " (node '" + node.getId() + "')"))));
+    return invalid.isEmpty();
+  }
+
   /**
    * Checks the node of a request: the first must carry one, which places the stream in its node
    * group; a later one may leave it out but must not name another node ("Basic Protocol Overview").

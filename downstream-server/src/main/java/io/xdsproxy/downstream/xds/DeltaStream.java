@@ -28,7 +28,7 @@ public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, Encod
 
   @Override
   void handle(DeltaDiscoveryRequest request) {
-    if (!identify(request.hasNode(), request.getNode())) {
+    if (!wellFormed(request) || !identify(request.hasNode(), request.getNode())) {
       return;
     }
     Optional<TypeUrl> parsed = typeOf(request.getTypeUrl());

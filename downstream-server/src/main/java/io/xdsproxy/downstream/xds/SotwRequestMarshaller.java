@@ -54,9 +54,10 @@ final class SotwRequestMarshaller implements Marshaller<DiscoveryRequest> {
   public DiscoveryRequest parse(InputStream stream) {
     try {
       return parse(bytesOf(stream));
+    } catch (InvalidProtocolBufferException e) {
+      return InvalidRequest.of(DiscoveryRequest.getDefaultInstance(), e);
     } catch (IOException e) {
-      throw Status.INTERNAL.withDescription("Invalid protobuf byte sequence: " + e.getMessage()).withCause(e)
-          .asRuntimeException();
+      throw Status.INTERNAL.withDescription("cannot read a request: " + e.getMessage()).withCause(e).asRuntimeException();
     }
   }
 

@@ -28,7 +28,7 @@ public final class SotwStream extends ClientStream<DiscoveryRequest, EncodedResp
 
   @Override
   void handle(DiscoveryRequest request) {
-    if (!identify(request.hasNode(), request.getNode())) {
+    if (!wellFormed(request) || !identify(request.hasNode(), request.getNode())) {
       return;
     }
     Optional<TypeUrl> parsed = typeOf(request.getTypeUrl());
