@@ -123,6 +123,20 @@ class HostileInputTest {
   }
 
   @Test
+  void aResourceNameThatIsNotUtf8IsInvalidArgument() throws Exception {
+    byte[] valid = DiscoveryRequest.newBuilder().setNode(node("n1", "fleet")).setTypeUrl(TypeUrl.ENDPOINT.url())
+        .build().toByteArray();
+    byte[] badName = {(byte) (DiscoveryRequest.RESOURCE_NAMES_FIELD_NUMBER << 3 | 2), 3, 'a', (byte) 0xff, (byte) 0xfe};
+    byte[] request = java.util.Arrays.copyOf(valid, valid.length + badName.length);
+    System.arraycopy(badName, 0, request, valid.length, badName.length);
+
+    Status status = sendBytes(AggregatedDiscoveryServiceGrpc.getStreamAggregatedResourcesMethod(), request);
+
+    assertThat(status.getCode()).as("%s", status).isEqualTo(Status.Code.INVALID_ARGUMENT);
+    assertThat(status.getDescription()).contains("not a valid DiscoveryRequest", "UTF-8");
+  }
+
+  @Test
   void aNonceTheProxyNeverSentIsTakenForAStaleOneAndIgnored() {
     try (var client = XdsTestClient.sotwAds(proxy.xdsPort())) {
       client.send(DiscoveryRequest.newBuilder().setNode(node("n1", "fleet")).setTypeUrl(TypeUrl.CLUSTER.url()).build());
