@@ -129,45 +129,45 @@ record EncodedResponse(String version, String typeUrl, String nonce, byte[] body
   }
 
   /** Writes SotW responses; reads them (as a client would) into their encoded form. */
-  static final Marshaller<EncodedResponse> SOTW = new Marshaller<>() {
-    @Override
-    public InputStream stream(EncodedResponse response) {
-      return response.written();
-    }
-
-    @Override
-    public EncodedResponse parse(InputStream stream) {
-      try {
-        DiscoveryResponse response = DiscoveryResponse.parseFrom(stream);
-        return new EncodedResponse(response.getVersionInfo(), response.getTypeUrl(), response.getNonce(),
-            sotwBody(response.getResourcesList()));
-      } catch (IOException e) {
-        throw invalid(e);
-      }
-    }
-  };
+  static final Marshaller<EncodedResponse> SOTW = marshaller(stream -> {
+    DiscoveryResponse response = DiscoveryResponse.parseFrom(stream);
+    return new EncodedResponse(response.getVersionInfo(), response.getTypeUrl(), response.getNonce(),
+        sotwBody(response.getResourcesList()));
+  });
 
   /**
    * Writes Delta responses; reads them (as a client would) into their encoded form, which keeps no
    * field the proxy does not send ({@code control_plane}, {@code removed_resource_names}).
    */
-  static final Marshaller<EncodedResponse> DELTA = new Marshaller<>() {
-    @Override
-    public InputStream stream(EncodedResponse response) {
-      return response.written();
-    }
+  static final Marshaller<EncodedResponse> DELTA = marshaller(stream -> {
+    DeltaDiscoveryResponse response = DeltaDiscoveryResponse.parseFrom(stream);
+    return new EncodedResponse(response.getSystemVersionInfo(), response.getTypeUrl(), response.getNonce(),
+        deltaBody(response.getResourcesList(), response.getRemovedResourcesList()));
+  });
 
-    @Override
-    public EncodedResponse parse(InputStream stream) {
-      try {
-        DeltaDiscoveryResponse response = DeltaDiscoveryResponse.parseFrom(stream);
-        return new EncodedResponse(response.getSystemVersionInfo(), response.getTypeUrl(), response.getNonce(),
-            deltaBody(response.getResourcesList(), response.getRemovedResourcesList()));
-      } catch (IOException e) {
-        throw invalid(e);
+  /** How one of the two messages is read into its encoded form. */
+  @FunctionalInterface
+  private interface Reader {
+    EncodedResponse read(InputStream stream) throws IOException;
+  }
+
+  private static Marshaller<EncodedResponse> marshaller(Reader reader) {
+    return new Marshaller<>() {
+      @Override
+      public InputStream stream(EncodedResponse response) {
+        return response.written();
       }
-    }
-  };
+
+      @Override
+      public EncodedResponse parse(InputStream stream) {
+        try {
+          return reader.read(stream);
+        } catch (IOException e) {
+          throw invalid(e);
+        }
+      }
+    };
+  }
 
   private static RuntimeException invalid(IOException e) {
     return Status.INTERNAL.withDescription("Invalid protobuf byte sequence").withCause(e).asRuntimeException();
