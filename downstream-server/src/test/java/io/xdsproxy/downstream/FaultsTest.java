@@ -14,8 +14,11 @@ import io.xdsproxy.downstream.testing.ConvergenceChecker;
 import io.xdsproxy.downstream.testing.Resources;
 import io.xdsproxy.downstream.testing.VariantClient;
 import io.xdsproxy.downstream.testing.VariantClient.Variant;
+import io.xdsproxy.upstream.grpc.AdsUpstream;
 import io.xdsproxy.upstream.grpc.Backoff;
 import io.xdsproxy.upstream.testing.ControlPlane;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -143,6 +146,22 @@ class FaultsTest {
     controlPlane.start();
 
     awaitConverged(newer, clients, WAIT);
+  }
+
+  @Test
+  void aControlPlaneThatAcceptsTcpButNeverAnswersIsLeftForTheNextAddressOnceKeepaliveGoesUnanswered() throws Exception {
+    // The kernel completes the TCP handshake of a connection in the backlog: the socket accepts,
+    // and nothing ever reads or writes, so the HTTP/2 preface, SETTINGS and PINGs go unanswered.
+    ServerSocket silent = opened(new ServerSocket(0, 50, InetAddress.getLoopbackAddress()));
+    ControlPlane controlPlane = opened(new ControlPlane());
+    Snapshot served = fleet("1", 20, 1);
+    controlPlane.setSnapshot(GROUP, served);
+    // grpc-java raises a keepalive time under 10 s to 10 s: this is as quick as a channel can notice.
+    XdsProxy proxy = opened(XdsProxy.start(config("127.0.0.1:" + silent.getLocalPort(), controlPlane.target()),
+        new AdsUpstream.Keepalive(Duration.ofSeconds(10), Duration.ofSeconds(1))));
+    List<VariantClient> clients = everyVariant(proxy.xdsPort(), "patient");
+
+    awaitConverged(served, clients, Duration.ofSeconds(25));
   }
 
   @Test
