@@ -15,6 +15,7 @@ import io.envoyproxy.envoy.service.discovery.v3.Resource;
 import io.envoyproxy.envoy.service.endpoint.v3.EndpointDiscoveryServiceGrpc;
 import io.envoyproxy.envoy.service.listener.v3.ListenerDiscoveryServiceGrpc;
 import io.envoyproxy.envoy.service.route.v3.RouteDiscoveryServiceGrpc;
+import io.grpc.Channel;
 import io.grpc.MethodDescriptor;
 import io.xdsproxy.core.ResourceDecoder;
 import io.xdsproxy.core.TypeUrl;
@@ -26,6 +27,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.function.Predicate;
 
 /**
@@ -52,11 +54,18 @@ public final class VariantClient implements AutoCloseable {
 
   private final Variant variant;
   private final int port;
+  /** The channel every stream of this client goes on, shared with other clients; null: a channel per stream. */
+  private Channel channel;
   private final Node node;
   private final Map<TypeUrl, XdsTestClient<DiscoveryRequest, DiscoveryResponse>> sotw = new HashMap<>();
   private final Map<TypeUrl, XdsTestClient<DeltaDiscoveryRequest, DeltaDiscoveryResponse>> delta = new HashMap<>();
   private final Map<TypeUrl, Set<String>> subscribed = new HashMap<>();
+  /** What the client holds, as of the last response it ACKed: it ACKs before it takes the new state. */
   private final Map<TypeUrl, Map<String, Any>> held = new HashMap<>();
+  /** The version of each resource held: Delta's per-resource version, or SotW's version_info of the response. */
+  private final Map<TypeUrl, Map<String, String>> heldVersions = new HashMap<>();
+  /** Every resource (name@version) received on the current streams, in order: what a reconnect cost. */
+  private final Map<TypeUrl, List<String>> receivedSinceConnect = new HashMap<>();
   private final Map<TypeUrl, String> lastVersion = new HashMap<>();
   private final Map<TypeUrl, String> lastNonce = new HashMap<>();
   private final Set<TypeUrl> rejectNext = new LinkedHashSet<>();
@@ -69,8 +78,25 @@ public final class VariantClient implements AutoCloseable {
     this.node = node;
   }
 
+  /** A client whose streams all go on {@code channel}, which many clients may share. */
+  public VariantClient(Variant variant, Channel channel, Node node) {
+    this(variant, -1, node);
+    this.channel = channel;
+  }
+
   public Variant variant() {
     return variant;
+  }
+
+  public Node node() {
+    return node;
+  }
+
+  /** What the client subscribed to, per type: an empty set is the wildcard. */
+  public Map<TypeUrl, Set<String>> subscriptions() {
+    Map<TypeUrl, Set<String>> copy = new TreeMap<>();
+    subscribed.forEach((type, names) -> copy.put(type, Set.copyOf(names)));
+    return copy;
   }
 
   /**
@@ -98,14 +124,59 @@ public final class VariantClient implements AutoCloseable {
     }
   }
 
+  /**
+   * Ends every stream and opens new ones, on {@code newChannel} if not null, as a client does when
+   * its connection drops: it keeps what it holds and says so, SotW with the version_info it last
+   * ACKed, Delta with initial_resource_versions ("Reconnect" in the spec), and subscribes again.
+   */
+  public void reconnect(Channel newChannel) {
+    closeStreams();
+    if (newChannel != null) {
+      channel = newChannel;
+    }
+    nodeSent = false;
+    streamsWithNode.clear();
+    lastNonce.clear();
+    receivedSinceConnect.clear();
+    for (Map.Entry<TypeUrl, Set<String>> subscription : subscribed.entrySet()) {
+      TypeUrl type = subscription.getKey();
+      if (variant.delta()) {
+        sendDelta(type, DeltaDiscoveryRequest.newBuilder()
+            .addAllResourceNamesSubscribe(subscription.getValue())
+            .putAllInitialResourceVersions(heldVersions.getOrDefault(type, Map.of())));
+      } else {
+        sendSotw(type, DiscoveryRequest.newBuilder().addAllResourceNames(subscription.getValue()));
+      }
+    }
+  }
+
+  /** Cancels the stream that carries {@code type}, as a client that vanishes mid-response does. */
+  public void cancel(TypeUrl type) {
+    if (variant.delta()) {
+      deltaStream(type).cancel();
+    } else {
+      sotwStream(type).cancel();
+    }
+  }
+
   /** The next response of {@code type} is rejected (NACKed with an error_detail) rather than applied. */
   public void rejectNext(TypeUrl type) {
     rejectNext.add(type);
   }
 
-  /** The resources of {@code type} the client holds, by name. */
+  /** The resources of {@code type} the client holds (and ACKed), by name. */
   public Map<String, Any> held(TypeUrl type) {
     return Map.copyOf(held.getOrDefault(type, Map.of()));
+  }
+
+  /** The version of each resource of {@code type} held: per resource for Delta, the response's version_info for SotW. */
+  public Map<String, String> heldVersions(TypeUrl type) {
+    return Map.copyOf(heldVersions.getOrDefault(type, Map.of()));
+  }
+
+  /** Each resource of {@code type} received since the streams were (re)opened, as name@version, in order. */
+  public List<String> receivedSinceConnect(TypeUrl type) {
+    return List.copyOf(receivedSinceConnect.getOrDefault(type, List.of()));
   }
 
   /**
@@ -127,41 +198,89 @@ public final class VariantClient implements AutoCloseable {
     if (variant.delta()) {
       DeltaDiscoveryResponse response = deltaStream(type).next(timeout);
       assertThat(response.getTypeUrl()).isEqualTo(type.url());
-      boolean reject = rejectNext.remove(type);
-      if (!reject) {
-        Map<String, Any> resources = held.computeIfAbsent(type, t -> new HashMap<>());
-        for (Resource resource : response.getResourcesList()) {
-          resources.put(resource.getName(), resource.getResource());
-        }
-        response.getRemovedResourcesList().forEach(resources::remove);
-      }
-      DeltaDiscoveryRequest.Builder answer = DeltaDiscoveryRequest.newBuilder().setResponseNonce(response.getNonce());
-      if (reject) {
-        answer.setErrorDetail(Status.newBuilder().setCode(3).setMessage("rejected by the test"));
-      }
-      sendDelta(type, answer);
-      return !reject;
+      return apply(type, response);
     }
     DiscoveryResponse response = sotwStream(type).next(timeout);
     assertThat(response.getTypeUrl()).isEqualTo(type.url());
+    return apply(type, response);
+  }
+
+  /**
+   * Applies and answers every response that has arrived on any stream of this client, whatever its
+   * type, without waiting. Returns how many there were.
+   */
+  public int pump() {
+    int count = 0;
+    for (XdsTestClient<DiscoveryRequest, DiscoveryResponse> stream : List.copyOf(sotw.values())) {
+      for (var next = stream.poll(); next.isPresent(); next = stream.poll()) {
+        apply(TypeUrl.parse(next.get().getTypeUrl()), next.get());
+        count++;
+      }
+    }
+    for (XdsTestClient<DeltaDiscoveryRequest, DeltaDiscoveryResponse> stream : List.copyOf(delta.values())) {
+      for (var next = stream.poll(); next.isPresent(); next = stream.poll()) {
+        apply(TypeUrl.parse(next.get().getTypeUrl()), next.get());
+        count++;
+      }
+    }
+    return count;
+  }
+
+  /** Whether a stream of this client has ended (an error from the proxy, or a cancel). */
+  public boolean anyStreamEnded() {
+    return sotw.values().stream().anyMatch(XdsTestClient::ended) || delta.values().stream().anyMatch(XdsTestClient::ended);
+  }
+
+  private boolean apply(TypeUrl type, DeltaDiscoveryResponse response) {
     boolean reject = rejectNext.remove(type);
+    Map<String, Any> resources = new HashMap<>(held.getOrDefault(type, Map.of()));
+    Map<String, String> versions = new HashMap<>(heldVersions.getOrDefault(type, Map.of()));
+    List<String> received = receivedSinceConnect.computeIfAbsent(type, t -> new ArrayList<>());
+    for (Resource resource : response.getResourcesList()) {
+      resources.put(resource.getName(), resource.getResource());
+      versions.put(resource.getName(), resource.getVersion());
+      received.add(resource.getName() + "@" + resource.getVersion());
+    }
+    response.getRemovedResourcesList().forEach(resources::remove);
+    response.getRemovedResourcesList().forEach(versions::remove);
+    DeltaDiscoveryRequest.Builder answer = DeltaDiscoveryRequest.newBuilder().setResponseNonce(response.getNonce());
+    if (reject) {
+      answer.setErrorDetail(Status.newBuilder().setCode(3).setMessage("rejected by the test"));
+    }
+    sendDelta(type, answer);
     if (!reject) {
-      Map<String, Any> resources = held.computeIfAbsent(type, t -> new HashMap<>());
-      if (type.isFullStateInSotw()) {
-        resources.clear();
-      }
-      for (Any any : response.getResourcesList()) {
-        resources.put(ResourceDecoder.nameOf(any.getValue()), any);
-      }
-      lastVersion.put(type, response.getVersionInfo());
+      held.put(type, resources);
+      heldVersions.put(type, versions);
+    }
+    return !reject;
+  }
+
+  private boolean apply(TypeUrl type, DiscoveryResponse response) {
+    boolean reject = rejectNext.remove(type);
+    Map<String, Any> resources = type.isFullStateInSotw() ? new HashMap<>() : new HashMap<>(held.getOrDefault(type, Map.of()));
+    Map<String, String> versions = type.isFullStateInSotw()
+        ? new HashMap<>() : new HashMap<>(heldVersions.getOrDefault(type, Map.of()));
+    List<String> received = receivedSinceConnect.computeIfAbsent(type, t -> new ArrayList<>());
+    for (Any any : response.getResourcesList()) {
+      String name = ResourceDecoder.nameOf(any.getValue());
+      resources.put(name, any);
+      versions.put(name, response.getVersionInfo());
+      received.add(name + "@" + response.getVersionInfo());
     }
     lastNonce.put(type, response.getNonce());
+    if (!reject) {
+      lastVersion.put(type, response.getVersionInfo());
+    }
     DiscoveryRequest.Builder answer = DiscoveryRequest.newBuilder()
         .addAllResourceNames(subscribed.getOrDefault(type, Set.of()));
     if (reject) {
       answer.setErrorDetail(Status.newBuilder().setCode(3).setMessage("rejected by the test"));
     }
     sendSotw(type, answer);
+    if (!reject) {
+      held.put(type, resources);
+      heldVersions.put(type, versions);
+    }
     return !reject;
   }
 
@@ -221,16 +340,18 @@ public final class VariantClient implements AutoCloseable {
 
   private XdsTestClient<DiscoveryRequest, DiscoveryResponse> sotwStream(TypeUrl type) {
     TypeUrl key = variant.ads() ? null : type;
-    return sotw.computeIfAbsent(key, k -> new XdsTestClient<>(port, variant.ads()
+    MethodDescriptor<DiscoveryRequest, DiscoveryResponse> method = variant.ads()
         ? AggregatedDiscoveryServiceGrpc.getStreamAggregatedResourcesMethod()
-        : sotwMethod(type)));
+        : sotwMethod(type);
+    return sotw.computeIfAbsent(key, k -> channel != null ? new XdsTestClient<>(channel, method) : new XdsTestClient<>(port, method));
   }
 
   private XdsTestClient<DeltaDiscoveryRequest, DeltaDiscoveryResponse> deltaStream(TypeUrl type) {
     TypeUrl key = variant.ads() ? null : type;
-    return delta.computeIfAbsent(key, k -> new XdsTestClient<>(port, variant.ads()
+    MethodDescriptor<DeltaDiscoveryRequest, DeltaDiscoveryResponse> method = variant.ads()
         ? AggregatedDiscoveryServiceGrpc.getDeltaAggregatedResourcesMethod()
-        : deltaMethod(type)));
+        : deltaMethod(type);
+    return delta.computeIfAbsent(key, k -> channel != null ? new XdsTestClient<>(channel, method) : new XdsTestClient<>(port, method));
   }
 
   private static MethodDescriptor<DiscoveryRequest, DiscoveryResponse> sotwMethod(TypeUrl type) {
@@ -259,12 +380,19 @@ public final class VariantClient implements AutoCloseable {
     throw new IllegalArgumentException("no per-type service in the test client for " + type);
   }
 
-  private String transcript(TypeUrl type) {
-    return variant.delta() ? deltaStream(type).transcript() : sotwStream(type).transcript();
+  /** What was exchanged on the stream that carries {@code type}. */
+  public String transcript(TypeUrl type) {
+    TypeUrl key = variant.ads() ? null : type;
+    XdsTestClient<?, ?> stream = variant.delta() ? delta.get(key) : sotw.get(key);
+    return stream == null ? "(no stream open)" : stream.transcript();
   }
 
   @Override
   public void close() {
+    closeStreams();
+  }
+
+  private void closeStreams() {
     List<AutoCloseable> streams = new ArrayList<>(sotw.values());
     streams.addAll(delta.values());
     for (AutoCloseable stream : streams) {
@@ -274,5 +402,7 @@ public final class VariantClient implements AutoCloseable {
         // closing a test stream: nothing to do
       }
     }
+    sotw.clear();
+    delta.clear();
   }
 }

@@ -10,12 +10,14 @@ import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.grpc.CallOptions;
+import io.grpc.Channel;
 import io.grpc.ChannelCredentials;
 import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
 import io.grpc.MethodDescriptor;
 import io.grpc.Status;
 import io.grpc.netty.NettyChannelBuilder;
+import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientCalls;
 import io.grpc.stub.StreamObserver;
 import java.time.Duration;
@@ -38,8 +40,9 @@ import java.util.concurrent.TimeUnit;
  */
 public final class XdsTestClient<Q extends Message, R extends Message> implements AutoCloseable {
 
-  private final ManagedChannel channel;
-  private final StreamObserver<Q> requests;
+  /** The channel this client made, shut down with it; null on a channel shared with other clients. */
+  private final ManagedChannel ownChannel;
+  private final ClientCallStreamObserver<Q> requests;
   private final BlockingQueue<R> responses = new LinkedBlockingQueue<>();
   private final CompletableFuture<Status> end = new CompletableFuture<>();
   private final List<String> transcript = Collections.synchronizedList(new ArrayList<>());
@@ -50,8 +53,20 @@ public final class XdsTestClient<Q extends Message, R extends Message> implement
 
   /** A client connecting with {@code credentials}: TLS, maybe with a client certificate. */
   public XdsTestClient(int port, ChannelCredentials credentials, MethodDescriptor<Q, R> method) {
-    channel = NettyChannelBuilder.forAddress("127.0.0.1", port, credentials).build();
-    requests = ClientCalls.asyncBidiStreamingCall(channel.newCall(method, CallOptions.DEFAULT), new StreamObserver<>() {
+    this(NettyChannelBuilder.forAddress("127.0.0.1", port, credentials).build(), true, method);
+  }
+
+  /**
+   * A stream on {@code channel}, which other clients may share (thousands of streams need not be
+   * thousands of connections); closing the client ends its stream, not the channel.
+   */
+  public XdsTestClient(Channel channel, MethodDescriptor<Q, R> method) {
+    this(channel, false, method);
+  }
+
+  private XdsTestClient(Channel channel, boolean owned, MethodDescriptor<Q, R> method) {
+    ownChannel = owned ? (ManagedChannel) channel : null;
+    requests = (ClientCallStreamObserver<Q>) ClientCalls.asyncBidiStreamingCall(channel.newCall(method, CallOptions.DEFAULT), new StreamObserver<R>() {
       @Override
       public void onNext(R response) {
         transcript.add("<- " + oneLine(response));
@@ -132,6 +147,22 @@ public final class XdsTestClient<Q extends Message, R extends Message> implement
     }
   }
 
+  /** The next response if one has arrived, without waiting. */
+  public Optional<R> poll() {
+    return Optional.ofNullable(responses.poll());
+  }
+
+  /** Whether the stream has ended, by either side. */
+  public boolean ended() {
+    return end.isDone();
+  }
+
+  /** Cancels the stream at once, as a client that goes away mid-response does (RST_STREAM). */
+  public void cancel() {
+    transcript.add("-> cancel");
+    requests.cancel("the test client went away", null);
+  }
+
   /** Asserts that no response arrives within {@code quiet}. */
   public void expectNoResponse(Duration quiet) {
     try {
@@ -171,7 +202,11 @@ public final class XdsTestClient<Q extends Message, R extends Message> implement
 
   @Override
   public void close() {
-    requests.onCompleted();
-    channel.shutdownNow();
+    if (ownChannel != null) {
+      requests.onCompleted();
+      ownChannel.shutdownNow();
+    } else if (!end.isDone()) {
+      requests.cancel("the test client closed", null);
+    }
   }
 }

@@ -30,6 +30,17 @@ public final class AdsUpstream implements UpstreamSource {
   /** Largest response accepted from the control plane: a big mesh's full CDS runs to tens of MiB. */
   static final int MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
 
+  /**
+   * HTTP/2 keepalive on the channels to the control plane: a PING after {@code time} without reads,
+   * and the connection given up when its ack takes longer than {@code timeout}. It is what notices a
+   * control plane that went silent without closing the connection (a dead host, a black-holing
+   * network), so that the sessions reconnect or fail over. grpc-java raises a time under 10 s to 10 s.
+   */
+  public record Keepalive(Duration time, Duration timeout) {
+    /** The spec's advice for ADS connections, at intervals a control plane's ping policy usually allows. */
+    public static final Keepalive DEFAULT = new Keepalive(Duration.ofSeconds(30), Duration.ofSeconds(10));
+  }
+
   /** The variant of ADS spoken to the control plane. */
   public enum Protocol {
     SOTW, DELTA
@@ -62,7 +73,7 @@ public final class AdsUpstream implements UpstreamSource {
       Duration notFoundTimeout,
       MeterRegistry meters) {
     this(targets, protocol, pool, timer, backoff, notFoundTimeout, meters,
-        new Transport(InsecureChannelCredentials.create(), Optional.empty(), List.of()));
+        new Transport(InsecureChannelCredentials.create(), Optional.empty(), List.of()), Keepalive.DEFAULT);
   }
 
   /**
@@ -79,7 +90,21 @@ public final class AdsUpstream implements UpstreamSource {
       Duration notFoundTimeout,
       MeterRegistry meters,
       UpstreamTls tls) throws IOException {
-    this(targets, protocol, pool, timer, backoff, notFoundTimeout, meters, transport(tls, timer));
+    this(targets, protocol, pool, timer, backoff, notFoundTimeout, meters, tls, Keepalive.DEFAULT);
+  }
+
+  /** As above, with HTTP/2 keepalive at {@code keepalive}'s intervals rather than the default ones. */
+  public AdsUpstream(
+      List<String> targets,
+      Protocol protocol,
+      Executor pool,
+      ScheduledExecutorService timer,
+      Backoff backoff,
+      Duration notFoundTimeout,
+      MeterRegistry meters,
+      UpstreamTls tls,
+      Keepalive keepalive) throws IOException {
+    this(targets, protocol, pool, timer, backoff, notFoundTimeout, meters, transport(tls, timer), keepalive);
   }
 
   private AdsUpstream(
@@ -90,7 +115,8 @@ public final class AdsUpstream implements UpstreamSource {
       Backoff backoff,
       Duration notFoundTimeout,
       MeterRegistry meters,
-      Transport transport) {
+      Transport transport,
+      Keepalive keepalive) {
     if (targets.isEmpty()) {
       throw new IllegalArgumentException("an upstream needs at least one address");
     }
@@ -101,8 +127,12 @@ public final class AdsUpstream implements UpstreamSource {
         .executor(pool)
         .maxInboundMessageSize(MAX_RESPONSE_BYTES)
         // The spec's advice for ADS connections: HTTP/2 keepalive detects a peer that went silent.
-        .keepAliveTime(30, TimeUnit.SECONDS)
-        .keepAliveTimeout(10, TimeUnit.SECONDS)
+        .keepAliveTime(keepalive.time().toMillis(), TimeUnit.MILLISECONDS)
+        .keepAliveTimeout(keepalive.timeout().toMillis(), TimeUnit.MILLISECONDS)
+        // A session's stream waits on a connection that has not finished its HTTP/2 handshake (an
+        // address that accepts TCP and never answers): no call is on it yet, and only pings sent
+        // without calls notice that it never will, so the stream fails and goes to the next address.
+        .keepAliveWithoutCalls(true)
         .build()).toList();
     // Readiness cannot wait for a session, which only the first client opens: each channel is
     // asked to connect at once, and watched until it first is READY.
