@@ -51,6 +51,7 @@ import org.yaml.snakeyaml.nodes.SequenceNode;
  * @param tls TLS, maybe mutual, on the xDS port
  * @param upstreamTls how the control plane is reached: plaintext or TLS
  * @param limits what one client may ask of the proxy
+ * @param upstreamKeepalive HTTP/2 keepalive to the control plane: what notices one gone silent
  */
 public record ProxyConfig(
     List<String> upstream,
@@ -68,7 +69,8 @@ public record ProxyConfig(
     Duration maxConnectionAge,
     ServerTls tls,
     UpstreamTls upstreamTls,
-    Limits limits) {
+    Limits limits,
+    AdsUpstream.Keepalive upstreamKeepalive) {
 
   public static final ProxyConfig DEFAULTS = new ProxyConfig(
       List.of(),
@@ -86,7 +88,8 @@ public record ProxyConfig(
       Duration.ofMinutes(30),
       ServerTls.OFF,
       UpstreamTls.PLAINTEXT,
-      Limits.DEFAULTS);
+      Limits.DEFAULTS,
+      AdsUpstream.Keepalive.DEFAULT);
 
   static final String USAGE = """
       usage: java -jar xds-proxy.jar [flags]
@@ -124,6 +127,10 @@ public record ProxyConfig(
         --upstream-key FILE         with its PKCS#8 private key (PEM); both or neither
         --upstream-authority NAME   the name the control plane's certificate must carry, sent as
                                     :authority (default: the host of --upstream)
+        --upstream-keepalive-time D   a PING to the control plane after this long without news
+                                    (default 30s, at least 10s): it notices one gone silent
+        --upstream-keepalive-timeout D   the connection is given up when a PING goes unanswered
+                                    this long (default 10s)
         TLS files are re-read when they change, without a restart.
         --max-request-bytes N       the largest request a client may send (default 4194304)
         --max-names-per-request N   the most resource names in one request, and subscribed to of
@@ -142,7 +149,7 @@ public record ProxyConfig(
       "drain-time", "max-connection-age", "tls-cert", "tls-key", "tls-client-ca", "tls-node-id-pattern",
       "upstream-tls", "upstream-ca", "upstream-cert", "upstream-key", "upstream-authority", "max-request-bytes",
       "max-names-per-request", "max-name-length", "max-streams-per-connection", "max-streams-per-group",
-      "max-streams-per-node", "max-requests-per-second");
+      "max-streams-per-node", "max-requests-per-second", "upstream-keepalive-time", "upstream-keepalive-timeout");
   /** Keys that take several values: a YAML list, or the flag given more than once. */
   private static final List<String> LIST_KEYS = List.of("node-group-key");
 
@@ -209,6 +216,10 @@ public record ProxyConfig(
     return edit(b -> b.limits = limits);
   }
 
+  public ProxyConfig withUpstreamKeepalive(AdsUpstream.Keepalive keepalive) {
+    return edit(b -> b.upstreamKeepalive = keepalive);
+  }
+
   /** A copy with the changes {@code change} makes. */
   private ProxyConfig edit(java.util.function.Consumer<Builder> change) {
     Builder builder = new Builder(this);
@@ -234,6 +245,7 @@ public record ProxyConfig(
     ServerTls tls;
     UpstreamTls upstreamTls;
     Limits limits;
+    AdsUpstream.Keepalive upstreamKeepalive;
 
     Builder(ProxyConfig from) {
       upstream = from.upstream;
@@ -252,12 +264,13 @@ public record ProxyConfig(
       tls = from.tls;
       upstreamTls = from.upstreamTls;
       limits = from.limits;
+      upstreamKeepalive = from.upstreamKeepalive;
     }
 
     ProxyConfig build() {
       return new ProxyConfig(List.copyOf(upstream), upstreamProtocol, upstreamBackoff, resourcesDir, xdsPort, adminPort, List.copyOf(nodeGroupKey),
           upstreamNodeId, groupIdleGrace, notFoundTimeout, restPollTimeout, drainTime, maxConnectionAge, tls, upstreamTls,
-          limits);
+          limits, upstreamKeepalive);
     }
   }
 
@@ -448,6 +461,15 @@ public record ProxyConfig(
       case "max-requests-per-second" -> withLimits(new Limits(limits.maxRequestBytes(), limits.maxNamesPerRequest(),
           limits.maxNameLength(), limits.maxStreamsPerConnection(), limits.maxStreamsPerGroup(),
           limits.maxStreamsPerNode(), count(setting, 0)));
+      case "upstream-keepalive-time" -> {
+        Duration time = duration(setting);
+        if (time.compareTo(Duration.ofSeconds(10)) < 0) {
+          throw new ConfigException(setting.where() + ": upstream-keepalive-time must be at least 10s (gRPC pings no more often)");
+        }
+        yield withUpstreamKeepalive(new AdsUpstream.Keepalive(time, upstreamKeepalive.timeout()));
+      }
+      case "upstream-keepalive-timeout" ->
+          withUpstreamKeepalive(new AdsUpstream.Keepalive(upstreamKeepalive.time(), duration(setting)));
       case "xds-port" -> withPorts(port(setting), adminPort);
       case "admin-port" -> withPorts(xdsPort, port(setting));
       default -> throw new IllegalStateException("unhandled key " + key);

@@ -70,7 +70,7 @@ public final class XdsProxy implements AutoCloseable {
   private final Server server;
   private final AdminServer admin;
 
-  private XdsProxy(ProxyConfig config, AdsUpstream.Keepalive upstreamKeepalive) throws IOException {
+  private XdsProxy(ProxyConfig config) throws IOException {
     pool = Executors.newFixedThreadPool(Math.max(2, Runtime.getRuntime().availableProcessors()), threads("xds-proxy-worker"));
     timer = Executors.newSingleThreadScheduledExecutor(threads("xds-proxy-timer"));
     meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
@@ -79,7 +79,7 @@ public final class XdsProxy implements AutoCloseable {
     try {
       upstream = !config.upstream().isEmpty()
           ? new AdsUpstream(config.upstream(), config.upstreamProtocol(), pool, timer, config.upstreamBackoff(),
-              config.notFoundTimeout(), meters, config.upstreamTls(), upstreamKeepalive)
+              config.notFoundTimeout(), meters, config.upstreamTls(), config.upstreamKeepalive())
           : new FileSystemSource(config.resourcesDir().toAbsolutePath().normalize());
     } catch (IOException e) {
       timer.shutdownNow();
@@ -188,12 +188,7 @@ public final class XdsProxy implements AutoCloseable {
    *     message is the one line to print
    */
   public static XdsProxy start(ProxyConfig config) throws IOException {
-    return new XdsProxy(config, AdsUpstream.Keepalive.DEFAULT);
-  }
-
-  /** As {@link #start(ProxyConfig)}, with HTTP/2 keepalive to the control plane at other intervals: tests of a silent one. */
-  static XdsProxy start(ProxyConfig config, AdsUpstream.Keepalive upstreamKeepalive) throws IOException {
-    return new XdsProxy(config, upstreamKeepalive);
+    return new XdsProxy(config);
   }
 
   public int xdsPort() {

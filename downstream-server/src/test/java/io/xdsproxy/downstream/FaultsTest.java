@@ -157,8 +157,8 @@ class FaultsTest {
     Snapshot served = fleet("1", 20, 1);
     controlPlane.setSnapshot(GROUP, served);
     // grpc-java raises a keepalive time under 10 s to 10 s: this is as quick as a channel can notice.
-    XdsProxy proxy = opened(XdsProxy.start(config("127.0.0.1:" + silent.getLocalPort(), controlPlane.target()),
-        new AdsUpstream.Keepalive(Duration.ofSeconds(10), Duration.ofSeconds(1))));
+    XdsProxy proxy = opened(XdsProxy.start(config("127.0.0.1:" + silent.getLocalPort(), controlPlane.target())
+        .withUpstreamKeepalive(new AdsUpstream.Keepalive(Duration.ofSeconds(10), Duration.ofSeconds(1)))));
     List<VariantClient> clients = everyVariant(proxy.xdsPort(), "patient");
 
     awaitConverged(served, clients, Duration.ofSeconds(25));

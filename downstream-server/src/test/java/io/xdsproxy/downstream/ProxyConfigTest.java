@@ -124,7 +124,7 @@ class ProxyConfigTest {
   }
 
   @Test
-  void limitsAreSetByFlagsOrFileAndNonsenseIsRefusedNamingTheKey() throws Exception {
+  void limitsAndUpstreamKeepaliveAreSetByFlagsOrFileAndNonsenseIsRefusedNamingTheKey() throws Exception {
     Path file = Files.writeString(dir.resolve("limits.yaml"), "max-names-per-request: 20000\nmax-streams-per-node: 4\n");
 
     ProxyConfig config = ProxyConfig.parse(new String[] {"--config", file.toString(), "--max-request-bytes", "65536",
@@ -138,6 +138,11 @@ class ProxyConfigTest {
         .hasMessageContaining("flag --max-streams-per-connection").hasMessageContaining("at least 1");
     assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--max-requests-per-second", "-1"}))
         .hasMessageContaining("flag --max-requests-per-second").hasMessageContaining("at least 0");
+    assertThat(ProxyConfig.parse(new String[] {"--upstream-keepalive-time", "45s", "--upstream-keepalive-timeout", "5s"})
+        .upstreamKeepalive()).isEqualTo(new io.xdsproxy.upstream.grpc.AdsUpstream.Keepalive(
+            java.time.Duration.ofSeconds(45), java.time.Duration.ofSeconds(5)));
+    assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--upstream-keepalive-time", "5s"}))
+        .hasMessageContaining("flag --upstream-keepalive-time").hasMessageContaining("at least 10s");
     Path bad = Files.writeString(dir.resolve("bad.yaml"), "max-names-per-request: lots\n");
     assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--config", bad.toString()}))
         .hasMessageContaining("line 1 (max-names-per-request)").hasMessageContaining("'lots' is not a whole number");
