@@ -244,10 +244,9 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
   }
 
   /**
-   * Checks the resource names of a request against the limits: how many it carries (and, with
-   * {@code subscribed}, how many the stream is subscribed to of the type then), RESOURCE_EXHAUSTED
-   * past the maximum, and how long each is, INVALID_ARGUMENT past the maximum. Returns false when the
-   * stream was ended for them.
+   * Checks the resource names of a request against the limits: how many it carries ({@code count}),
+   * RESOURCE_EXHAUSTED past the maximum, and how long each of {@code names} is, INVALID_ARGUMENT
+   * past the maximum. Returns false when the stream was ended for them.
    */
   @SafeVarargs
   final boolean namesWithinLimits(TypeUrl type, int count, java.util.Collection<String>... names) {
@@ -262,8 +261,8 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
       for (String name : some) {
         if (name.length() > longest) {
           refuse("name_length", Status.INVALID_ARGUMENT, "a resource name of " + type.shortName() + " is "
-              + name.length() + " characters long, more than the " + longest + " allowed: '" + name.substring(0, Math.min(64, longest))
-              + "…' (node '" + nodeId + "'; --max-name-length)");
+              + name.length() + " characters long, more than the " + longest + " allowed: '"
+              + name.substring(0, Math.min(64, longest)) + "…' (node '" + nodeId + "'; --max-name-length)");
           return false;
         }
       }
