@@ -14,9 +14,13 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
+import java.util.Set;
 import org.yaml.snakeyaml.LoaderOptions;
 import org.yaml.snakeyaml.Yaml;
 import org.yaml.snakeyaml.constructor.SafeConstructor;
@@ -118,7 +122,33 @@ final class ResponseFile {
     if (tree != null && !(tree instanceof java.util.Map)) {
       throw new InvalidFileException("the YAML document is not a mapping (a DiscoveryResponse)");
     }
+    checkExpansion(tree, Collections.newSetFromMap(new IdentityHashMap<>()), new int[] {4 * yaml.length() + 100_000});
     return new Gson().toJson(tree == null ? java.util.Map.of() : tree);
+  }
+
+  /**
+   * Refuses a tree that aliases make cyclic ({@code &a [*a]}), which JSON cannot hold and which
+   * would recurse without end, or that aliases blow up far past the file's own size ("billion
+   * laughs"), before the tree is written out as JSON.
+   *
+   * @param enclosing the collections {@code node} is inside of
+   * @param budget the nodes the expanded tree may still have
+   */
+  private static void checkExpansion(Object node, Set<Object> enclosing, int[] budget) throws InvalidFileException {
+    if (--budget[0] < 0) {
+      throw new InvalidFileException("YAML aliases expand the document to far more than its size");
+    }
+    if (!(node instanceof java.util.Map<?, ?>) && !(node instanceof Collection<?>)) {
+      return;
+    }
+    if (!enclosing.add(node)) {
+      throw new InvalidFileException("a YAML alias refers to a collection it is inside of: the document is cyclic");
+    }
+    Collection<?> children = node instanceof java.util.Map<?, ?> map ? map.values() : (Collection<?>) node;
+    for (Object child : children) {
+      checkExpansion(child, enclosing, budget);
+    }
+    enclosing.remove(node);
   }
 
   /** A file that cannot be served; the message says why. */
