@@ -33,6 +33,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * Incremental (Delta) ADS streams under fuzzing: clients subscribe and unsubscribe whatever the
@@ -55,7 +56,9 @@ import java.util.TreeMap;
  */
 class DeltaRequestFuzzTest {
 
-  @FuzzTest(maxDuration = "15s")
+  // Per input: a hang is a finding too. Jazzer passes it to the fuzzer as its -timeout.
+  @Timeout(5)
+  @FuzzTest(maxDuration = "10s")
   void anyRequestsLeaveEveryStreamConvergedOrClosedForTheClientsFault(FuzzedDataProvider data) {
     MemoryUpstream upstream = new MemoryUpstream();
     List<String> exchange = new ArrayList<>();

@@ -1,10 +1,12 @@
 package io.xdsproxy.upstream.fs;
 
 import com.google.gson.Gson;
+import com.google.protobuf.Any;
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.TextFormat;
 import com.google.protobuf.util.JsonFormat;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
+import io.envoyproxy.envoy.service.discovery.v3.Resource;
 import io.xdsproxy.core.ApiTypes;
 import io.xdsproxy.core.ResourceDecoder;
 import io.xdsproxy.core.ResourceDecoder.InvalidResourceException;
@@ -62,8 +64,8 @@ final class ResponseFile {
   }
 
   /**
-   * Reads and checks {@code file}. A response without a type_url takes its type from its resources,
-   * as Envoy's example files leave it out.
+   * Reads and checks {@code file}. A response without a type_url takes its type from its first
+   * resource (inside its {@code Resource} wrapper, if it has one), as Envoy's example files leave it out.
    *
    * @throws InvalidFileException with a reason a person can act on
    */
@@ -78,7 +80,7 @@ final class ResponseFile {
       if (response.getResourcesCount() == 0) {
         throw new InvalidFileException("neither type_url nor resources: the type of the file is unknown");
       }
-      typeUrl = response.getResources(0).getTypeUrl();
+      typeUrl = typeOf(response.getResources(0));
     }
     TypeUrl type;
     try {
@@ -92,6 +94,20 @@ final class ResponseFile {
       throw new InvalidFileException(e.getMessage());
     }
   }
+
+  /** The type of {@code resource}: inside its {@link Resource} wrapper, if it has one. */
+  private static String typeOf(Any resource) {
+    if (!resource.getTypeUrl().equals(RESOURCE_WRAPPER)) {
+      return resource.getTypeUrl();
+    }
+    try {
+      return Resource.parseFrom(resource.getValue()).getResource().getTypeUrl();
+    } catch (InvalidProtocolBufferException e) {
+      return resource.getTypeUrl(); // refused for its type, with the decoder's words for it
+    }
+  }
+
+  private static final String RESOURCE_WRAPPER = TypeUrl.PREFIX + Resource.getDescriptor().getFullName();
 
   private static DiscoveryResponse parse(byte[] bytes, Format format) throws InvalidFileException {
     DiscoveryResponse.Builder response = DiscoveryResponse.newBuilder();

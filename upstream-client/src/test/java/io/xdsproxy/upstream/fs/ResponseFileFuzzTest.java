@@ -33,6 +33,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import org.junit.jupiter.api.Timeout;
 import org.yaml.snakeyaml.Yaml;
 
 /**
@@ -53,7 +54,9 @@ class ResponseFileFuzzTest {
   private static final Map<Format, String> EXTENSIONS =
       Map.of(Format.JSON, ".json", Format.YAML, ".yaml", Format.TEXT, ".textproto", Format.BINARY, ".pb");
 
-  @FuzzTest(maxDuration = "15s")
+  // Per input: a hang is a finding too. Jazzer passes it to the fuzzer as its -timeout.
+  @Timeout(5)
+  @FuzzTest(maxDuration = "10s")
   void anyFileIsReadAsResourcesOfItsTypeOrRefusedWithAReason(FuzzedDataProvider data) throws IOException {
     Format format = data.pickValue(Format.values());
     byte[] bytes = data.consumeRemainingAsBytes();
@@ -74,7 +77,9 @@ class ResponseFileFuzzTest {
     }
   }
 
-  @FuzzTest(maxDuration = "15s")
+  // Per input: a hang is a finding too. Jazzer passes it to the fuzzer as its -timeout.
+  @Timeout(5)
+  @FuzzTest(maxDuration = "10s")
   void resourcesWrittenInEachFormatReadBackTheSame(FuzzedDataProvider data) throws Exception {
     TypeUrl type = data.pickValue(List.of(TypeUrl.CLUSTER, TypeUrl.LISTENER, TypeUrl.ENDPOINT, TypeUrl.ROUTE));
     boolean wrapped = data.consumeBoolean();
