@@ -55,7 +55,7 @@ import java.util.TreeMap;
  */
 class DeltaRequestFuzzTest {
 
-  @FuzzTest(maxDuration = "10s")
+  @FuzzTest(maxDuration = "8s")
   void anyRequestsLeaveEveryStreamConvergedOrClosedForTheClientsFault(FuzzedDataProvider data) {
     MemoryUpstream upstream = new MemoryUpstream();
     List<String> exchange = new ArrayList<>();

@@ -59,7 +59,7 @@ class SotwRequestFuzzTest {
 
   private static final SotwRequestMarshaller MARSHALLER = new SotwRequestMarshaller();
 
-  @FuzzTest(maxDuration = "10s")
+  @FuzzTest(maxDuration = "8s")
   void anyRequestsLeaveEveryStreamConvergedOrClosedForTheClientsFault(FuzzedDataProvider data) {
     MemoryUpstream upstream = new MemoryUpstream();
     List<String> exchange = new ArrayList<>();

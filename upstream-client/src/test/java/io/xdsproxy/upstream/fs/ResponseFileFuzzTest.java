@@ -53,7 +53,7 @@ class ResponseFileFuzzTest {
 
   private static final Path DIRECTORY = temporaryDirectory();
 
-  @FuzzTest(maxDuration = "10s")
+  @FuzzTest(maxDuration = "8s")
   void anyFileIsReadAsResourcesOfItsTypeOrRefusedWithAReason(FuzzedDataProvider data) throws IOException {
     Format format = data.pickValue(Format.values());
     byte[] bytes = data.consumeRemainingAsBytes();
@@ -74,7 +74,7 @@ class ResponseFileFuzzTest {
     }
   }
 
-  @FuzzTest(maxDuration = "10s")
+  @FuzzTest(maxDuration = "8s")
   void resourcesWrittenInEachFormatReadBackTheSame(FuzzedDataProvider data) throws Exception {
     TypeUrl type = data.pickValue(List.of(TypeUrl.CLUSTER, TypeUrl.LISTENER, TypeUrl.ENDPOINT, TypeUrl.ROUTE));
     boolean wrapped = data.consumeBoolean();
