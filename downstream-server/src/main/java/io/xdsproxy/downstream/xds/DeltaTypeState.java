@@ -146,8 +146,10 @@ final class DeltaTypeState implements ClientStream.TypeStream {
       }
     }
     for (String name : subscribe) {
-      if (!Subscription.WILDCARD.equals(name) && !claimed.containsKey(name)) {
-        // "Subscribing to Resources": sent even if the client seems to have it; it may have forgotten.
+      // "Subscribing to Resources": sent even if the client seems to have it; it may have forgotten.
+      // Only what the same first request claims it has is taken at its word: a claim not yet answered
+      // may be of a resource the client has dropped since, unsubscribing.
+      if (!Subscription.WILDCARD.equals(name) && !(first && claimed.containsKey(name))) {
         forced = NameSets.with(forced, name);
       }
     }

@@ -1,10 +1,12 @@
 package io.xdsproxy.upstream.fs;
 
 import com.google.gson.Gson;
+import com.google.protobuf.Any;
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.TextFormat;
 import com.google.protobuf.util.JsonFormat;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
+import io.envoyproxy.envoy.service.discovery.v3.Resource;
 import io.xdsproxy.core.ApiTypes;
 import io.xdsproxy.core.ResourceDecoder;
 import io.xdsproxy.core.ResourceDecoder.InvalidResourceException;
@@ -14,9 +16,13 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
+import java.util.Set;
 import org.yaml.snakeyaml.LoaderOptions;
 import org.yaml.snakeyaml.Yaml;
 import org.yaml.snakeyaml.constructor.SafeConstructor;
@@ -58,8 +64,8 @@ final class ResponseFile {
   }
 
   /**
-   * Reads and checks {@code file}. A response without a type_url takes its type from its resources,
-   * as Envoy's example files leave it out.
+   * Reads and checks {@code file}. A response without a type_url takes its type from its first
+   * resource (inside its {@code Resource} wrapper, if it has one), as Envoy's example files leave it out.
    *
    * @throws InvalidFileException with a reason a person can act on
    */
@@ -74,7 +80,7 @@ final class ResponseFile {
       if (response.getResourcesCount() == 0) {
         throw new InvalidFileException("neither type_url nor resources: the type of the file is unknown");
       }
-      typeUrl = response.getResources(0).getTypeUrl();
+      typeUrl = typeOf(response.getResources(0));
     }
     TypeUrl type;
     try {
@@ -88,6 +94,20 @@ final class ResponseFile {
       throw new InvalidFileException(e.getMessage());
     }
   }
+
+  /** The type of {@code resource}: inside its {@link Resource} wrapper, if it has one. */
+  private static String typeOf(Any resource) {
+    if (!resource.getTypeUrl().equals(RESOURCE_WRAPPER)) {
+      return resource.getTypeUrl();
+    }
+    try {
+      return Resource.parseFrom(resource.getValue()).getResource().getTypeUrl();
+    } catch (InvalidProtocolBufferException e) {
+      return resource.getTypeUrl(); // refused for its type, with the decoder's words for it
+    }
+  }
+
+  private static final String RESOURCE_WRAPPER = TypeUrl.PREFIX + Resource.getDescriptor().getFullName();
 
   private static DiscoveryResponse parse(byte[] bytes, Format format) throws InvalidFileException {
     DiscoveryResponse.Builder response = DiscoveryResponse.newBuilder();
@@ -118,7 +138,33 @@ final class ResponseFile {
     if (tree != null && !(tree instanceof java.util.Map)) {
       throw new InvalidFileException("the YAML document is not a mapping (a DiscoveryResponse)");
     }
+    checkExpansion(tree, Collections.newSetFromMap(new IdentityHashMap<>()), new int[] {4 * yaml.length() + 100_000});
     return new Gson().toJson(tree == null ? java.util.Map.of() : tree);
+  }
+
+  /**
+   * Refuses a tree that aliases make cyclic ({@code &a [*a]}), which JSON cannot hold and which
+   * would recurse without end, or that aliases blow up far past the file's own size ("billion
+   * laughs"), before the tree is written out as JSON.
+   *
+   * @param enclosing the collections {@code node} is inside of
+   * @param budget the nodes the expanded tree may still have
+   */
+  private static void checkExpansion(Object node, Set<Object> enclosing, int[] budget) throws InvalidFileException {
+    if (--budget[0] < 0) {
+      throw new InvalidFileException("YAML aliases expand the document to far more than its size");
+    }
+    if (!(node instanceof java.util.Map<?, ?>) && !(node instanceof Collection<?>)) {
+      return;
+    }
+    if (!enclosing.add(node)) {
+      throw new InvalidFileException("a YAML alias refers to a collection it is inside of: the document is cyclic");
+    }
+    Collection<?> children = node instanceof java.util.Map<?, ?> map ? map.values() : (Collection<?>) node;
+    for (Object child : children) {
+      checkExpansion(child, enclosing, budget);
+    }
+    enclosing.remove(node);
   }
 
   /** A file that cannot be served; the message says why. */
