@@ -44,13 +44,7 @@ public final class Compare {
       Optional<Path> profile, Optional<Path> asyncProfiler, BenchResources.Change change) {
 
     static Options parse(String[] args) {
-      Map<String, String> given = new LinkedHashMap<>();
-      for (int i = 0; i < args.length; i++) {
-        if (!args[i].startsWith("--") || i + 1 >= args.length) {
-          throw new IllegalArgumentException("expected --option value, got " + args[i]);
-        }
-        given.put(args[i].substring(2), args[++i]);
-      }
+      Map<String, String> given = optionValues(args);
       Options options = new Options(
           Integer.parseInt(given.getOrDefault("clients", "1000")),
           Integer.parseInt(given.getOrDefault("groups", "10")),
@@ -113,24 +107,18 @@ public final class Compare {
   private static Result measure(Options options, boolean throughProxy) throws Exception {
     String setup = throughProxy ? "through xds-proxy" : "java-control-plane direct";
     log("%s: starting", setup);
-    try (JavaProcess plane = JavaProcess.start("control plane", options.jvm(),
-        List.of("-cp", System.getProperty("java.class.path"), BenchControlPlane.class.getName(),
-            Integer.toString(options.groups()), Integer.toString(options.clusters()), options.change().name()),
+    try (JavaProcess plane = startControlPlane(options.jvm(), options.groups(), options.clusters(), options.change(),
         options.logs().resolve(throughProxy ? "control-plane-upstream.log" : "control-plane-direct.log"))) {
-      int planePort = Integer.parseInt(plane.await("ready ", Duration.ofSeconds(60)).split(" ")[1]);
+      int planePort = readyPort(plane);
       JavaProcess proxy = null;
       try {
         int port = planePort;
         if (throughProxy) {
-          port = freePort();
-          int admin = freePort();
-          List<String> arguments = new ArrayList<>(List.of("-jar", options.proxyJar().toString(),
-              "--upstream", "127.0.0.1:" + planePort, "--xds-port", Integer.toString(port),
-              "--admin-port", Integer.toString(admin)));
           List<String> jvm = new ArrayList<>(options.jvm());
           jvm.addAll(options.proxyJvm());
-          proxy = JavaProcess.start("xds-proxy", jvm, arguments, options.logs().resolve("xds-proxy.log"));
-          awaitHealthy(admin, Duration.ofSeconds(60));
+          Proxy started = startProxy(options.proxyJar(), jvm, planePort, options.logs().resolve("xds-proxy.log"));
+          proxy = started.process();
+          port = started.xdsPort();
         }
         JavaProcess server = throughProxy ? proxy : plane;
         try (LoadClients clients = new LoadClients(new InetSocketAddress("127.0.0.1", port), options.groups(),
@@ -260,7 +248,48 @@ public final class Compare {
     out.append('\n');
   }
 
-  private static void await(IntSupplier count, int wanted, Duration timeout, String what) throws InterruptedException {
+  /** {@code --name value} pairs, in order; an argument that is not one is refused. */
+  static Map<String, String> optionValues(String[] args) {
+    Map<String, String> given = new LinkedHashMap<>();
+    for (int i = 0; i < args.length; i++) {
+      if (!args[i].startsWith("--") || i + 1 >= args.length) {
+        throw new IllegalArgumentException("expected --option value, got " + args[i]);
+      }
+      given.put(args[i].substring(2), args[++i]);
+    }
+    return given;
+  }
+
+  /** Starts {@link BenchControlPlane} in its own JVM; {@link #readyPort} says where it listens. */
+  static JavaProcess startControlPlane(List<String> jvm, int groups, int clusters, BenchResources.Change change, Path log)
+      throws IOException {
+    return JavaProcess.start("control plane", jvm, List.of("-cp", System.getProperty("java.class.path"),
+        BenchControlPlane.class.getName(), Integer.toString(groups), Integer.toString(clusters), change.name()), log);
+  }
+
+  static int readyPort(JavaProcess plane) throws InterruptedException {
+    return Integer.parseInt(plane.await("ready ", Duration.ofSeconds(60)).split(" ")[1]);
+  }
+
+  /** The proxy's JVM and its ports. */
+  record Proxy(JavaProcess process, int xdsPort, int adminPort) {}
+
+  /** Starts the proxy's jar in its own JVM, fed by the control plane on {@code planePort}; returns once it is healthy. */
+  static Proxy startProxy(Path jar, List<String> jvm, int planePort, Path log) throws IOException, InterruptedException {
+    int port = freePort();
+    int admin = freePort();
+    JavaProcess process = JavaProcess.start("xds-proxy", jvm, List.of("-jar", jar.toString(),
+        "--upstream", "127.0.0.1:" + planePort, "--xds-port", Integer.toString(port), "--admin-port", Integer.toString(admin)), log);
+    try {
+      awaitHealthy(admin, Duration.ofSeconds(60));
+    } catch (RuntimeException | InterruptedException e) {
+      process.close();
+      throw e;
+    }
+    return new Proxy(process, port, admin);
+  }
+
+  static void await(IntSupplier count, int wanted, Duration timeout, String what) throws InterruptedException {
     long deadline = System.nanoTime() + timeout.toNanos();
     while (count.getAsInt() < wanted) {
       if (System.nanoTime() > deadline) {
@@ -305,7 +334,7 @@ public final class Compare {
     return values.length % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
   }
 
-  private static void log(String format, Object... arguments) {
+  static void log(String format, Object... arguments) {
     System.err.printf(Locale.ROOT, "[xds-bench] " + format + "%n", arguments);
   }
 }

@@ -92,12 +92,29 @@ final class JavaProcess implements AutoCloseable {
 
   /** Resident set size, in bytes. */
   long rssBytes() throws IOException {
+    return status("VmRSS:") * 1024;
+  }
+
+  /** Live threads, the JVM's own included. */
+  long threads() throws IOException {
+    return status("Threads:");
+  }
+
+  /** Open file descriptors: sockets, jars, pipes. */
+  long openFileDescriptors() throws IOException {
+    try (var fds = Files.list(Path.of("/proc", Long.toString(pid()), "fd"))) {
+      return fds.count();
+    }
+  }
+
+  /** The number of a field of /proc/PID/status. */
+  private long status(String field) throws IOException {
     for (String line : Files.readAllLines(Path.of("/proc", Long.toString(pid()), "status"))) {
-      if (line.startsWith("VmRSS:")) {
-        return Long.parseLong(line.replaceAll("\\D", "")) * 1024;
+      if (line.startsWith(field)) {
+        return Long.parseLong(line.replaceAll("\\D", ""));
       }
     }
-    throw new IllegalStateException("no VmRSS for " + name);
+    throw new IllegalStateException("no " + field + " for " + name);
   }
 
   /** Heap in use right after a full collection, in bytes (jcmd GC.run, then GC.heap_info). */

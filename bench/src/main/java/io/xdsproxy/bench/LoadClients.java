@@ -18,10 +18,13 @@ import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Predicate;
+import java.util.stream.Collectors;
 
 /**
  * Simulated xDS clients that behave like Envoy on ADS: a wildcard CDS subscription, then EDS for
@@ -29,7 +32,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * java-control-plane forgets it otherwise. SotW or Delta per client, spread over node groups
  * (node.cluster {@code group-i}), several streams per connection if asked. Each client notes the
  * moment it holds a new round's endpoints of cluster 0 (compared by bytes: the proxy passes the
- * control plane's encoding through) and ACKs it.
+ * control plane's encoding through) and ACKs it. Connections can be closed and opened again with new
+ * clients (churn), which catch up on whatever round the control plane has made by then.
  */
 final class LoadClients implements AutoCloseable {
 
@@ -54,6 +58,12 @@ final class LoadClients implements AutoCloseable {
   private final Map<Integer, Any> rounds = new ConcurrentHashMap<>();
   private final AtomicLong bytesReceived = new AtomicLong();
   private final AtomicInteger failed = new AtomicInteger();
+  /** Clients opened so far, reopened ones included: the next client's node id. */
+  private int opened;
+  /** The connection {@link #reconnect} closes next: the one open longest. */
+  private int nextToReconnect;
+  /** The newest round the control plane is known to have made, -1 if nobody said. */
+  private volatile int newestRound = -1;
 
   LoadClients(InetSocketAddress target, int groups, int clusters, double deltaShare, int streamsPerConnection,
       BenchResources.Change change) {
@@ -71,25 +81,63 @@ final class LoadClients implements AutoCloseable {
     while (clients.size() < total) {
       int index = clients.size();
       if (index % streamsPerConnection == 0) {
-        channels.add(NettyChannelBuilder.forAddress(target)
-            .usePlaintext()
-            .eventLoopGroup(loop)
-            .channelType(NioSocketChannel.class)
-            .directExecutor()
-            .maxInboundMessageSize(64 * 1024 * 1024)
-            .build());
+        channels.add(newChannel());
       }
-      ManagedChannel channel = channels.get(channels.size() - 1);
-      // Delta clients spread evenly: client i is Delta when the share's running count steps up at i.
-      boolean delta = (int) ((index + 1) * deltaShare) > (int) (index * deltaShare);
-      Node node = Node.newBuilder().setId("client-" + index).setCluster(BenchControlPlane.groupName(index % groups)).build();
-      Client client = delta ? new DeltaClient(node) : new SotwClient(node);
+      Client client = newClient(index);
       clients.add(client);
-      client.start(channel);
+      client.start(channels.get(channels.size() - 1));
       if (index % 200 == 199) {
         Thread.sleep(20);
       }
     }
+  }
+
+  /**
+   * Closes the {@code connections} connections open longest, and in the place of each opens a new
+   * connection with new clients (new streams, new node ids, the same node groups and protocols), as
+   * restarted Envoys would. The streams closed here do not count as failed.
+   */
+  void reconnect(int connections) {
+    for (int n = 0; n < connections; n++) {
+      int connection = nextToReconnect;
+      nextToReconnect = (connection + 1) % channels.size();
+      int first = connection * streamsPerConnection;
+      int end = Math.min(clients.size(), first + streamsPerConnection);
+      for (int index = first; index < end; index++) {
+        clients.get(index).closedHere = true;
+      }
+      channels.get(connection).shutdownNow();
+      ManagedChannel channel = newChannel();
+      channels.set(connection, channel);
+      for (int index = first; index < end; index++) {
+        Client client = newClient(index);
+        clients.set(index, client);
+        client.start(channel);
+      }
+    }
+  }
+
+  /** The control plane has made round {@code round}: a client that joins later may hold it, or any round since the one it holds. */
+  void roundMade(int round) {
+    newestRound = round;
+  }
+
+  private ManagedChannel newChannel() {
+    return NettyChannelBuilder.forAddress(target)
+        .usePlaintext()
+        .eventLoopGroup(loop)
+        .channelType(NioSocketChannel.class)
+        .directExecutor()
+        .maxInboundMessageSize(64 * 1024 * 1024)
+        .build();
+  }
+
+  /** A new client in place {@code index}, which decides its node group and protocol. */
+  private Client newClient(int index) {
+    // Delta clients spread evenly: client i is Delta when the share's running count steps up at i.
+    boolean delta = (int) ((index + 1) * deltaShare) > (int) (index * deltaShare);
+    Node node = Node.newBuilder().setId("client-" + opened++).setCluster(BenchControlPlane.groupName(index % groups)).build();
+    return delta ? new DeltaClient(node) : new SotwClient(node);
   }
 
   int size() {
@@ -105,6 +153,11 @@ final class LoadClients implements AutoCloseable {
     return count;
   }
 
+  /** How many clients hold each round (-1: none yet), to say where the ones that lag are. */
+  Map<Integer, Long> roundsHeld() {
+    return clients.stream().collect(Collectors.groupingBy(c -> c.round, TreeMap::new, Collectors.counting()));
+  }
+
   /** Per client that holds {@code round}, nanoseconds from {@code since} until it did. */
   long[] latencies(int round, long since) {
     return clients.stream().filter(c -> c.round == round).mapToLong(c -> c.roundAt - since).sorted().toArray();
@@ -114,7 +167,7 @@ final class LoadClients implements AutoCloseable {
     return bytesReceived.get();
   }
 
-  /** Streams that ended with an error: none should. */
+  /** Streams that ended with an error, other than those {@link #reconnect} closed: none should. */
   int failed() {
     return failed.get();
   }
@@ -141,15 +194,29 @@ final class LoadClients implements AutoCloseable {
     /** The newest round of cluster 0 this client holds, and when it got it. */
     volatile int round = -1;
     volatile long roundAt;
+    /** Set before {@link #reconnect} closes this client's stream, whose error is then expected. */
+    volatile boolean closedHere;
 
     abstract void start(ManagedChannel channel);
 
-    /** Notes round {@code round + 1} if {@code holds} says the response carried it. */
-    final void check(java.util.function.Predicate<Any> holds) {
-      int next = round + 1;
-      if (holds.test(expected(next))) {
-        roundAt = System.nanoTime();
-        round = next;
+    /**
+     * Notes the newest round {@code holds} says the response carried, of those after the one this
+     * client holds: the next round, or a later one for a client that joined late or was passed by.
+     */
+    final void check(Predicate<Any> holds) {
+      // One past the newest known: the control plane's newest round can reach a client before roundMade.
+      for (int candidate = Math.max(newestRound + 1, round + 1); candidate > round; candidate--) {
+        if (holds.test(expected(candidate))) {
+          roundAt = System.nanoTime();
+          round = candidate;
+          return;
+        }
+      }
+    }
+
+    final void streamFailed() {
+      if (!closedHere) {
+        failed.incrementAndGet();
       }
     }
   }
@@ -191,7 +258,7 @@ final class LoadClients implements AutoCloseable {
 
     @Override
     public void onError(Throwable t) {
-      failed.incrementAndGet();
+      streamFailed();
     }
 
     @Override
@@ -232,7 +299,7 @@ final class LoadClients implements AutoCloseable {
 
     @Override
     public void onError(Throwable t) {
-      failed.incrementAndGet();
+      streamFailed();
     }
 
     @Override

@@ -14,7 +14,7 @@ import java.util.Locale;
 import java.util.Map;
 import javax.imageio.ImageIO;
 
-/** A line chart of a few series against N, drawn with Java 2D and written as PNG: no plotting library needed. */
+/** A line chart of a few series against N or time, drawn with Java 2D and written as PNG: no plotting library needed. */
 final class Plot {
 
   private static final int WIDTH = 800;
@@ -65,11 +65,17 @@ final class Plot {
       g.setColor(Color.BLACK);
       g.drawString(format(y), 10, py + 4);
     }
-    series.values().stream().flatMap(java.util.Arrays::stream).mapToDouble(p -> p[0]).distinct().forEach(x -> {
+    double[] xs = series.values().stream().flatMap(java.util.Arrays::stream).mapToDouble(p -> p[0]).distinct().toArray();
+    if (xs.length > 12) {
+      // A time series: ticks at round steps rather than at every point, whose labels would overlap.
+      double step = niceCeiling(maxX / 10);
+      xs = java.util.stream.DoubleStream.iterate(0, x -> x <= maxX, x -> x + step).toArray();
+    }
+    for (double x : xs) {
       int px = LEFT + (int) (plotWidth * x / maxX);
       g.drawLine(px, TOP + plotHeight, px, TOP + plotHeight + 5);
       g.drawString(format(x), px - 15, TOP + plotHeight + 20);
-    });
+    }
     g.drawRect(LEFT, TOP, plotWidth, plotHeight);
     g.drawString(xLabel, LEFT + plotWidth / 2 - 40, HEIGHT - 15);
     g.drawString(yLabel, LEFT, TOP - 8);
