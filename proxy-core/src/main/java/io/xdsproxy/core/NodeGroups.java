@@ -121,12 +121,16 @@ public final class NodeGroups implements AutoCloseable {
 
   /** A stream of {@code group} ended. The group closes after the idle grace if no other comes. */
   public void release(NodeGroup group) {
+    boolean[] idle = {false};
     groups.computeIfPresent(group.key(), (k, current) -> {
       current.references--;
+      idle[0] = current.references == 0;
       return current;
     });
-    if (closed) {
-      return; // every group is closed already; streams ending during shutdown have nothing left to release
+    if (closed || !idle[0]) {
+      // Every group is closed already (streams ending during shutdown have nothing left to release),
+      // or the group has streams still: no idle check per stream that ends, which churn makes many.
+      return;
     }
     try {
       timer.schedule(() -> closeIfIdle(group), idleGrace.toMillis(), TimeUnit.MILLISECONDS);

@@ -112,6 +112,16 @@ public final class TypeSnapshot {
     return null;
   }
 
+  /**
+   * This snapshot if it holds a resource marked do_not_cache, else null: what a stream keeps of the
+   * moment it subscribed, for those resources alone. A stream that kept every such snapshot would
+   * keep alive one old copy of the type's whole state per moment a client came, under churn tens of
+   * kilobytes per stream (the soak found it).
+   */
+  public TypeSnapshot ifUncacheable() {
+    return anyUncacheable ? this : null;
+  }
+
   /** Whether any resource is marked do_not_cache. */
   public boolean holdsUncacheable() {
     return anyUncacheable;

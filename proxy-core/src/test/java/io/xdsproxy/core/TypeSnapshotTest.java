@@ -177,4 +177,15 @@ class TypeSnapshotTest {
         .as("past the maximum weight, made for each caller").isNotSameAs(alone).isEqualTo("made 4");
     assertThat(snapshot.share("p1", () -> "made again", s -> half)).as("what is shared stays shared").isSameAs(first);
   }
+
+  @Test
+  void aSnapshotIsKeptForItsUncacheableResourcesOnlyWhenItHasSome() {
+    TypeSnapshot plain = store.apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1)))).orElseThrow();
+    XdsResource fresh = cluster("b", 1);
+    TypeSnapshot withUncacheable = store.apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1),
+        new XdsResource("b", fresh.version(), fresh.body(), List.of(), java.util.Optional.empty(), true)))).orElseThrow();
+
+    assertThat(plain.ifUncacheable()).isNull();
+    assertThat(withUncacheable.ifUncacheable()).isSameAs(withUncacheable);
+  }
 }

@@ -55,7 +55,10 @@ final class DeltaTypeState implements ClientStream.TypeStream {
   private TypeSnapshot latest;
   /** What the last response brought the client to; null before the first response. */
   private TypeSnapshot base;
-  /** The snapshot when the client last asked for more: do_not_cache resources in it predate the ask. */
+  /**
+   * The snapshot when the client last asked for more, whose do_not_cache resources predate the ask;
+   * null when it held none, as nearly always ({@link TypeSnapshot#ifUncacheable}).
+   */
   private TypeSnapshot joined;
   /** Versions the client said it has from an earlier stream, for names not answered for yet. */
   private Map<String, String> claimed = Map.of();
@@ -77,7 +80,7 @@ final class DeltaTypeState implements ClientStream.TypeStream {
   DeltaTypeState(TypeUrl type, TypeSnapshot initial, boolean knowsTtl, Clock clock) {
     this.type = type;
     this.latest = initial;
-    this.joined = initial;
+    this.joined = initial.ifUncacheable();
     this.knowsTtl = knowsTtl;
     this.deliveries = Deliveries.delta(clock);
   }
@@ -155,7 +158,7 @@ final class DeltaTypeState implements ClientStream.TypeStream {
     }
     boolean changed = next != subscription && !next.equals(subscription);
     if (!subscribe.isEmpty() || changed && !next.interest().beyond(subscription.interest()).isEmpty()) {
-      joined = latest;
+      joined = latest.ifUncacheable();
     }
     subscription = next;
     return changed;
@@ -290,7 +293,7 @@ final class DeltaTypeState implements ClientStream.TypeStream {
    */
   private boolean servable(XdsResource resource) {
     return !resource.doNotCache()
-        || joined.get(resource.name()) != resource
+        || joined == null || joined.get(resource.name()) != resource
         || base != null && base.get(resource.name()) == resource;
   }
 

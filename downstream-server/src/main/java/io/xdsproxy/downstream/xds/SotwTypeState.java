@@ -61,7 +61,10 @@ final class SotwTypeState implements ClientStream.TypeStream {
   private Set<String> newlySubscribed = Set.of();
   private TypeSnapshot latest;
   private TypeSnapshot lastSent;
-  /** The snapshot when the client last asked for more: do_not_cache resources in it predate the ask. */
+  /**
+   * The snapshot when the client last asked for more, whose do_not_cache resources predate the ask;
+   * null when it held none, as nearly always ({@link TypeSnapshot#ifUncacheable}).
+   */
   private TypeSnapshot joined;
   /** Names in scope the last response left out as do_not_cache: owed as soon as a fresh copy comes. */
   private Set<String> withheld = Set.of();
@@ -88,7 +91,7 @@ final class SotwTypeState implements ClientStream.TypeStream {
   SotwTypeState(TypeUrl type, TypeSnapshot initial, boolean knowsTtl, Clock clock) {
     this.type = type;
     this.latest = initial;
-    this.joined = initial;
+    this.joined = initial.ifUncacheable();
     this.knowsTtl = knowsTtl;
     this.deliveries = Deliveries.sotw(type, clock);
   }
@@ -197,7 +200,7 @@ final class SotwTypeState implements ClientStream.TypeStream {
     }
     newlySubscribed = NameSets.retained(newlySubscribed, next.names()::contains);
     if (!next.interest().beyond(subscription.interest()).isEmpty()) {
-      joined = latest;
+      joined = latest.ifUncacheable();
     }
     if (next.wildcard() && !subscription.wildcard()) {
       // A new wildcard is a request for everything: resend as if nothing had been sent.
@@ -258,7 +261,7 @@ final class SotwTypeState implements ClientStream.TypeStream {
    */
   private boolean servable(XdsResource resource) {
     return !resource.doNotCache()
-        || joined.get(resource.name()) != resource
+        || joined == null || joined.get(resource.name()) != resource
         || lastSent != null && lastSent.get(resource.name()) == resource;
   }
 
