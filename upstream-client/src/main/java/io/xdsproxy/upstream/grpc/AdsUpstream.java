@@ -77,23 +77,11 @@ public final class AdsUpstream implements UpstreamSource {
   }
 
   /**
-   * A control plane reached as {@code tls} says, its TLS files polled for changes on {@code timer}.
+   * A control plane reached as {@code tls} says, its TLS files polled for changes on {@code timer},
+   * with HTTP/2 keepalive at {@code keepalive}'s intervals.
    *
    * @throws IOException naming a TLS file that cannot be read or parsed
    */
-  public AdsUpstream(
-      List<String> targets,
-      Protocol protocol,
-      Executor pool,
-      ScheduledExecutorService timer,
-      Backoff backoff,
-      Duration notFoundTimeout,
-      MeterRegistry meters,
-      UpstreamTls tls) throws IOException {
-    this(targets, protocol, pool, timer, backoff, notFoundTimeout, meters, tls, Keepalive.DEFAULT);
-  }
-
-  /** As above, with HTTP/2 keepalive at {@code keepalive}'s intervals rather than the default ones. */
   public AdsUpstream(
       List<String> targets,
       Protocol protocol,
