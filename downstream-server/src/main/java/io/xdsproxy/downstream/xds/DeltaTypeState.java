@@ -141,12 +141,14 @@ final class DeltaTypeState implements ClientStream.TypeStream {
       forceAll = true;
     }
     for (String name : unsubscribe) {
-      forced = NameSets.without(forced, name);
-      // "Unsubscribing from Resources": a client with a wildcard that drops a name it also named
-      // cannot tell whether the wildcard still covers it, so it is told either way.
-      if (next.wildcard() && !Subscription.WILDCARD.equals(name) && subscription.names().contains(name)) {
+      if (!next.covers(name)) {
+        forced = NameSets.without(forced, name); // no longer wanted: nothing is owed of it
+      } else if (!Subscription.WILDCARD.equals(name) && subscription.names().contains(name)) {
+        // "Unsubscribing from Resources": a client with a wildcard that drops a name it also named
+        // cannot tell whether the wildcard still covers it, so it is told either way.
         forced = NameSets.with(forced, name);
       }
+      // Else a phantom unsubscription, ignored: what is owed of a name the wildcard covers stays owed.
     }
     for (String name : subscribe) {
       // "Subscribing to Resources": sent even if the client seems to have it; it may have forgotten.

@@ -3,6 +3,7 @@ package io.xdsproxy.downstream.xds;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.Any;
+import io.envoyproxy.envoy.config.cluster.v3.Cluster;
 import io.envoyproxy.envoy.config.endpoint.v3.ClusterLoadAssignment;
 import io.envoyproxy.envoy.service.discovery.v3.Resource;
 import io.xdsproxy.core.Snapshots;
@@ -35,5 +36,32 @@ class DeltaTypeStateTest {
     Optional<DeltaTypeState.Outgoing> response = state.nextResponse(false);
     assertThat(response).as("found by DeltaRequestFuzzTest: the stale claim kept it from being sent").isPresent();
     assertThat(response.get().resources()).extracting(Resource::getName).containsExactly("backend");
+  }
+
+  @Test
+  void aNameOwedUnderTheWildcardStaysOwedWhenThePhantomUnsubscribeComesBeforeTheResponse() {
+    DeltaTypeState state = new DeltaTypeState(TypeUrl.CLUSTER, CLUSTERS, false, Clock.systemUTC());
+    state.subscribe(List.of(), List.of(), Map.of()); // the legacy wildcard
+    send(state);
+    state.subscribe(List.of("a"), List.of(), Map.of()); // and "a" by name
+    send(state);
+
+    // "Unsubscribing from Resources": dropping "a" by name under the wildcard makes the client unsure
+    // whether to keep it, so it is owed "a". The client is slow: before the response goes out it
+    // unsubscribes "a" again, which it no longer names (a phantom unsubscription, to be ignored).
+    state.subscribe(List.of(), List.of("a"), Map.of());
+    state.subscribe(List.of("*"), List.of("a"), Map.of());
+
+    Optional<DeltaTypeState.Outgoing> response = state.nextResponse(false);
+    assertThat(response).as("found by DeltaRequestFuzzTest: the phantom unsubscription cancelled what was owed").isPresent();
+    assertThat(response.get().resources()).extracting(Resource::getName).containsExactly("a");
+  }
+
+  private static final TypeSnapshot CLUSTERS = Snapshots.complete(TypeUrl.CLUSTER, List.of(
+      XdsResource.of("a", Any.pack(Cluster.newBuilder().setName("a").build())),
+      XdsResource.of("b", Any.pack(Cluster.newBuilder().setName("b").build()))));
+
+  private static void send(DeltaTypeState state) {
+    state.sent(state.nextResponse(false).orElseThrow(), "n");
   }
 }
