@@ -26,6 +26,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -323,7 +324,20 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
     streamEnds.log("group {}: upstream stream to {} ended ({}: {}); reconnecting to {} in {} ms, the last good state is served"
             + " meanwhile", group, target, status.getCode(), status.getDescription(), context.targets().get(targetIndex),
         delay.toMillis());
-    context.timer().schedule(() -> executor.execute(this::openStream), delay.toMillis(), TimeUnit.MILLISECONDS);
+    later(delay, this::openStream);
+  }
+
+  /**
+   * Runs {@code task} on the session's executor after {@code delay}. The proxy's timer ends before
+   * its sessions' last callbacks when it shuts down (a stream ending as its channel closes): nothing
+   * is left to do then.
+   */
+  private void later(Duration delay, Runnable task) {
+    try {
+      context.timer().schedule(() -> executor.execute(task), delay.toMillis(), TimeUnit.MILLISECONDS);
+    } catch (RejectedExecutionException shuttingDown) {
+      log.debug("group {}: not scheduled, the proxy is shutting down", group);
+    }
   }
 
   private void forgetWhatIsNoLongerWanted(S state, Interest previous) {
@@ -339,12 +353,12 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
 
   /** "Knowing When a Requested Resource Does Not Exist": the spec's client-side timeout, kept for the group. */
   private void armNotFoundTimer(S state, String name) {
-    context.timer().schedule(() -> executor.execute(() -> {
+    later(context.notFoundTimeout(), () -> {
       if (!closed && state.interest.names().contains(name) && !state.received.contains(name)) {
         notFound.log("group {}: upstream {} has not sent {} '{}' within {}; it is taken not to exist",
             group, target, state.type.shortName(), name, context.notFoundTimeout());
         publish(state, ResourceUpdate.partial(state.type, List.of(), Set.of(name), false));
       }
-    }), context.notFoundTimeout().toMillis(), TimeUnit.MILLISECONDS);
+    });
   }
 }
