@@ -107,6 +107,18 @@ public final class NodeGroup {
     });
   }
 
+  /**
+   * A stream asked again for resources of {@code type} the group holds marked do_not_cache, which it
+   * may not be served from the store (invariant 3): the upstream is asked for its next copy.
+   */
+  public void refetch(TypeUrl type) {
+    executor.execute(() -> {
+      if (!closed) {
+        session.refetch(type);
+      }
+    });
+  }
+
   /** {@code watcher} is gone: its interest leaves the group's. */
   public void leave(GroupWatcher watcher) {
     executor.execute(() -> {

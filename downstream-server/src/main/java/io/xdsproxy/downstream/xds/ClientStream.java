@@ -5,6 +5,7 @@ import io.grpc.Status;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import io.xdsproxy.core.GroupWatcher;
+import io.xdsproxy.core.ClientFeatures;
 import io.xdsproxy.core.LimitedLog;
 import io.xdsproxy.core.NodeGroup;
 import io.xdsproxy.core.NodeGrouping.UngroupableNodeException;
@@ -89,8 +90,6 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
   private static final LimitedLog refusals = LimitedLog.of(log, Level.WARN, 100, Duration.ofSeconds(10));
   /** NACKs from clients, for {@link SotwStream} and {@link DeltaStream}. */
   static final LimitedLog nacks = LimitedLog.of(log, Level.WARN, 100, Duration.ofSeconds(10));
-  static final String SUPPORTS_TTL = "xds.config.supports-resource-ttl";
-  static final String SUPPORTS_RESOURCE_IN_SOTW = "xds.config.supports-resource-in-sotw";
 
   private final ServerCallStreamObserver<R> responses;
   /** The node groups, metrics, registry of streams, clock, timer and limits every stream shares. */
@@ -452,7 +451,8 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
    */
   final boolean knowsTtl(boolean sotw) {
     List<String> features = node.getClientFeaturesList();
-    return features.contains(SUPPORTS_TTL) && (!sotw || features.contains(SUPPORTS_RESOURCE_IN_SOTW));
+    return features.contains(ClientFeatures.SUPPORTS_TTL)
+        && (!sotw || features.contains(ClientFeatures.SUPPORTS_RESOURCE_IN_SOTW));
   }
 
   final NodeGroup group() {

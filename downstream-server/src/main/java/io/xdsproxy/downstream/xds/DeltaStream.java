@@ -55,12 +55,16 @@ public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, Encod
         request.getResourceNamesUnsubscribeList(), request.getInitialResourceVersionsMap().keySet())) {
       return;
     }
-    if (state.subscribe(request.getResourceNamesSubscribeList(), request.getResourceNamesUnsubscribeList(),
-        request.getInitialResourceVersionsMap())) {
+    DeltaTypeState.Subscribed subscribed = state.subscribe(request.getResourceNamesSubscribeList(),
+        request.getResourceNamesUnsubscribeList(), request.getInitialResourceVersionsMap());
+    if (subscribed.changed()) {
       if (!subscriptionWithinLimits(type, state.subscription().names().size())) {
         return;
       }
       group().subscribe(this, type, state.subscription().interest());
+    }
+    if (subscribed.refetch()) {
+      group().refetch(type);
     }
     state.update(group().snapshot(type));
     send(type);

@@ -68,6 +68,7 @@ final class DeltaTypeState implements ClientStream.TypeStream {
   private Set<String> pendingRemovals = Set.of();
   /** Everything in the wildcard is to be sent: the wildcard was just subscribed to. */
   private boolean forceAll;
+
   private String lastNonce = "";
   private String lastNackMessage;
   private String ackedVersion = "";
@@ -126,13 +127,19 @@ final class DeltaTypeState implements ClientStream.TypeStream {
   }
 
   /**
-   * Applies a request's subscription changes; returns whether the subscription changed. The
-   * request's {@code initial_resource_versions} count only on the first request of the type
-   * ("Incremental reconnect").
+   * What a request did: whether it changed the subscription, and whether it asked again for
+   * do_not_cache resources the store holds, which the group must then ask its upstream for.
    */
-  boolean subscribe(List<String> subscribe, List<String> unsubscribe, Map<String, String> initialVersions) {
+  record Subscribed(boolean changed, boolean refetch) {}
+
+  /**
+   * Applies a request's subscription changes. The request's {@code initial_resource_versions} count
+   * only on the first request of the type ("Incremental reconnect").
+   */
+  Subscribed subscribe(List<String> subscribe, List<String> unsubscribe, Map<String, String> initialVersions) {
     boolean first = !requested;
     requested = true;
+    boolean refetch = !first && asksAgainForUncacheable(subscribe);
     if (first && !initialVersions.isEmpty()) {
       claimed = new HashMap<>(initialVersions);
     }
@@ -163,7 +170,31 @@ final class DeltaTypeState implements ClientStream.TypeStream {
       joined = latest.ifUncacheable();
     }
     subscription = next;
-    return changed;
+    return new Subscribed(changed, refetch);
+  }
+
+  /**
+   * "Subscribing to Resources": names subscribed again are sent again, and the wildcard's when it is
+   * subscribed again; not from the store's copy where it is do_not_cache ({@link #servable}): a proxy
+   * of a lower tier asks again so when a client of its own comes for such a resource, and must get
+   * the upstream's next copy. Returns whether the request asks again for such a resource, which the
+   * group must then ask its upstream for.
+   */
+  private boolean asksAgainForUncacheable(List<String> subscribe) {
+    boolean all = subscription.wildcard() && subscribe.contains(Subscription.WILDCARD);
+    if (all) {
+      forceAll = true;
+    }
+    if (!latest.holdsUncacheable()) {
+      return false;
+    }
+    for (XdsResource resource : latest.resources().values()) {
+      if (resource.doNotCache() && (all || subscription.names().contains(resource.name())
+          && subscribe.contains(resource.name()))) {
+        return true;
+      }
+    }
+    return false;
   }
 
   @Override
@@ -291,12 +322,14 @@ final class DeltaTypeState implements ClientStream.TypeStream {
   /**
    * Whether {@code resource} may be sent to this client. One the upstream marked do_not_cache is
    * not served from the store to a client that asked for it after it came (invariant 3): that client
-   * waits for the upstream's next copy, which the proxy asks for.
+   * waits for the upstream's next copy, which the proxy asks for. Only a client that holds this very
+   * copy, and did not ask for it again, keeps it. The snapshot a response brought it to holds what
+   * the response withheld too, which the client does not have: those names are owed ({@link #forced}).
    */
   private boolean servable(XdsResource resource) {
     return !resource.doNotCache()
         || joined == null || joined.get(resource.name()) != resource
-        || base != null && base.get(resource.name()) == resource;
+        || base != null && base.get(resource.name()) == resource && !forceAll && !forced.contains(resource.name());
   }
 
   private boolean covers(XdsResource resource) {

@@ -50,6 +50,10 @@ public final class SotwStream extends ClientStream<DiscoveryRequest, EncodedResp
       state.nack(request.getErrorDetail().getMessage());
       nacks.log("NACK from node '{}' group {} for {} (nonce {}): {}", node().getId(), group().key(), type.shortName(),
           request.getResponseNonce(), request.getErrorDetail().getMessage());
+    } else if (state.asksAgain(request.getResourceNamesList(), request.getVersionInfo())) {
+      if (state.askedAgain()) {
+        group().refetch(type);
+      }
     } else if (!request.getResponseNonce().isEmpty()) {
       state.ack(request.getVersionInfo());
     }

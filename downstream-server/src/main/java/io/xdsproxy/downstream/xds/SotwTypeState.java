@@ -20,9 +20,10 @@ import java.util.Set;
  * sent, and what it ACKed or NACKed. Its record of what the client holds is a single pointer, the
  * snapshot the last response was built from; the next response is the difference to it.
  *
- * <p>A client that announces TTL support ("SotW TTL") gets resources that have a TTL wrapped in a
- * {@link Resource}, and heartbeats; any other client gets bare resources, and never a response for a
- * heartbeat, which changes nothing it can see.
+ * <p>A client that announces TTL support ("SotW TTL") gets resources that have a TTL or are marked
+ * do_not_cache wrapped in a {@link Resource}, and heartbeats; any other client gets bare resources,
+ * and never a response for a heartbeat, which changes nothing it can see. The wrapper is how a proxy
+ * of a lower tier, which announces TTL support, learns of both.
  */
 final class SotwTypeState implements ClientStream.TypeStream {
 
@@ -70,6 +71,11 @@ final class SotwTypeState implements ClientStream.TypeStream {
   private Set<String> withheld = Set.of();
   /** The last response kept resources that {@link #lastSent} no longer has: the client still holds them. */
   private boolean removalsPending;
+  /**
+   * The client asked again while the store held do_not_cache resources it subscribes to: a whole
+   * state waits for the upstream's next copies, since one without them would delete them.
+   */
+  private boolean awaitsFreshCopies;
   private String lastNonce = "";
   private String ackedVersion = "";
   private String lastNackMessage;
@@ -113,13 +119,14 @@ final class SotwTypeState implements ClientStream.TypeStream {
   }
 
   private static final String WHOLE = "SotW whole state";
-  private static final String WHOLE_WITH_TTLS = "SotW whole state, TTLs wrapped";
+  private static final String WHOLE_WITH_TTLS = "SotW whole state, wrapped where it says more";
 
   /** The resources of {@code outgoing} as a DiscoveryResponse carries them to this client. */
   List<Any> encode(Outgoing outgoing) {
     List<Any> encoded = new ArrayList<>(outgoing.included().size() + outgoing.heartbeats().size());
     for (XdsResource resource : outgoing.included()) {
-      encoded.add(knowsTtl && resource.ttl().isPresent() ? Any.pack(resource.toResource()) : resource.body());
+      boolean wrapped = knowsTtl && (resource.ttl().isPresent() || resource.doNotCache());
+      encoded.add(wrapped ? Any.pack(resource.toResource()) : resource.body());
     }
     for (XdsResource heartbeat : outgoing.heartbeats()) {
       encoded.add(Any.pack(heartbeat.toHeartbeat()));
@@ -169,6 +176,29 @@ final class SotwTypeState implements ClientStream.TypeStream {
   void nack(String message) {
     lastNackMessage = message;
     deliveries.nacked(message);
+  }
+
+  /**
+   * Whether a request (not a NACK) with {@code resourceNames} and {@code version} asks again for
+   * everything already asked for: the names of the last request, and an empty version_info after a
+   * response, so the client says it holds no version. A proxy of a lower tier asks so when a client
+   * of its own comes for resources it may not serve from its store (do_not_cache), and
+   * java-control-plane and go-control-plane answer it with their whole state.
+   */
+  boolean asksAgain(List<String> resourceNames, String version) {
+    return version.isEmpty() && !lastNonce.isEmpty() && repeats(resourceNames);
+  }
+
+  /**
+   * The client {@link #asksAgain asked again}: it is resent everything it subscribes to, but a
+   * do_not_cache resource only as the upstream's next copy, not the store's (invariant 3). Returns
+   * whether it waits for such a copy, which the group must then ask its upstream for.
+   */
+  boolean askedAgain() {
+    lastSent = null;
+    joined = latest.ifUncacheable();
+    awaitsFreshCopies = joined != null && joined.holdsUncacheable(subscription.interest());
+    return awaitsFreshCopies;
   }
 
   @Override
@@ -251,6 +281,7 @@ final class SotwTypeState implements ClientStream.TypeStream {
     withheld = outgoing.withheld();
     lastNonce = nonce;
     newlySubscribed = Set.of();
+    awaitsFreshCopies = false;
     deliveries.sent(outgoing.version(), outgoing.snapshot(), subscription, outgoing.withheld());
   }
 
@@ -262,7 +293,8 @@ final class SotwTypeState implements ClientStream.TypeStream {
   private boolean servable(XdsResource resource) {
     return !resource.doNotCache()
         || joined == null || joined.get(resource.name()) != resource
-        || lastSent != null && lastSent.get(resource.name()) == resource;
+        // The client holds this very copy: the last response's snapshot, but not what that withheld.
+        || lastSent != null && lastSent.get(resource.name()) == resource && !withheld.contains(resource.name());
   }
 
   /** Whether the client would see a difference between what it was sent and {@code current}. */
@@ -296,6 +328,9 @@ final class SotwTypeState implements ClientStream.TypeStream {
       } else {
         withheldNow.add(resource.name());
       }
+    }
+    if (awaitsFreshCopies && !withheldNow.isEmpty()) {
+      return Optional.empty();
     }
     boolean resend = lastSent == null || !newlySubscribed.isEmpty() || removalsPending;
     if (!resend && (lastSent == latest || !knowsTtl && withheld.isEmpty() && subscription.wildcard()

@@ -8,6 +8,7 @@ import io.grpc.ManagedChannel;
 import io.grpc.TlsChannelCredentials;
 import io.grpc.netty.NettyChannelBuilder;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.xdsproxy.core.ClientFeatures;
 import io.xdsproxy.core.NodeGroupKey;
 import io.xdsproxy.core.UpstreamSource;
 import java.io.IOException;
@@ -164,10 +165,28 @@ public final class AdsUpstream implements UpstreamSource {
 
   @Override
   public UpstreamSession open(NodeGroupKey group, Node node, UpstreamListener listener) {
+    Node announcing = announcingWhatTheProxyReads(node);
     return switch (protocol) {
-      case SOTW -> new SotwUpstreamSession(group, node, listener, context);
-      case DELTA -> new DeltaUpstreamSession(group, node, listener, context);
+      case SOTW -> new SotwUpstreamSession(group, announcing, listener, context);
+      case DELTA -> new DeltaUpstreamSession(group, announcing, listener, context);
     };
+  }
+
+  /**
+   * {@code node}, announcing the client features the proxy reads whatever the group's first client
+   * does: TTLs and heartbeats, and SotW resources wrapped in {@code Resource}. The proxy hands each
+   * client only what that client announced; and when the upstream is another proxy (tiers), this is
+   * what carries TTLs and {@code do_not_cache} across: a SotW upstream can mark do_not_cache only on a
+   * wrapped resource.
+   */
+  private static Node announcingWhatTheProxyReads(Node node) {
+    Node.Builder announcing = node.toBuilder();
+    for (String feature : List.of(ClientFeatures.SUPPORTS_TTL, ClientFeatures.SUPPORTS_RESOURCE_IN_SOTW)) {
+      if (!node.getClientFeaturesList().contains(feature)) {
+        announcing.addClientFeatures(feature);
+      }
+    }
+    return announcing.build();
   }
 
   private void watchUntilReady(ManagedChannel channel) {
