@@ -91,9 +91,16 @@ class ReplicasTest {
   private ControlPlane controlPlane;
   private TcpBalancer balancer;
   private int reconnects;
+  /** When each step was done, printed at the end: what a slow machine spent its time on. */
+  private final List<String> timeline = new ArrayList<>();
+  private final long started = System.nanoTime();
+
+  private void done(String step) {
+    timeline.add(String.format("%.1f s %s", (System.nanoTime() - started) / 1e9, step));
+  }
 
   /** A proxy process; {@code number} counts from 1. */
-  private record Replica(int number, Process process, Path log, int xdsPort, int adminPort) {
+  private record Replica(int number, Path log, int xdsPort, int adminPort) {
     InetSocketAddress xdsAddress() {
       return new InetSocketAddress("127.0.0.1", xdsPort);
     }
@@ -132,6 +139,7 @@ class ReplicasTest {
       replicas.add(awaitReady(i + 1, starting.get(i)));
     }
     balancer = new TcpBalancer(replicas.stream().map(Replica::xdsAddress).toList());
+    done("three replicas ready");
 
     // Client i's connection is the balancer's i-th, so it goes to replica i % 3 + 1; its group is
     // (i / 3) % 3, so each replica serves each group, and a client of each variant.
@@ -152,6 +160,7 @@ class ReplicasTest {
         .containsExactly(CLIENTS / FIRST_REPLICAS, CLIENTS / FIRST_REPLICAS, CLIENTS / FIRST_REPLICAS);
 
     awaitConverged("three replicas, first state", served, WAIT);
+    done("clients converged on three replicas");
     Map<Integer, Set<String>> placed = awaitEveryReplicaServes(replicas, WAIT);
     assertThat(controlPlane.streamNodeIds())
         .as("the control plane's streams, by upstream node id, with clients placed %s: one per group per replica", placed)
@@ -160,19 +169,24 @@ class ReplicasTest {
 
     served = serve(2);
     awaitConverged("three replicas, after a change", served, WAIT);
+    done("converged after a change");
 
     Replica added = awaitReady(FIRST_REPLICAS + 1, launch(FIRST_REPLICAS + 1));
     replicas.add(added);
     balancer.addBackend(added.xdsAddress());
+    done("fourth replica ready and added");
     // Every client started on one of the first replicas: those on the added one moved there.
     Set<String> moved = awaitClientsOn(added, 2, MOVED);
+    done("clients moved onto the fourth");
 
     served = serve(3);
     awaitConverged("four replicas, after a change", served, WAIT);
+    done("converged on four replicas after a change");
     awaitEveryReplicaServes(replicas, WAIT);
     assertOneUpstreamStreamPerGroupPerReplica();
-    System.out.printf("replicas: %d reconnects by aged connections; connections per replica %s; clients on the added one %s%n",
-        reconnects, balancer.connectionsPerBackend(), moved);
+    System.out.printf("replicas: %d reconnects by aged connections; connections per replica %s; clients on the added one %s;"
+        + " upstream streams %s; timeline %s%n", reconnects, balancer.connectionsPerBackend(), moved,
+        new TreeSet<>(controlPlane.streamNodeIds()), timeline);
   }
 
   /** Starts replica {@code number}: a JVM running {@link Main} on this test's class path, its output to its log. */
@@ -217,7 +231,7 @@ class ReplicasTest {
     if (!process.isAlive() || !ports.find()) {
       throw new AssertionError("replica " + number + " exited with " + process.exitValue() + "; its log:\n" + read(log));
     }
-    Replica replica = new Replica(number, process, log, Integer.parseInt(ports.group(1)), Integer.parseInt(ports.group(2)));
+    Replica replica = new Replica(number, log, Integer.parseInt(ports.group(1)), Integer.parseInt(ports.group(2)));
     try {
       await().atMost(WAIT).ignoreExceptions().until(() -> get(replica, "/readyz").statusCode() == 200);
     } catch (ConditionTimeoutException e) {
