@@ -231,6 +231,18 @@ public final class VariantClient implements AutoCloseable {
     return sotw.values().stream().anyMatch(XdsTestClient::ended) || delta.values().stream().anyMatch(XdsTestClient::ended);
   }
 
+  /**
+   * How each stream of this client that has ended ended, without waiting: empty while all are open.
+   * A client that reconnects on its own tells by this whether it should (UNAVAILABLE: a connection
+   * aged out or a replica went away) or has met an error to report.
+   */
+  public List<io.grpc.Status> streamEnds() {
+    List<io.grpc.Status> ends = new ArrayList<>();
+    sotw.values().forEach(stream -> stream.endStatus().ifPresent(ends::add));
+    delta.values().forEach(stream -> stream.endStatus().ifPresent(ends::add));
+    return ends;
+  }
+
   private boolean apply(TypeUrl type, DeltaDiscoveryResponse response) {
     boolean reject = rejectNext.remove(type);
     Map<String, Any> resources = new HashMap<>(held.getOrDefault(type, Map.of()));

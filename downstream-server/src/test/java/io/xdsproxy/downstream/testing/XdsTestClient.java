@@ -157,6 +157,11 @@ public final class XdsTestClient<Q extends Message, R extends Message> implement
     return end.isDone();
   }
 
+  /** How the stream ended, by either side, if it has: without waiting. */
+  public Optional<Status> endStatus() {
+    return Optional.ofNullable(end.getNow(null));
+  }
+
   /** Cancels the stream at once, as a client that goes away mid-response does (RST_STREAM). */
   public void cancel() {
     transcript.add("-> cancel");

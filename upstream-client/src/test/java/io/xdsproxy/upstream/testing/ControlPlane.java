@@ -27,6 +27,7 @@ public final class ControlPlane implements AutoCloseable {
 
   private final SimpleCache<String> cache = new SimpleCache<>(node -> node.getCluster());
   private final Map<Long, String> streamGroups = new ConcurrentHashMap<>();
+  private final Map<Long, String> streamNodeIds = new ConcurrentHashMap<>();
   private final Set<Long> closedStreams = ConcurrentHashMap.newKeySet();
   private final List<DiscoveryRequest> requests = new CopyOnWriteArrayList<>();
   private final List<DeltaDiscoveryRequest> deltaRequests = new CopyOnWriteArrayList<>();
@@ -48,6 +49,7 @@ public final class ControlPlane implements AutoCloseable {
         requests.add(request);
         if (request.hasNode()) {
           streamGroups.putIfAbsent(streamId, request.getNode().getCluster());
+          streamNodeIds.putIfAbsent(streamId, request.getNode().getId());
         }
       }
 
@@ -66,6 +68,7 @@ public final class ControlPlane implements AutoCloseable {
         deltaRequests.add(request);
         if (request.hasNode()) {
           streamGroups.putIfAbsent(streamId, request.getNode().getCluster());
+          streamNodeIds.putIfAbsent(streamId, request.getNode().getId());
         }
       }
     };
@@ -99,6 +102,20 @@ public final class ControlPlane implements AutoCloseable {
   /** The node group (node.cluster) of every ADS stream opened to this control plane so far. */
   public List<String> streamGroups() {
     return List.copyOf(streamGroups.values());
+  }
+
+  /**
+   * The node id of every ADS stream opened to this control plane so far, one entry per stream: who
+   * opened it, when several proxies (each with its own upstream node id) share this control plane.
+   */
+  public List<String> streamNodeIds() {
+    return List.copyOf(streamNodeIds.values());
+  }
+
+  /** The node id of every ADS stream open now, one entry per stream. */
+  public List<String> openStreamNodeIds() {
+    return streamNodeIds.entrySet().stream().filter(stream -> !closedStreams.contains(stream.getKey()))
+        .map(Map.Entry::getValue).toList();
   }
 
   /** How many ADS streams are open now. */
