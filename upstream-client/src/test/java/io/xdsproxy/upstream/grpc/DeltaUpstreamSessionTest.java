@@ -9,6 +9,7 @@ import io.envoyproxy.envoy.config.core.v3.Node;
 import io.envoyproxy.envoy.config.endpoint.v3.ClusterLoadAssignment;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.xdsproxy.core.ClientFeatures;
 import io.xdsproxy.core.Interest;
 import io.xdsproxy.core.NodeGroupKey;
 import io.xdsproxy.core.ResourceUpdate;
@@ -34,6 +35,9 @@ class DeltaUpstreamSessionTest {
   private static final Duration WAIT = Duration.ofSeconds(10);
   private static final Backoff FAST = new Backoff(Duration.ofMillis(50), Duration.ofMillis(200), 2.0, 0.2);
   private static final Node NODE = Node.newBuilder().setId("first-client").setCluster("fleet").build();
+  /** The node the upstream sees: the group's first client's, announcing what the proxy reads (TTLs, wrapped resources). */
+  private static final Node ANNOUNCED = NODE.toBuilder().addClientFeatures(ClientFeatures.SUPPORTS_TTL)
+      .addClientFeatures(ClientFeatures.SUPPORTS_RESOURCE_IN_SOTW).build();
 
   private final ExecutorService pool = Executors.newFixedThreadPool(2);
   private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
@@ -91,7 +95,7 @@ class DeltaUpstreamSessionTest {
     await().atMost(WAIT).until(() -> requestsOf(TypeUrl.CLUSTER).size() >= 2);
     DeltaDiscoveryRequest first = requestsOf(TypeUrl.CLUSTER).get(0);
     assertThat(first.getResourceNamesSubscribeList()).as("a legacy wildcard").isEmpty();
-    assertThat(first.getNode()).isEqualTo(NODE);
+    assertThat(first.getNode()).isEqualTo(ANNOUNCED);
     assertThat(requestsOf(TypeUrl.CLUSTER).get(1).getResponseNonce()).isNotEmpty();
   }
 

@@ -13,6 +13,7 @@ import io.envoyproxy.envoy.config.listener.v3.Listener;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.xdsproxy.core.ClientFeatures;
 import io.xdsproxy.core.Interest;
 import io.xdsproxy.core.NodeGroupKey;
 import io.xdsproxy.core.ResourceUpdate;
@@ -37,6 +38,9 @@ class SotwUpstreamSessionTest {
   private static final Duration WAIT = Duration.ofSeconds(10);
   private static final Backoff FAST = new Backoff(Duration.ofMillis(50), Duration.ofMillis(200), 2.0, 0.2);
   private static final Node NODE = Node.newBuilder().setId("first-client").setCluster("fleet").build();
+  /** The node the upstream sees: the group's first client's, announcing what the proxy reads (TTLs, wrapped resources). */
+  private static final Node ANNOUNCED = NODE.toBuilder().addClientFeatures(ClientFeatures.SUPPORTS_TTL)
+      .addClientFeatures(ClientFeatures.SUPPORTS_RESOURCE_IN_SOTW).build();
 
   private final ExecutorService pool = Executors.newFixedThreadPool(2);
   private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
@@ -94,7 +98,7 @@ class SotwUpstreamSessionTest {
       DiscoveryRequest first = requestsOf(controlPlane, TypeUrl.CLUSTER).get(0);
       DiscoveryRequest ack = requestsOf(controlPlane, TypeUrl.CLUSTER).get(1);
       assertThat(first.getResourceNamesList()).isEmpty();
-      assertThat(first.getNode()).isEqualTo(NODE);
+      assertThat(first.getNode()).isEqualTo(ANNOUNCED);
       assertThat(first.getVersionInfo()).isEmpty();
       assertThat(ack.getVersionInfo()).isEqualTo("1");
       assertThat(ack.getResponseNonce()).isNotEmpty();
@@ -170,7 +174,7 @@ class SotwUpstreamSessionTest {
 
       await().atMost(WAIT).until(() -> names(lastUpdate(TypeUrl.CLUSTER)).equals(List.of("a", "c")));
       DiscoveryRequest again = controlPlane.requests().get(before);
-      assertThat(again.getNode()).isEqualTo(NODE);
+      assertThat(again.getNode()).isEqualTo(ANNOUNCED);
       assertThat(again.getVersionInfo()).as("the version it had, as the spec asks of a reconnecting client").isEqualTo("1");
       assertThat(again.getResponseNonce()).as("nonces do not survive a stream").isEmpty();
     }
