@@ -11,6 +11,8 @@ import com.google.gson.JsonParser;
 import com.google.rpc.Status;
 import io.envoyproxy.envoy.config.core.v3.Locality;
 import io.envoyproxy.envoy.config.core.v3.Node;
+import io.envoyproxy.envoy.service.cluster.v3.ClusterDiscoveryServiceGrpc;
+import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.xdsproxy.core.TypeUrl;
@@ -31,6 +33,7 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
@@ -53,6 +56,9 @@ class DeployManifestsTest {
 
   private static final Path DEPLOY = Path.of("..", "deploy");
   private static final Path KUBERNETES = DEPLOY.resolve("kubernetes");
+  /** prometheus-adapter's rules: Helm values for the adapter's own release, not a manifest of ours. */
+  private static final Path ADAPTER_VALUES = DEPLOY.resolve("prometheus-adapter/values.yaml");
+  private static final Path SCALING_GUIDE = DEPLOY.resolve("SCALING.md");
   private static final Duration WAIT = Duration.ofSeconds(15);
   private static final String APP = "xds-proxy";
 
@@ -361,6 +367,106 @@ class DeployManifestsTest {
     }
   }
 
+  /**
+   * The autoscaler's Pods metrics as the custom metrics API would serve them: prometheus-adapter's
+   * rule maps the name to a series the proxy exports, and its query, a sum per pod over the series'
+   * own labels, run over a real scrape, is the number of streams the proxy has open, whatever their
+   * variant and service.
+   */
+  @Test
+  void theAutoscalersPodsMetricIsTheAdapterRulesSumPerPodOfTheProxysOpenStreams() throws Exception {
+    Map<String, Object> hpa = one("HorizontalPodAutoscaler").object();
+    List<String> podsMetrics = new ArrayList<>();
+    for (Object item : list(hpa, "spec", "metrics")) {
+      Map<String, Object> metric = cast(item);
+      if (metric.get("type").equals("Pods")) {
+        assertThat(str(metric, "pods", "target", "type")).as("the Pods metric's target").isEqualTo("AverageValue");
+        assertThat(averageValue(metric)).as("the Pods metric's target per pod").isPositive();
+        podsMetrics.add(str(metric, "pods", "metric", "name"));
+      } else {
+        // A utilization is a share of what the container requests: no request, no utilization.
+        assertThat(metric.get("type")).as("the autoscaler's other metrics").isEqualTo("Resource");
+        String resource = str(metric, "resource", "name");
+        if (str(metric, "resource", "target", "type").equals("Utilization")) {
+          assertThat(map(container(), "resources", "requests")).as("what a %s utilization is a share of", resource)
+              .containsKey(resource);
+        }
+      }
+    }
+    assertThat(podsMetrics).as("the autoscaler's Pods metrics").isNotEmpty();
+
+    Map<String, String> seriesByMetric = new LinkedHashMap<>();
+    for (String metric : podsMetrics) {
+      Map<String, Object> rule = adapterRuleServing(metric);
+      String seriesQuery = str(rule, "seriesQuery");
+      String series = seriesQuery.split("\\{", 2)[0].strip();
+      assertThat(METRICS).as("the series of the adapter rule serving %s (%s)", metric, ADAPTER_VALUES).contains(series);
+      Map<String, Object> overrides = map(rule, "resources", "overrides");
+      Map<String, String> resources = new LinkedHashMap<>();
+      overrides.forEach((label, to) -> resources.put(str(to, "resource").replaceAll("s$", ""), label));
+      assertThat(resources).as("labels the rule ties to Kubernetes resources").containsKeys("namespace", "pod");
+      for (String label : resources.values()) {
+        assertThat(seriesQuery).as("the rule's series query asks for series with a %s label", label).contains(label + "!=\"\"");
+      }
+      assertThat(str(rule, "metricsQuery").replace(" ", ""))
+          .as("the rule's query: the series summed over its own labels, per pod (a gauge: no rate)")
+          .isEqualTo("sum(<<.Series>>{<<.LabelMatchers>>})by(<<.GroupBy>>)");
+      seriesByMetric.put(metric, series);
+    }
+
+    try (XdsProxy proxy = XdsProxy.start(configMapConfig().withUpstream().withResourcesDir(DEPLOY.resolve("examples/resources"))
+        .withPorts(0, 0))) {
+      try (var sotwAds = XdsTestClient.sotwAds(proxy.xdsPort());
+          var deltaAds = XdsTestClient.deltaAds(proxy.xdsPort());
+          var sotwCds = new XdsTestClient<>(proxy.xdsPort(), ClusterDiscoveryServiceGrpc.getStreamClustersMethod())) {
+        DiscoveryRequest clusters = DiscoveryRequest.newBuilder().setNode(clientNode()).setTypeUrl(TypeUrl.CLUSTER.url()).build();
+        sotwAds.send(clusters);
+        sotwCds.send(clusters);
+        deltaAds.send(DeltaDiscoveryRequest.newBuilder().setNode(clientNode()).setTypeUrl(TypeUrl.CLUSTER.url()).build());
+        assertThat(sotwAds.next(WAIT)).as("SotW ADS: %s", sotwAds.transcript()).isNotNull();
+        assertThat(sotwCds.next(WAIT)).as("SotW CDS: %s", sotwCds.transcript()).isNotNull();
+        assertThat(deltaAds.next(WAIT)).as("Delta ADS: %s", deltaAds.transcript()).isNotNull();
+
+        for (var entry : seriesByMetric.entrySet()) {
+          String body = get(proxy, "/metrics").body();
+          assertThat(samples(body, entry.getValue())).as("the series of %s in a scrape of the proxy:%n%s", entry.getKey(), body)
+              .hasSizeGreaterThan(1);
+          await().atMost(WAIT).untilAsserted(() -> assertThat(perPod(get(proxy, "/metrics").body(), entry.getValue()))
+              .as("%s of a pod with three streams open (SotW ADS, SotW CDS, Delta ADS)", entry.getKey()).isEqualTo(3));
+        }
+      }
+      for (var entry : seriesByMetric.entrySet()) {
+        await().atMost(WAIT).untilAsserted(() -> assertThat(perPod(get(proxy, "/metrics").body(), entry.getValue()))
+            .as("%s once they are closed", entry.getKey()).isZero());
+      }
+    }
+  }
+
+  /**
+   * SCALING.md derives the autoscaler's target, the memory limit and the heap's share of it; it
+   * must be changed with them.
+   */
+  @Test
+  void theScalingGuideStatesTheTargetMemoryLimitAndHeapShareTheManifestsUse() throws IOException {
+    String guide = Files.readString(SCALING_GUIDE);
+    for (Object item : list(one("HorizontalPodAutoscaler").object(), "spec", "metrics")) {
+      Map<String, Object> metric = cast(item);
+      if (metric.get("type").equals("Pods")) {
+        String target = String.format(Locale.ROOT, "%,d", averageValue(metric));
+        assertThat(guide.contains(target)).as("%s names the Pods metric's target, %s", SCALING_GUIDE, target).isTrue();
+      }
+    }
+    String limit = str(container(), "resources", "limits", "memory");
+    Matcher quantity = Pattern.compile("([0-9]+)([MG])i").matcher(limit);
+    assertThat(quantity.matches()).as("the memory limit %s, in Mi or Gi", limit).isTrue();
+    String limitInGuide = quantity.group(1) + " " + quantity.group(2) + "iB";
+    assertThat(guide.contains(limitInGuide)).as("%s names the memory limit, %s", SCALING_GUIDE, limitInGuide).isTrue();
+    String heapShare = dockerfile().stream().filter(instruction -> instruction[0].equals("ENTRYPOINT"))
+        .map(instruction -> instruction[1]).flatMap(line -> Pattern.compile("-XX:MaxRAMPercentage=[0-9]+").matcher(line).results())
+        .map(found -> found.group()).findFirst().orElseThrow();
+    assertThat(guide.contains(heapShare)).as("%s names the image's heap share, %s", SCALING_GUIDE, heapShare).isTrue();
+  }
+
   @Test
   void theDockerfileBuildsInTwoStagesAndRunsTheJarAsNonRootOnTheDefaultPorts() throws IOException {
     List<String[]> instructions = dockerfile();
@@ -522,6 +628,49 @@ class DeployManifestsTest {
     return found.get(0);
   }
 
+  /** A Pods metric's {@code averageValue}: a whole number, maybe with a {@code k} suffix. */
+  private static long averageValue(Map<String, Object> metric) {
+    Object value = get(metric, "pods", "target", "averageValue");
+    Matcher quantity = Pattern.compile("([0-9]+)(k?)").matcher(String.valueOf(value));
+    assertThat(quantity.matches()).as("the averageValue %s, a whole number of streams", value).isTrue();
+    return Long.parseLong(quantity.group(1)) * (quantity.group(2).isEmpty() ? 1 : 1000);
+  }
+
+  /**
+   * The rule of prometheus-adapter's values that serves {@code metric} in the custom metrics API:
+   * its {@code name.matches} found in the series' name, expanded as {@code name.as} says (by default
+   * the first capture group, or the whole match).
+   */
+  private static Map<String, Object> adapterRuleServing(String metric) throws IOException {
+    Map<String, Object> values;
+    try (Reader reader = Files.newBufferedReader(ADAPTER_VALUES)) {
+      values = cast(new Yaml().load(reader));
+    }
+    List<String> served = new ArrayList<>();
+    for (Object item : list(values, "rules", "custom")) {
+      Map<String, Object> rule = cast(item);
+      String series = str(rule, "seriesQuery").split("\\{", 2)[0].strip();
+      Map<String, Object> name = rule.containsKey("name") ? map(rule, "name") : Map.of();
+      Matcher matcher = Pattern.compile(String.valueOf(name.getOrDefault("matches", ".*"))).matcher(series);
+      if (!matcher.find()) {
+        served.add("nothing from " + series + " (name.matches " + name.get("matches") + " is not found in it)");
+        continue;
+      }
+      String as = String.valueOf(name.getOrDefault("as", ""));
+      if (as.isEmpty()) {
+        as = matcher.groupCount() == 1 ? "$1" : "$0";
+      }
+      StringBuilder expanded = new StringBuilder();
+      matcher.appendReplacement(expanded, as.replaceAll("\\$\\{([0-9]+)}", "\\$$1"));
+      String exposed = expanded.substring(matcher.start());
+      served.add(exposed + " from " + series);
+      if (exposed.equals(metric)) {
+        return rule;
+      }
+    }
+    throw new AssertionError("no rule of " + ADAPTER_VALUES + " serves " + metric + "; its rules serve " + served);
+  }
+
   // The Dockerfile.
 
   /** The Dockerfile's instructions, each as {keyword, arguments}, with comments and continuations undone. */
@@ -597,6 +746,23 @@ class DeployManifestsTest {
   private static Set<String> scrapedNames(String exposition) {
     return exposition.lines().filter(line -> !line.startsWith("#") && !line.isBlank())
         .map(line -> baseName(line.split("[{ ]", 2)[0])).collect(Collectors.toCollection(TreeSet::new));
+  }
+
+  /** The values of {@code name}'s samples in a Prometheus text exposition, by their label set. */
+  private static Map<String, Double> samples(String exposition, String name) {
+    Map<String, Double> samples = new LinkedHashMap<>();
+    Pattern sample = Pattern.compile(Pattern.quote(name) + "(\\{[^}]*})?\\s+(\\S+)");
+    exposition.lines().filter(line -> !line.startsWith("#")).map(sample::matcher).filter(Matcher::matches)
+        .forEach(found -> samples.put(found.group(1) == null ? "" : found.group(1), Double.parseDouble(found.group(2))));
+    return samples;
+  }
+
+  /**
+   * What prometheus-adapter's {@code sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)} gives
+   * for the pod a scrape comes from: every sample of the series, whatever its other labels, added up.
+   */
+  private static long perPod(String exposition, String name) {
+    return Math.round(samples(exposition, name).values().stream().mapToDouble(Double::doubleValue).sum());
   }
 
   /** The metric names in a PromQL expression or a text, histograms and timers by their base name. */
