@@ -4,7 +4,6 @@ import static io.xdsproxy.downstream.testing.XdsTestClient.node;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import io.envoyproxy.controlplane.cache.v3.Snapshot;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.xdsproxy.core.TypeUrl;
@@ -14,7 +13,6 @@ import io.xdsproxy.upstream.testing.ControlPlane;
 import io.xdsproxy.downstream.testing.Resources;
 import io.xdsproxy.downstream.testing.XdsClientChannel;
 import java.time.Duration;
-import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -39,26 +37,16 @@ class ControlPlaneThroughProxyTest {
     controlPlane.close();
   }
 
-  private static Snapshot greeterAt(int port, String version) {
-    return Snapshot.create(
-        List.of(Resources.cluster("greeter-cluster")),
-        List.of(Resources.endpoints("greeter-cluster", port)),
-        List.of(Resources.listener("greeter", "greeter-route")),
-        List.of(Resources.route("greeter-route", "greeter-cluster")),
-        List.of(),
-        version);
-  }
-
   @Test
   void grpcXdsClientReachesTheBackendTheControlPlaneNamesAndFollowsAnEndpointMove() throws Exception {
     try (Backend first = new Backend("first");
         Backend second = new Backend("second");
         XdsClientChannel client = new XdsClientChannel(proxy.xdsPort(), "client-1", "fleet-a", "greeter")) {
-      controlPlane.setSnapshot("fleet-a", greeterAt(first.port(), "1"));
+      controlPlane.setSnapshot("fleet-a", Resources.greeterAt(first.port(), "1"));
 
       await().atMost(WAIT).ignoreExceptions().until(client::whoAmI, "first"::equals);
 
-      controlPlane.setSnapshot("fleet-a", greeterAt(second.port(), "2"));
+      controlPlane.setSnapshot("fleet-a", Resources.greeterAt(second.port(), "2"));
 
       await().atMost(WAIT).ignoreExceptions().until(client::whoAmI, "second"::equals);
       assertThat(controlPlane.streamGroups()).containsExactly("fleet-a");
@@ -67,8 +55,8 @@ class ControlPlaneThroughProxyTest {
 
   @Test
   void clientsOfOneNodeGroupShareOneUpstreamStreamAndASecondGroupOpensASecond() {
-    controlPlane.setSnapshot("fleet-a", greeterAt(1, "1"));
-    controlPlane.setSnapshot("fleet-b", greeterAt(2, "1"));
+    controlPlane.setSnapshot("fleet-a", Resources.greeterAt(1, "1"));
+    controlPlane.setSnapshot("fleet-b", Resources.greeterAt(2, "1"));
     try (var a1 = XdsTestClient.sotwAds(proxy.xdsPort());
         var a2 = XdsTestClient.sotwAds(proxy.xdsPort());
         var b1 = XdsTestClient.sotwAds(proxy.xdsPort())) {

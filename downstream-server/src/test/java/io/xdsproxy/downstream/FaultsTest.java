@@ -11,6 +11,7 @@ import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.downstream.testing.ConvergenceChecker;
+import io.xdsproxy.downstream.testing.Opened;
 import io.xdsproxy.downstream.testing.Resources;
 import io.xdsproxy.downstream.testing.VariantClient;
 import io.xdsproxy.downstream.testing.VariantClient.Variant;
@@ -20,9 +21,7 @@ import io.xdsproxy.upstream.testing.ControlPlane;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.time.Duration;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Deque;
 import java.util.List;
 import java.util.function.IntFunction;
 import java.util.stream.IntStream;
@@ -48,19 +47,11 @@ class FaultsTest {
    */
   private static final String[] ENDPOINT_NAMES = {"c-0", "c-1"};
 
-  /** Closed after each test, last opened first. */
-  private final Deque<AutoCloseable> opened = new ArrayDeque<>();
+  private final Opened opened = new Opened();
 
   @AfterEach
   void closeAll() throws Exception {
-    while (!opened.isEmpty()) {
-      opened.pop().close();
-    }
-  }
-
-  private <T extends AutoCloseable> T opened(T closeable) {
-    opened.push(closeable);
-    return closeable;
+    opened.close();
   }
 
   /**
@@ -96,7 +87,7 @@ class FaultsTest {
   private List<VariantClient> everyVariant(int port, String prefix) {
     List<VariantClient> clients = new ArrayList<>();
     for (Variant variant : Variant.values()) {
-      VariantClient client = opened(new VariantClient(variant, port, node(prefix + "-" + variant, GROUP)));
+      VariantClient client = opened.add(new VariantClient(variant, port, node(prefix + "-" + variant, GROUP)));
       client.subscribe(TypeUrl.CLUSTER);
       client.subscribe(TypeUrl.ENDPOINT, ENDPOINT_NAMES);
       clients.add(client);
@@ -110,9 +101,9 @@ class FaultsTest {
 
   @Test
   void clientsConvergeWhenTheUpstreamComesUpAfterTheProxyStarted() throws Exception {
-    ControlPlane controlPlane = opened(new ControlPlane());
+    ControlPlane controlPlane = opened.add(new ControlPlane());
     controlPlane.stop();
-    XdsProxy proxy = opened(XdsProxy.start(config(controlPlane.target())));
+    XdsProxy proxy = opened.add(XdsProxy.start(config(controlPlane.target())));
     List<VariantClient> clients = everyVariant(proxy.xdsPort(), "early");
     clients.forEach(VariantClient::pump);
     assertThat(proxy.ready()).as("ready before the upstream was ever reached").isFalse();
@@ -127,8 +118,8 @@ class FaultsTest {
 
   @Test
   void clientsConvergeToTheNewerStateWhenTheUpstreamRestartsInTheMiddleOfALargePush() throws Exception {
-    ControlPlane controlPlane = opened(new ControlPlane());
-    XdsProxy proxy = opened(XdsProxy.start(config(controlPlane.target())));
+    ControlPlane controlPlane = opened.add(new ControlPlane());
+    XdsProxy proxy = opened.add(XdsProxy.start(config(controlPlane.target())));
     Snapshot small = fleet("1", 10, 1);
     controlPlane.setSnapshot(GROUP, small);
     List<VariantClient> clients = everyVariant(proxy.xdsPort(), "pushed");
@@ -152,12 +143,12 @@ class FaultsTest {
   void aControlPlaneThatAcceptsTcpButNeverAnswersIsLeftForTheNextAddressOnceKeepaliveGoesUnanswered() throws Exception {
     // The kernel completes the TCP handshake of a connection in the backlog: the socket accepts,
     // and nothing ever reads or writes, so the HTTP/2 preface, SETTINGS and PINGs go unanswered.
-    ServerSocket silent = opened(new ServerSocket(0, 50, InetAddress.getLoopbackAddress()));
-    ControlPlane controlPlane = opened(new ControlPlane());
+    ServerSocket silent = opened.add(new ServerSocket(0, 50, InetAddress.getLoopbackAddress()));
+    ControlPlane controlPlane = opened.add(new ControlPlane());
     Snapshot served = fleet("1", 20, 1);
     controlPlane.setSnapshot(GROUP, served);
     // grpc-java raises a keepalive time under 10 s to 10 s: this is as quick as a channel can notice.
-    XdsProxy proxy = opened(XdsProxy.start(config("127.0.0.1:" + silent.getLocalPort(), controlPlane.target())
+    XdsProxy proxy = opened.add(XdsProxy.start(config("127.0.0.1:" + silent.getLocalPort(), controlPlane.target())
         .withUpstreamKeepalive(new AdsUpstream.Keepalive(Duration.ofSeconds(10), Duration.ofSeconds(1)))));
     List<VariantClient> clients = everyVariant(proxy.xdsPort(), "patient");
 
@@ -166,14 +157,14 @@ class FaultsTest {
 
   @Test
   void clientsThatVanishInTheMiddleOfALargeResponseDoNotDisturbTheOthers() throws Exception {
-    ControlPlane controlPlane = opened(new ControlPlane());
-    XdsProxy proxy = opened(XdsProxy.start(config(controlPlane.target())));
+    ControlPlane controlPlane = opened.add(new ControlPlane());
+    XdsProxy proxy = opened.add(XdsProxy.start(config(controlPlane.target())));
     Snapshot large = fleet("1", 2000, 1);
     controlPlane.setSnapshot(GROUP, large);
     List<VariantClient> clients = everyVariant(proxy.xdsPort(), "staying");
     for (int i = 0; i < 20; i++) {
       Variant variant = Variant.values()[i % 4];
-      VariantClient quitter = opened(new VariantClient(variant, proxy.xdsPort(), node("quitter-" + i, GROUP)));
+      VariantClient quitter = opened.add(new VariantClient(variant, proxy.xdsPort(), node("quitter-" + i, GROUP)));
       quitter.subscribe(TypeUrl.CLUSTER);
       quitter.subscribe(TypeUrl.ENDPOINT, ENDPOINT_NAMES);
       // Half go at once, half once the large response is on its way to them.
@@ -191,8 +182,8 @@ class FaultsTest {
 
   @Test
   void twoThousandClientsDroppedTogetherReconnectTogetherAndConverge() throws Exception {
-    ControlPlane controlPlane = opened(new ControlPlane());
-    XdsProxy proxy = opened(XdsProxy.start(config(controlPlane.target())));
+    ControlPlane controlPlane = opened.add(new ControlPlane());
+    XdsProxy proxy = opened.add(XdsProxy.start(config(controlPlane.target())));
     Snapshot before = fleet("1", 20, 1);
     controlPlane.setSnapshot(GROUP, before);
     // 2,000 ADS streams, SotW and Delta in turn, 100 to a connection, as 20 hosts of 100 clients would be.
@@ -201,7 +192,7 @@ class FaultsTest {
     List<VariantClient> clients = new ArrayList<>();
     for (int i = 0; i < 2000; i++) {
       Variant variant = i % 2 == 0 ? Variant.SOTW_ADS : Variant.DELTA_ADS;
-      VariantClient client = opened(new VariantClient(variant, channels.get(i % connections), node("many-" + i, GROUP)));
+      VariantClient client = opened.add(new VariantClient(variant, channels.get(i % connections), node("many-" + i, GROUP)));
       client.subscribe(TypeUrl.CLUSTER);
       clients.add(client);
     }
@@ -222,7 +213,7 @@ class FaultsTest {
     List<ManagedChannel> channels = new ArrayList<>();
     for (int i = 0; i < count; i++) {
       ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", port).usePlaintext().build();
-      opened(channel::shutdownNow);
+      opened.add(channel::shutdownNow);
       channels.add(channel);
     }
     return channels;
@@ -230,7 +221,7 @@ class FaultsTest {
 
   @Test
   void deltaClientsReconnectingToARestartedProxyAreSentOnlyWhatChanged() throws Exception {
-    ControlPlane controlPlane = opened(new ControlPlane());
+    ControlPlane controlPlane = opened.add(new ControlPlane());
     XdsProxy first = XdsProxy.start(config(controlPlane.target()));
     int port = first.xdsPort();
     List<String> names = IntStream.range(0, 30).mapToObj(i -> "c-" + i).toList();
@@ -239,7 +230,7 @@ class FaultsTest {
     List<VariantClient> clients = new ArrayList<>();
     for (int i = 0; i < 6; i++) {
       Variant variant = i % 2 == 0 ? Variant.DELTA_ADS : Variant.DELTA_PER_TYPE;
-      VariantClient client = opened(new VariantClient(variant, port, node("delta-" + i, GROUP)));
+      VariantClient client = opened.add(new VariantClient(variant, port, node("delta-" + i, GROUP)));
       client.subscribe(TypeUrl.CLUSTER);
       client.subscribe(TypeUrl.ENDPOINT, ENDPOINT_NAMES);
       clients.add(client);
@@ -260,7 +251,7 @@ class FaultsTest {
     controlPlane.setSnapshot(GROUP, after);
     // Clients reconnect as the proxy comes back: those too early are refused and try again.
     clients.forEach(client -> client.reconnect(null));
-    XdsProxy second = opened(XdsProxy.start(config(controlPlane.target()).withPorts(port, 0)));
+    XdsProxy second = opened.add(XdsProxy.start(config(controlPlane.target()).withPorts(port, 0)));
     await().atMost(WAIT).pollInterval(Duration.ofMillis(100)).until(() -> {
       clients.stream().filter(VariantClient::anyStreamEnded).forEach(client -> client.reconnect(null));
       return clients.stream().noneMatch(VariantClient::anyStreamEnded);
@@ -281,14 +272,14 @@ class FaultsTest {
 
   @Test
   void clientsThatComeAndGoDuringAHundredUpstreamUpdatesASecondAllConverge() throws Exception {
-    ControlPlane controlPlane = opened(new ControlPlane());
-    XdsProxy proxy = opened(XdsProxy.start(config(controlPlane.target())));
+    ControlPlane controlPlane = opened.add(new ControlPlane());
+    XdsProxy proxy = opened.add(XdsProxy.start(config(controlPlane.target())));
     List<String> names = IntStream.range(0, 50).mapToObj(i -> "c-" + i).toList();
     java.util.concurrent.atomic.AtomicReference<Snapshot> latest = new java.util.concurrent.atomic.AtomicReference<>(
         fleet("0", names, i -> 0));
     controlPlane.setSnapshot(GROUP, latest.get());
     java.util.concurrent.ScheduledExecutorService updater = java.util.concurrent.Executors.newSingleThreadScheduledExecutor();
-    opened(updater::shutdownNow);
+    opened.add(updater::shutdownNow);
     java.util.concurrent.atomic.AtomicInteger updates = new java.util.concurrent.atomic.AtomicInteger();
     int total = 300;
     // Update k changes cluster c-(k mod 50) and its endpoints: 100 a second for 3 seconds.
@@ -306,7 +297,7 @@ class FaultsTest {
     int[] arrivals = {0};
     await().atMost(WAIT).pollInterval(Duration.ofMillis(30)).until(() -> {
       Variant variant = Variant.values()[arrivals[0] % 4];
-      VariantClient arriving = opened(new VariantClient(variant, proxy.xdsPort(), node("passing-" + arrivals[0], GROUP)));
+      VariantClient arriving = opened.add(new VariantClient(variant, proxy.xdsPort(), node("passing-" + arrivals[0], GROUP)));
       arrivals[0]++;
       arriving.subscribe(TypeUrl.CLUSTER);
       arriving.subscribe(TypeUrl.ENDPOINT, ENDPOINT_NAMES);

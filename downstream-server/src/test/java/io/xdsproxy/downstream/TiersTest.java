@@ -6,7 +6,6 @@ import static org.awaitility.Awaitility.await;
 
 import com.google.protobuf.Any;
 import com.google.protobuf.util.Durations;
-import io.envoyproxy.controlplane.cache.v3.Snapshot;
 import io.envoyproxy.envoy.config.cluster.v3.Cluster;
 import io.envoyproxy.envoy.config.core.v3.Node;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
@@ -16,6 +15,7 @@ import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.Resource;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.downstream.testing.Backend;
+import io.xdsproxy.downstream.testing.Opened;
 import io.xdsproxy.downstream.testing.Resources;
 import io.xdsproxy.downstream.testing.XdsClientChannel;
 import io.xdsproxy.downstream.testing.XdsTestClient;
@@ -23,8 +23,6 @@ import io.xdsproxy.upstream.grpc.AdsUpstream.Protocol;
 import io.xdsproxy.upstream.testing.ControlPlane;
 import io.xdsproxy.upstream.testing.ScriptedControlPlane;
 import java.time.Duration;
-import java.util.ArrayDeque;
-import java.util.Deque;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -44,60 +42,42 @@ class TiersTest {
   private static final String KNOWS_TTL = "xds.config.supports-resource-ttl";
   private static final String KNOWS_RESOURCE_IN_SOTW = "xds.config.supports-resource-in-sotw";
 
-  /** Closed after each test, last opened first. */
-  private final Deque<AutoCloseable> opened = new ArrayDeque<>();
+  private final Opened opened = new Opened();
 
   @AfterEach
   void closeAll() throws Exception {
-    while (!opened.isEmpty()) {
-      opened.pop().close();
-    }
-  }
-
-  private <T extends AutoCloseable> T opened(T closeable) {
-    opened.push(closeable);
-    return closeable;
+    opened.close();
   }
 
   /** A proxy of the lower tier: its upstream is {@code upper}, spoken to in {@code between}. */
   private XdsProxy lowerTier(XdsProxy upper, Protocol between) throws Exception {
-    return opened(XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream("127.0.0.1:" + upper.xdsPort())
+    return opened.add(XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream("127.0.0.1:" + upper.xdsPort())
         .withUpstreamProtocol(between).withPorts(0, 0)));
-  }
-
-  private static Snapshot greeterAt(int port, String version) {
-    return Snapshot.create(
-        List.of(Resources.cluster("greeter-cluster")),
-        List.of(Resources.endpoints("greeter-cluster", port)),
-        List.of(Resources.listener("greeter", "greeter-route")),
-        List.of(Resources.route("greeter-route", "greeter-cluster")),
-        List.of(),
-        version);
   }
 
   @ParameterizedTest(name = "{0} between the tiers")
   @EnumSource(Protocol.class)
   void grpcXdsClientsBelowThreeTiersAreServedAndTheTopSeesOneStreamPerNodeGroupWithAClientsNode(Protocol between)
       throws Exception {
-    ControlPlane top = opened(new ControlPlane());
-    XdsProxy global = opened(XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(top.target()).withPorts(0, 0)));
+    ControlPlane top = opened.add(new ControlPlane());
+    XdsProxy global = opened.add(XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(top.target()).withPorts(0, 0)));
     XdsProxy regional = lowerTier(global, between);
     XdsProxy zonal = lowerTier(regional, between);
-    Backend first = opened(new Backend("first"));
-    Backend second = opened(new Backend("second"));
-    Backend third = opened(new Backend("third"));
-    top.setSnapshot("east", greeterAt(first.port(), "1"));
-    top.setSnapshot("west", greeterAt(second.port(), "1"));
+    Backend first = opened.add(new Backend("first"));
+    Backend second = opened.add(new Backend("second"));
+    Backend third = opened.add(new Backend("third"));
+    top.setSnapshot("east", Resources.greeterAt(first.port(), "1"));
+    top.setSnapshot("west", Resources.greeterAt(second.port(), "1"));
     // Clients at the bottom tier and one tier up, of two node groups.
-    XdsClientChannel east1 = opened(new XdsClientChannel(zonal.xdsPort(), "east-1", "east", "greeter"));
-    XdsClientChannel east2 = opened(new XdsClientChannel(regional.xdsPort(), "east-2", "east", "greeter"));
-    XdsClientChannel west1 = opened(new XdsClientChannel(zonal.xdsPort(), "west-1", "west", "greeter"));
+    XdsClientChannel east1 = opened.add(new XdsClientChannel(zonal.xdsPort(), "east-1", "east", "greeter"));
+    XdsClientChannel east2 = opened.add(new XdsClientChannel(regional.xdsPort(), "east-2", "east", "greeter"));
+    XdsClientChannel west1 = opened.add(new XdsClientChannel(zonal.xdsPort(), "west-1", "west", "greeter"));
 
     await().atMost(WAIT).ignoreExceptions().until(east1::whoAmI, "first"::equals);
     await().atMost(WAIT).ignoreExceptions().until(east2::whoAmI, "first"::equals);
     await().atMost(WAIT).ignoreExceptions().until(west1::whoAmI, "second"::equals);
 
-    top.setSnapshot("east", greeterAt(third.port(), "2"));
+    top.setSnapshot("east", Resources.greeterAt(third.port(), "2"));
 
     await().atMost(WAIT).ignoreExceptions().until(east1::whoAmI, "third"::equals);
     await().atMost(WAIT).ignoreExceptions().until(east2::whoAmI, "third"::equals);
@@ -116,8 +96,8 @@ class TiersTest {
   private record Scripted(ScriptedControlPlane top, XdsProxy global, XdsProxy regional) {}
 
   private Scripted scripted(Protocol between) throws Exception {
-    ScriptedControlPlane top = opened(new ScriptedControlPlane());
-    XdsProxy global = opened(XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(top.target()).withPorts(0, 0)));
+    ScriptedControlPlane top = opened.add(new ScriptedControlPlane());
+    XdsProxy global = opened.add(XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(top.target()).withPorts(0, 0)));
     return new Scripted(top, global, lowerTier(global, between));
   }
 
@@ -126,7 +106,7 @@ class TiersTest {
    * them, whatever their first client asked for, is what carries TTLs and do_not_cache over SotW.
    */
   private XdsTestClient<DeltaDiscoveryRequest, DeltaDiscoveryResponse> knowingClient(XdsProxy proxy, String id) {
-    var client = opened(XdsTestClient.deltaAds(proxy.xdsPort()));
+    var client = opened.add(XdsTestClient.deltaAds(proxy.xdsPort()));
     Node node = node(id, "fleet").toBuilder().addClientFeatures(KNOWS_TTL).build();
     client.send(DeltaDiscoveryRequest.newBuilder().setNode(node).setTypeUrl(TypeUrl.CLUSTER.url()).build());
     return client;

@@ -3,14 +3,12 @@ package io.xdsproxy.downstream;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import io.envoyproxy.controlplane.cache.v3.Snapshot;
 import io.xdsproxy.downstream.testing.Backend;
 import io.xdsproxy.downstream.testing.Resources;
 import io.xdsproxy.downstream.testing.XdsClientChannel;
 import io.xdsproxy.upstream.grpc.AdsUpstream;
 import io.xdsproxy.upstream.testing.ControlPlane;
 import java.time.Duration;
-import java.util.List;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -23,16 +21,6 @@ class UpstreamOutageTest {
 
   private static final Duration WAIT = Duration.ofSeconds(20);
 
-  private static Snapshot greeterAt(int port, String version) {
-    return Snapshot.create(
-        List.of(Resources.cluster("greeter-cluster")),
-        List.of(Resources.endpoints("greeter-cluster", port)),
-        List.of(Resources.listener("greeter", "greeter-route")),
-        List.of(Resources.route("greeter-route", "greeter-cluster")),
-        List.of(),
-        version);
-  }
-
   @ParameterizedTest
   @EnumSource(AdsUpstream.Protocol.class)
   void clientsOutliveTheControlPlaneAndConvergeWhenItReturns(AdsUpstream.Protocol protocol) throws Exception {
@@ -41,7 +29,7 @@ class UpstreamOutageTest {
         Backend second = new Backend("second");
         XdsProxy proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target())
             .withUpstreamProtocol(protocol).withPorts(0, 0))) {
-      controlPlane.setSnapshot("fleet", greeterAt(first.port(), "1"));
+      controlPlane.setSnapshot("fleet", Resources.greeterAt(first.port(), "1"));
       try (XdsClientChannel early = new XdsClientChannel(proxy.xdsPort(), "early", "fleet", "greeter")) {
         await().atMost(WAIT).ignoreExceptions().until(early::whoAmI, "first"::equals);
 
@@ -51,7 +39,7 @@ class UpstreamOutageTest {
         try (XdsClientChannel meanwhile = new XdsClientChannel(proxy.xdsPort(), "meanwhile", "fleet", "greeter")) {
           await().atMost(WAIT).ignoreExceptions().until(meanwhile::whoAmI, "first"::equals);
 
-          controlPlane.setSnapshot("fleet", greeterAt(second.port(), "2"));
+          controlPlane.setSnapshot("fleet", Resources.greeterAt(second.port(), "2"));
           controlPlane.start();
 
           await().atMost(WAIT).ignoreExceptions().until(early::whoAmI, "second"::equals);

@@ -3,6 +3,7 @@ package io.xdsproxy.downstream.testing;
 import com.google.protobuf.Any;
 import com.google.protobuf.UInt32Value;
 import com.google.protobuf.util.Durations;
+import io.envoyproxy.controlplane.cache.v3.Snapshot;
 import io.envoyproxy.envoy.config.cluster.v3.Cluster;
 import io.envoyproxy.envoy.config.core.v3.AggregatedConfigSource;
 import io.envoyproxy.envoy.config.core.v3.ApiVersion;
@@ -25,11 +26,26 @@ import io.envoyproxy.envoy.extensions.filters.http.router.v3.Router;
 import io.envoyproxy.envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager;
 import io.envoyproxy.envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter;
 import io.envoyproxy.envoy.extensions.filters.network.http_connection_manager.v3.Rds;
+import java.util.List;
 
 /** The xDS resources of one gRPC service, the shape grpc-java's xDS client accepts. */
 public final class Resources {
 
   private Resources() {}
+
+  /**
+   * java-control-plane's snapshot of service "greeter": its listener, route, cluster and the
+   * cluster's endpoint on {@code port} of loopback.
+   */
+  public static Snapshot greeterAt(int port, String version) {
+    return Snapshot.create(
+        List.of(cluster("greeter-cluster")),
+        List.of(endpoints("greeter-cluster", port)),
+        List.of(listener("greeter", "greeter-route")),
+        List.of(route("greeter-route", "greeter-cluster")),
+        List.of(),
+        version);
+  }
 
   private static ConfigSource ads() {
     return ConfigSource.newBuilder()
