@@ -68,7 +68,6 @@ final class DeltaTypeState implements ClientStream.TypeStream {
   private Set<String> pendingRemovals = Set.of();
   /** Everything in the wildcard is to be sent: the wildcard was just subscribed to. */
   private boolean forceAll;
-
   private String lastNonce = "";
   private String lastNackMessage;
   private String ackedVersion = "";
@@ -139,7 +138,7 @@ final class DeltaTypeState implements ClientStream.TypeStream {
   Subscribed subscribe(List<String> subscribe, List<String> unsubscribe, Map<String, String> initialVersions) {
     boolean first = !requested;
     requested = true;
-    boolean refetch = !first && asksAgainForUncacheable(subscribe);
+    boolean refetch = !first && applyAskingAgain(subscribe);
     if (first && !initialVersions.isEmpty()) {
       claimed = new HashMap<>(initialVersions);
     }
@@ -174,13 +173,13 @@ final class DeltaTypeState implements ClientStream.TypeStream {
   }
 
   /**
-   * "Subscribing to Resources": names subscribed again are sent again, and the wildcard's when it is
-   * subscribed again; not from the store's copy where it is do_not_cache ({@link #servable}): a proxy
-   * of a lower tier asks again so when a client of its own comes for such a resource, and must get
-   * the upstream's next copy. Returns whether the request asks again for such a resource, which the
-   * group must then ask its upstream for.
+   * "Subscribing to Resources": names subscribed again are sent again (forced, below), and everything
+   * under the wildcard when it is subscribed again (here); not from the store's copy where it is
+   * do_not_cache ({@link #servable}): a proxy of a lower tier asks again so when a client of its own
+   * comes for such a resource, and must get the upstream's next copy. Returns whether the request asks
+   * again for such a resource, which the group must then ask its upstream for.
    */
-  private boolean asksAgainForUncacheable(List<String> subscribe) {
+  private boolean applyAskingAgain(List<String> subscribe) {
     boolean all = subscription.wildcard() && subscribe.contains(Subscription.WILDCARD);
     if (all) {
       forceAll = true;

@@ -109,7 +109,7 @@ final class SotwTypeState implements ClientStream.TypeStream {
    */
   byte[] encoded(Outgoing outgoing) {
     if (outgoing.whole()) {
-      return outgoing.snapshot().memo(knowsTtl ? WHOLE_WITH_TTLS : WHOLE, () -> EncodedResponse.sotwBody(encode(outgoing)));
+      return outgoing.snapshot().memo(knowsTtl ? WHOLE_WRAPPED : WHOLE, () -> EncodedResponse.sotwBody(encode(outgoing)));
     }
     if (outgoing.sharedAt().isPresent()) {
       return outgoing.snapshot().share(outgoing.sharedAt().get().encoding(), () -> EncodedResponse.sotwBody(encode(outgoing)),
@@ -119,7 +119,7 @@ final class SotwTypeState implements ClientStream.TypeStream {
   }
 
   private static final String WHOLE = "SotW whole state";
-  private static final String WHOLE_WITH_TTLS = "SotW whole state, wrapped where it says more";
+  private static final String WHOLE_WRAPPED = "SotW whole state, wrapped where it says more";
 
   /** The resources of {@code outgoing} as a DiscoveryResponse carries them to this client. */
   List<Any> encode(Outgoing outgoing) {
