@@ -5,7 +5,9 @@ import io.envoyproxy.controlplane.cache.v3.Snapshot;
 import io.envoyproxy.controlplane.server.DiscoveryServerCallbacks;
 import io.envoyproxy.controlplane.server.V3DiscoveryServer;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
+import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
+import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.grpc.InsecureServerCredentials;
 import io.grpc.Server;
 import io.grpc.ServerCredentials;
@@ -17,13 +19,14 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * A real upstream: java-control-plane's V3DiscoveryServer over a SimpleCache keyed by node.cluster,
  * on a loopback port. Records which node group opened each ADS stream and every request. It can be
  * stopped and started again on the same port, with the same snapshots, like a restarted control plane.
  */
-public final class ControlPlane implements AutoCloseable {
+public final class ControlPlane implements UpstreamControlPlane {
 
   private final SimpleCache<String> cache = new SimpleCache<>(node -> node.getCluster());
   private final Map<Long, String> streamGroups = new ConcurrentHashMap<>();
@@ -31,6 +34,7 @@ public final class ControlPlane implements AutoCloseable {
   private final Set<Long> closedStreams = ConcurrentHashMap.newKeySet();
   private final List<DiscoveryRequest> requests = new CopyOnWriteArrayList<>();
   private final List<DeltaDiscoveryRequest> deltaRequests = new CopyOnWriteArrayList<>();
+  private final AtomicLong responses = new AtomicLong();
   private final V3DiscoveryServer discovery;
   private final ServerCredentials credentials;
   private int port;
@@ -51,6 +55,16 @@ public final class ControlPlane implements AutoCloseable {
           streamGroups.putIfAbsent(streamId, request.getNode().getCluster());
           streamNodeIds.putIfAbsent(streamId, request.getNode().getId());
         }
+      }
+
+      @Override
+      public void onV3StreamResponse(long streamId, DiscoveryRequest request, DiscoveryResponse response) {
+        responses.incrementAndGet();
+      }
+
+      @Override
+      public void onV3StreamDeltaResponse(long streamId, DeltaDiscoveryRequest request, DeltaDiscoveryResponse response) {
+        responses.incrementAndGet();
       }
 
       @Override
@@ -91,12 +105,30 @@ public final class ControlPlane implements AutoCloseable {
     server.awaitTermination();
   }
 
+  @Override
+  public String name() {
+    return "java-control-plane";
+  }
+
+  @Override
   public String target() {
     return "127.0.0.1:" + port;
   }
 
+  @Override
   public void setSnapshot(String group, Snapshot snapshot) {
     cache.setSnapshot(group, snapshot);
+  }
+
+  /** java-control-plane has no way to mark a resource do_not_cache. */
+  @Override
+  public void setDoNotCache(Set<String> names) {
+    throw new UnsupportedOperationException("java-control-plane cannot send do_not_cache");
+  }
+
+  @Override
+  public long responsesSent() {
+    return responses.get();
   }
 
   /** The node group (node.cluster) of every ADS stream opened to this control plane so far. */
