@@ -25,6 +25,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
@@ -37,10 +38,18 @@ import org.slf4j.event.Level;
 
 /**
  * What one node group's ADS session with the control plane does whatever its variant: keep one
- * stream open, reopening it with backoff when it fails; track per type what the group wants and what
- * the upstream has sent; drop from the store what nobody wants any more; and take a name the
- * upstream never answers for not to exist after the not-found timeout. {@link SotwUpstreamSession}
- * and {@link DeltaUpstreamSession} add the protocol.
+ * stream open, reopening it with backoff when it fails; track per type what the group wants, what
+ * the upstream was asked for on the current stream, and what it has sent; drop from the store what
+ * the upstream is no longer asked for; and take a name the upstream never answers for not to exist
+ * after the not-found timeout. {@link SotwUpstreamSession} and {@link DeltaUpstreamSession} add the
+ * protocol.
+ *
+ * <p>The store mirrors what the upstream believes the group subscribes to (DESIGN, "Data flow"), not
+ * what the group's clients want at the moment: a subscription the protocol cannot take back (a
+ * wildcard; in SotW, the last names of a type, since an empty list means "everything" to
+ * java-control-plane and "nothing" or "wildcard" to others) stays asked for, and its resources stay
+ * in the store and up to date, so a client that comes back is served at once. Nothing here relies on
+ * the upstream reading {@code version_info}, which istiod never does (interop.md rules 5 to 14).
  *
  * <p>All state is confined to the session's {@link SerialExecutor}; gRPC callbacks and timers only
  * enqueue onto it.
@@ -62,6 +71,13 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
     final TypeUrl type;
     /** What the group wants. */
     Interest interest = Interest.NONE;
+    /**
+     * What the current stream asked the upstream for, which it believes the group subscribes to: the
+     * interest, and what the protocol could not take back of an earlier one ({@link #expressible}).
+     */
+    Interest wire = Interest.NONE;
+    /** do_not_cache resources the group asked the upstream to send again, until a fresh copy comes. */
+    final Set<String> awaitingFresh = new HashSet<>();
     /** Names the upstream has sent and not deleted since. */
     final Set<String> received = new HashSet<>();
     /**
@@ -101,6 +117,8 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
   private final Counter nacks;
   /** Streams that ended and were reopened. */
   private final Counter reconnects;
+  /** Streams the proxy abandoned for a new one, to ask for what no request on the stream could. */
+  private final Counter abandoned;
   /** 1 while the current stream has answered, 0 while connecting or backing off; read by the gauge. */
   private final AtomicInteger connected = new AtomicInteger();
   private final Gauge connectedGauge;
@@ -128,6 +146,11 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
         .description("Upstream streams that ended and were reopened")
         .tag("group", group.value())
         .register(context.meters());
+    this.abandoned = Counter.builder("xds.upstream.streams.abandoned")
+        .description("Upstream streams the proxy replaced by a new one because no request on the stream could ask for"
+            + " what the group needed (a wildcard after names; a do_not_cache copy the upstream did not resend)")
+        .tag("group", group.value())
+        .register(context.meters());
     this.connectedGauge = Gauge.builder("xds.upstream.connected", connected, AtomicInteger::get)
         .description("1 while the group's upstream stream is open and has answered, 0 while connecting or backing off")
         .tag("group", group.value())
@@ -141,16 +164,26 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
   /** Starts the variant's streaming call on {@code channel}. */
   abstract void startCall(Channel channel, ClientResponseObserver<Q, R> observer);
 
-  /** A new stream is open: forget per-stream state and send what each type wants. */
+  /** A new stream is open: forget per-stream state and send each type's {@link TypeState#wire}. */
   abstract void streamOpened(Iterable<S> types);
 
-  /** The group's interest in {@code state}'s type changed from {@code previous}; tell the upstream. */
-  abstract void interestChanged(S state, Interest previous);
+  /**
+   * What the stream can be asked for when the group wants {@code interest} and the stream was asked
+   * for {@code wire}: {@code interest}, but for what the variant cannot take back on a stream.
+   */
+  abstract Interest expressible(Interest interest, Interest wire);
+
+  /** {@code state}'s {@link TypeState#wire} changed from {@code previous}; tell the upstream. */
+  abstract void wireChanged(S state, Interest previous);
 
   /** A response arrived on the current stream. */
   abstract void onResponse(R response);
 
-  /** Asks the upstream to send {@code state}'s type again, unchanged or not. */
+  /**
+   * Asks the upstream to send {@code state}'s {@link TypeState#awaitingFresh} again, unchanged or not,
+   * with requests every modelled control plane answers one of; if none does, {@link #refetch} falls
+   * back to a new stream.
+   */
   abstract void askAgain(S state);
 
   @Override
@@ -162,23 +195,45 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
       S state = types.computeIfAbsent(type, this::newTypeState);
       Interest previous = state.interest;
       state.interest = interest;
-      forgetWhatIsNoLongerWanted(state, previous);
       for (String name : interest.names()) {
         if (!previous.names().contains(name) && !state.received.contains(name)) {
           armNotFoundTimer(state, name);
         }
       }
-      interestChanged(state, previous);
+      Interest previousWire = state.wire;
+      state.wire = expressible(interest, previousWire);
+      if (!state.wire.equals(previousWire)) {
+        forgetWhatLeftTheWire(state, previousWire);
+        wireChanged(state, previousWire);
+      }
     });
   }
 
+  /**
+   * Invariant 3: a client came for do_not_cache resources the store holds, which it may not be
+   * served from there. The upstream is asked to send them again; should it not within the not-found
+   * timeout (a request shape it ignores), a new stream asks, which every control plane answers in full.
+   */
   @Override
   public final void refetch(TypeUrl type) {
     executor.execute(() -> {
       S state = types.get(type);
-      if (!closed && state != null) {
-        askAgain(state);
+      if (closed || state == null) {
+        return;
       }
+      state.decoded.values().stream().filter(XdsResource::doNotCache).map(XdsResource::name)
+          .forEach(state.awaitingFresh::add);
+      if (state.awaitingFresh.isEmpty() || !isStreamOpen()) {
+        return; // nothing to ask again, or the next stream's first request asks for everything
+      }
+      askAgain(state);
+      int streamGeneration = generation;
+      later(context.notFoundTimeout(), () -> {
+        if (!closed && streamGeneration == generation && isStreamOpen() && !state.awaitingFresh.isEmpty()) {
+          reopenStream("the upstream did not resend " + state.type.shortName() + " " + new TreeSet<>(state.awaitingFresh)
+              + " (do_not_cache) when asked again");
+        }
+      });
     });
   }
 
@@ -188,6 +243,7 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
       closed = true;
       context.meters().remove(nacks);
       context.meters().remove(reconnects);
+      context.meters().remove(abandoned);
       context.meters().remove(connectedGauge);
       if (stream != null) {
         stream.cancel("node group " + group + " closed", null);
@@ -212,9 +268,13 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
     }
   }
 
-  /** Abandons the current stream for a new one at once: a change the stream cannot express. */
+  /**
+   * Abandons the current stream for a new one at once: what the group needs cannot be asked for on
+   * it. The last resort, counted, since the upstream then sends the group everything again.
+   */
   final void reopenStream(String why) {
     log.info("group {}: reopening the stream to {}: {}", group, target, why);
+    abandoned.increment();
     connected.set(0);
     if (stream != null) {
       stream.cancel(why, null);
@@ -231,11 +291,14 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
     }
     state.received.removeAll(update.removed());
     state.received.removeAll(update.forgotten());
+    state.awaitingFresh.removeAll(update.removed());
+    state.awaitingFresh.removeAll(update.forgotten());
     state.decoded.keySet().removeAll(update.removed());
     state.decoded.keySet().removeAll(update.forgotten());
     for (XdsResource resource : update.resources()) {
       state.received.add(resource.name());
       state.decoded.put(resource.name(), resource);
+      state.awaitingFresh.remove(resource.name());
     }
     listener.onUpdate(update);
   }
@@ -307,6 +370,12 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
         executor.execute(() -> onStreamEnd(streamGeneration, Status.UNAVAILABLE.withDescription("closed by the server")));
       }
     });
+    for (S state : types.values()) {
+      Interest previousWire = state.wire;
+      // A new stream has been asked nothing: what could not be taken back on the old one can be now.
+      state.wire = expressible(state.interest, Interest.NONE);
+      forgetWhatLeftTheWire(state, previousWire);
+    }
     streamOpened(types.values());
   }
 
@@ -340,12 +409,16 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
     }
   }
 
-  private void forgetWhatIsNoLongerWanted(S state, Interest previous) {
-    if (state.interest.wildcard()) {
+  /**
+   * Drops from the store what the upstream is no longer asked for: it will not send changes to it.
+   * What it still is asked for stays, wanted by a client or not.
+   */
+  private void forgetWhatLeftTheWire(S state, Interest previousWire) {
+    if (state.wire.wildcard()) {
       return;
     }
-    Set<String> unwanted = new HashSet<>(previous.wildcard() ? state.received : previous.names());
-    unwanted.removeAll(state.interest.names());
+    Set<String> unwanted = new HashSet<>(previousWire.wildcard() ? state.received : previousWire.names());
+    unwanted.removeAll(state.wire.names());
     if (!unwanted.isEmpty()) {
       publish(state, ResourceUpdate.forget(state.type, unwanted));
     }

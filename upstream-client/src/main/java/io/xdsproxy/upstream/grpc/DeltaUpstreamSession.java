@@ -73,8 +73,18 @@ final class DeltaUpstreamSession
     }
   }
 
+  /**
+   * A wildcard is not taken back on a stream: istiod decides it once, on the type's first request
+   * ({@code deltaWatchedResources}), and java-control-plane takes Listener and Cluster for wildcard
+   * whatever is sent ({@code DeltaDiscoveryRequestStreamObserver}). Names can be.
+   */
   @Override
-  void interestChanged(DeltaTypeState state, Interest previous) {
+  Interest expressible(Interest interest, Interest wire) {
+    return wire.wildcard() && !interest.wildcard() ? new Interest(true, interest.names()) : interest;
+  }
+
+  @Override
+  void wireChanged(DeltaTypeState state, Interest previous) {
     state.held.keySet().retainAll(state.received);
     subscriptionChanged(state);
   }
@@ -88,7 +98,7 @@ final class DeltaUpstreamSession
     if (!isStreamOpen()) {
       return;
     }
-    Interest interest = state.interest;
+    Interest interest = state.wire;
     List<String> subscribe = new ArrayList<>(new TreeSet<>(interest.names()));
     subscribe.removeAll(state.namesOnStream);
     List<String> unsubscribe = new ArrayList<>(new TreeSet<>(state.namesOnStream));
@@ -108,6 +118,8 @@ final class DeltaUpstreamSession
         .addAllResourceNamesUnsubscribe(unsubscribe);
     if (!state.requestedOnStream) {
       request.putAllInitialResourceVersions(state.held);
+      // A copy the group waits for must come again, unchanged or not.
+      state.awaitingFresh.forEach(request::removeInitialResourceVersions);
     }
     // As on SotW sessions: some control planes read the node from every request.
     request.setNode(node);
@@ -118,16 +130,21 @@ final class DeltaUpstreamSession
     send(request.build());
   }
 
+  /**
+   * Rule 14: a name is sent again when it is unsubscribed and subscribed again, in two requests.
+   * Subscribing alone to a name already subscribed changes nothing to istiod and go-control-plane
+   * ({@code shouldRespondDelta}, {@code UpdateResourceSubscriptions}), and one request doing both
+   * leaves them unsubscribed. A name the wildcard covers is named in both: go-control-plane resends a
+   * wildcard's name unsubscribed, istiod answers a subscription that changed with everything.
+   */
   @Override
   void askAgain(DeltaTypeState state) {
-    // "Subscribing to Resources": names subscribed again are sent again, even if unchanged.
-    if (!isStreamOpen() || !state.requestedOnStream) {
+    if (!state.requestedOnStream) {
       return;
     }
-    List<String> names = new ArrayList<>(new TreeSet<>(state.namesOnStream));
-    if (state.wildcardOnStream) {
-      names.add(0, Subscription.WILDCARD);
-    }
+    List<String> names = List.copyOf(new TreeSet<>(state.awaitingFresh));
+    send(DeltaDiscoveryRequest.newBuilder().setTypeUrl(state.type.url()).addAllResourceNamesUnsubscribe(names)
+        .setNode(node).build());
     send(DeltaDiscoveryRequest.newBuilder().setTypeUrl(state.type.url()).addAllResourceNamesSubscribe(names)
         .setNode(node).build());
   }
@@ -169,6 +186,9 @@ final class DeltaUpstreamSession
     }
     healthy();
     Set<String> removed = new HashSet<>(response.getRemovedResourcesList());
+    // What the upstream removes of a name the proxy unsubscribed only to ask for it again answers the
+    // unsubscription, and says nothing of whether the resource exists.
+    removed.removeAll(state.awaitingFresh);
     for (XdsResource resource : resources) {
       state.held.put(resource.name(), resource.version());
     }

@@ -71,29 +71,60 @@ final class SotwUpstreamSession
     }
   }
 
+  /**
+   * A SotW stream cannot take back a wildcard (istiod answers Listener and Cluster with everything
+   * whatever the names, {@code IsWildcardTypeURL}), nor its last names: an empty list means every
+   * resource of the type to java-control-plane ({@code SimpleCache.createResponse}), none to
+   * go-control-plane ({@code Subscription}), and an unsubscription or a wildcard to istiod. Both stay
+   * asked for, and the store keeps what they bring (interop.md rule 10).
+   */
   @Override
-  void interestChanged(SotwTypeState state, Interest previous) {
-    Interest interest = state.interest;
-    boolean asksForMore = interest.wildcard() && !previous.wildcard()
-        || interest.names().stream().anyMatch(name -> !state.received.contains(name));
-    if (asksForMore) {
-      // "The server must resend any newly requested resources": servers that answer only when the
-      // request's version differs from theirs need an empty version to do so.
-      state.acceptedVersion = "";
+  Interest expressible(Interest interest, Interest wire) {
+    if (wire.wildcard()) {
+      return new Interest(true, interest.names());
     }
-    if (isStreamOpen() && interest.wildcard() && !previous.wildcard() && state.explicitOnStream) {
-      // Names were sent on this stream, so an empty list would now mean "nothing".
-      reopenStream("subscribing to every " + state.type.shortName() + " needs a new stream");
-    } else {
-      request(state, null);
+    if (!interest.wildcard() && interest.names().isEmpty() && !wire.names().isEmpty()) {
+      return wire;
     }
+    return interest;
   }
 
   @Override
+  void wireChanged(SotwTypeState state, Interest previous) {
+    Interest wire = state.wire;
+    boolean asksForMore = wire.wildcard() && !previous.wildcard()
+        || wire.names().stream().anyMatch(name -> !previous.names().contains(name));
+    if (asksForMore) {
+      // Rule 9: java-control-plane and go-control-plane up to v0.13 answer names asked for again,
+      // after being dropped, and a wildcard on a new stream, only when the version differs from
+      // theirs. istiod answers added names whatever the version; every one answers an empty version.
+      state.acceptedVersion = "";
+    }
+    if (isStreamOpen() && wire.wildcard() && !previous.wildcard() && state.explicitOnStream) {
+      // Names were sent on this stream, so an empty list would now mean "nothing" to go-control-plane,
+      // and java-control-plane takes "*" for a name: only a new stream's first request is a wildcard.
+      reopenStream("subscribing to every " + state.type.shortName() + " needs a new stream");
+      return;
+    }
+    request(state, null);
+  }
+
+  /**
+   * Rule 8: no single request makes every control plane resend what it already sent. The current
+   * nonce with an empty version_info is a version mismatch to go-control-plane and
+   * java-control-plane, which answer it, and an ACK to istiod, which never reads version_info
+   * ({@code ShouldRespond}). An empty nonce is a new watch to istiod, which answers it with
+   * everything asked for, and a stale request to the others, which ignore it
+   * ({@code sotw/v3/xds.go process}, {@code DiscoveryRequestStreamObserver.onNext}). Each answers one.
+   */
+  @Override
   void askAgain(SotwTypeState state) {
-    // A control plane answers a request whose version is not its own.
     state.acceptedVersion = "";
     request(state, null);
+    String nonce = state.nonce;
+    state.nonce = "";
+    request(state, null);
+    state.nonce = nonce;
   }
 
   @Override
@@ -135,13 +166,13 @@ final class SotwUpstreamSession
     if (!state.type.isFullStateInSotw() || resources.isEmpty() && !heartbeats.isEmpty()) {
       return ResourceUpdate.partial(state.type, resources, Set.of(), false).withHeartbeats(heartbeats);
     }
-    if (state.interest.wildcard()) {
+    if (state.wire.wildcard()) {
       return ResourceUpdate.complete(state.type, resources).withHeartbeats(heartbeats);
     }
     Set<String> names = new HashSet<>(heartbeats);
     resources.forEach(resource -> names.add(resource.name()));
     Set<String> removed = new HashSet<>();
-    for (String name : state.interest.names()) {
+    for (String name : state.wire.names()) {
       boolean answered = state.received.contains(name) || (!state.answeredOnStream && state.firstRequest.contains(name));
       if (answered && !names.contains(name)) {
         removed.add(name);
@@ -151,7 +182,7 @@ final class SotwUpstreamSession
   }
 
   /**
-   * Sends the request that states {@code state}'s subscription: an ACK when {@code error} is null, a
+   * Sends the request that states {@code state}'s {@link TypeState#wire}: an ACK when {@code error} is null, a
    * NACK otherwise. A wildcard is sent the legacy way, with no names ("How the client specifies what
    * resources to return"): every control plane understands it, where some (java-control-plane) take
    * {@code *} for a resource name. Names asked for beside a wildcard are not sent: for Listener and
@@ -161,10 +192,11 @@ final class SotwUpstreamSession
     if (!isStreamOpen()) {
       return;
     }
-    Interest interest = state.interest;
-    List<String> names = interest.wildcard() ? List.of() : List.copyOf(new TreeSet<>(interest.names()));
-    if (names.isEmpty() && !interest.wildcard() && !state.explicitOnStream) {
-      // Nothing wanted and nothing asked on this stream: an empty request would be a legacy wildcard.
+    Interest wire = state.wire;
+    List<String> names = wire.wildcard() ? List.of() : List.copyOf(new TreeSet<>(wire.names()));
+    if (names.isEmpty() && !wire.wildcard()) {
+      // Nothing asked for: an empty request would be a legacy wildcard (expressible never empties a
+      // list once names were sent).
       return;
     }
     DiscoveryRequest.Builder request = DiscoveryRequest.newBuilder()
@@ -179,7 +211,7 @@ final class SotwUpstreamSession
       request.setErrorDetail(error);
     }
     if (!state.requestedOnStream) {
-      state.firstRequest = Set.copyOf(interest.names());
+      state.firstRequest = Set.copyOf(wire.names());
     }
     state.requestedOnStream = true;
     state.explicitOnStream |= !names.isEmpty();

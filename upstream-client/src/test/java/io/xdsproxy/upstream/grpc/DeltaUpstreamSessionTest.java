@@ -1,5 +1,9 @@
 package io.xdsproxy.upstream.grpc;
 
+import com.google.protobuf.Any;
+import io.envoyproxy.envoy.service.discovery.v3.Resource;
+import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
+import io.xdsproxy.upstream.testing.ScriptedControlPlane;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -143,5 +147,44 @@ class DeltaUpstreamSessionTest {
     DeltaDiscoveryRequest again = controlPlane.deltaRequests().get(before);
     assertThat(again.getResourceNamesSubscribeList()).containsExactly("a", "b");
     assertThat(again.getInitialResourceVersionsMap()).containsEntry("a", versionOfA).containsKey("b");
+  }
+
+  @Test
+  void aDoNotCacheCopyIsAskedForAgainByUnsubscribingAndSubscribingInTwoRequests() throws Exception {
+    try (ScriptedControlPlane scripted = new ScriptedControlPlane()) {
+      AdsUpstream toScripted = new AdsUpstream(List.of(scripted.target()), AdsUpstream.Protocol.DELTA, pool, timer, FAST,
+          WAIT, new SimpleMeterRegistry());
+      try {
+        UpstreamSession named = toScripted.open(new NodeGroupKey("other"), NODE, updates::add);
+        named.updateInterest(TypeUrl.ENDPOINT, new Interest(false, Set.of("a")));
+        scripted.nextDeltaRequest(WAIT);
+        Resource.Builder uncacheable = Resource.newBuilder().setName("a").setVersion("1")
+            .setResource(Any.pack(ClusterLoadAssignment.newBuilder().setClusterName("a").build()));
+        uncacheable.getCacheControlBuilder().setDoNotCache(true);
+        scripted.send(DeltaDiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.ENDPOINT.url()).setNonce("n1")
+            .addResources(uncacheable).build());
+        scripted.nextDeltaRequest(WAIT);
+
+        named.refetch(TypeUrl.ENDPOINT);
+
+        // istiod and go-control-plane ignore a subscription to a name already subscribed, and end up
+        // unsubscribed from a name one request both subscribes and unsubscribes (rule 14).
+        DeltaDiscoveryRequest unsubscribe = scripted.nextDeltaRequest(WAIT);
+        DeltaDiscoveryRequest subscribe = scripted.nextDeltaRequest(WAIT);
+        assertThat(unsubscribe.getResourceNamesUnsubscribeList()).containsExactly("a");
+        assertThat(unsubscribe.getResourceNamesSubscribeList()).isEmpty();
+        assertThat(subscribe.getResourceNamesSubscribeList()).containsExactly("a");
+        assertThat(subscribe.getResourceNamesUnsubscribeList()).isEmpty();
+        // A removal answering the unsubscription says nothing of whether "a" exists.
+        scripted.send(DeltaDiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.ENDPOINT.url()).setNonce("n2")
+            .addRemovedResources("a").build());
+        scripted.send(DeltaDiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.ENDPOINT.url()).setNonce("n3")
+            .addResources(uncacheable).build());
+        await().atMost(WAIT).until(() -> updatesOf(TypeUrl.ENDPOINT).size() >= 3);
+        assertThat(updatesOf(TypeUrl.ENDPOINT)).allSatisfy(update -> assertThat(update.removed()).isEmpty());
+      } finally {
+        toScripted.close();
+      }
+    }
   }
 }

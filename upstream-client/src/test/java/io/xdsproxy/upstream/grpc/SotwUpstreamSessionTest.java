@@ -270,4 +270,117 @@ class SotwUpstreamSessionTest {
       await().atMost(WAIT).until(() -> names(lastUpdate(TypeUrl.CLUSTER)).equals(List.of("fine")));
     }
   }
+
+  @Test
+  void aWildcardNobodyWantsAnyMoreStaysAskedForAndUpToDateInTheStore() throws Exception {
+    try (ScriptedControlPlane controlPlane = new ScriptedControlPlane()) {
+      UpstreamSession session = open(controlPlane.target(), WAIT);
+      session.updateInterest(TypeUrl.CLUSTER, new Interest(true, Set.of()));
+      controlPlane.nextRequest(WAIT);
+      controlPlane.send(clusterResponse("1", "n1", "a"));
+      controlPlane.nextRequest(WAIT);
+
+      session.updateInterest(TypeUrl.CLUSTER, Interest.NONE);
+      session.updateInterest(TypeUrl.CLUSTER, new Interest(true, Set.of()));
+
+      // istiod takes any request of Cluster for a wildcard, and one with the current nonce and the
+      // same names for an ACK, so the upstream is told nothing: the stream still asks for everything.
+      controlPlane.expectNoRequest(Duration.ofMillis(300));
+      assertThat(updates).as("nothing dropped from the store").allSatisfy(update -> assertThat(update.forgotten()).isEmpty());
+      controlPlane.send(clusterResponse("2", "n2", "a", "b"));
+      await().atMost(WAIT).until(() -> names(lastUpdate(TypeUrl.CLUSTER)).equals(List.of("a", "b")));
+      assertThat(controlPlane.nextRequest(WAIT).getVersionInfo()).as("the ACK").isEqualTo("2");
+    }
+  }
+
+  @Test
+  void theLastNamesOfATypeAreNeverTakenBackWithAnEmptyList() throws Exception {
+    try (ScriptedControlPlane controlPlane = new ScriptedControlPlane()) {
+      UpstreamSession session = open(controlPlane.target(), WAIT);
+      session.updateInterest(TypeUrl.ENDPOINT, new Interest(false, Set.of("a", "b")));
+      controlPlane.nextRequest(WAIT);
+      controlPlane.send(endpointResponse("1", "n1", false, "a", "b"));
+      controlPlane.nextRequest(WAIT);
+
+      session.updateInterest(TypeUrl.ENDPOINT, new Interest(false, Set.of("a")));
+      assertThat(controlPlane.nextRequest(WAIT).getResourceNamesList()).containsExactly("a");
+      await().atMost(WAIT).until(() -> lastUpdate(TypeUrl.ENDPOINT).forgotten().equals(Set.of("b")));
+      session.updateInterest(TypeUrl.ENDPOINT, Interest.NONE);
+
+      // An empty list is every resource to java-control-plane, none to go-control-plane and an
+      // unsubscription to istiod: "a" stays asked for, and in the store.
+      controlPlane.expectNoRequest(Duration.ofMillis(300));
+      assertThat(lastUpdate(TypeUrl.ENDPOINT).forgotten()).containsExactly("b");
+    }
+  }
+
+  @Test
+  void aDoNotCacheCopyIsAskedForAgainInTheTwoShapesOneOfWhichEveryControlPlaneAnswers() throws Exception {
+    try (ScriptedControlPlane controlPlane = new ScriptedControlPlane()) {
+      UpstreamSession session = open(controlPlane.target(), WAIT);
+      session.updateInterest(TypeUrl.ENDPOINT, new Interest(false, Set.of("a")));
+      controlPlane.nextRequest(WAIT);
+      controlPlane.send(endpointResponse("1", "n1", true, "a"));
+      controlPlane.nextRequest(WAIT);
+
+      session.refetch(TypeUrl.ENDPOINT);
+
+      DiscoveryRequest versionMismatch = controlPlane.nextRequest(WAIT);
+      DiscoveryRequest newWatch = controlPlane.nextRequest(WAIT);
+      assertThat(versionMismatch.getResponseNonce()).as("go- and java-control-plane answer a version not theirs").isEqualTo("n1");
+      assertThat(versionMismatch.getVersionInfo()).isEmpty();
+      assertThat(newWatch.getResponseNonce()).as("istiod answers an empty nonce as a new watch").isEmpty();
+      assertThat(newWatch.getResourceNamesList()).containsExactly("a");
+      controlPlane.send(endpointResponse("1", "n2", true, "a"));
+      assertThat(controlPlane.nextRequest(WAIT).getVersionInfo()).as("the ACK").isEqualTo("1");
+      assertThat(controlPlane.streamsOpened()).as("no new stream once the copy came").isEqualTo(1);
+    }
+  }
+
+  @Test
+  void aDoNotCacheCopyTheUpstreamDoesNotResendIsAskedForOnANewStream() throws Exception {
+    try (ScriptedControlPlane controlPlane = new ScriptedControlPlane()) {
+      UpstreamSession session = open(controlPlane.target(), Duration.ofMillis(500));
+      session.updateInterest(TypeUrl.ENDPOINT, new Interest(false, Set.of("a")));
+      controlPlane.nextRequest(WAIT);
+      controlPlane.send(endpointResponse("1", "n1", true, "a"));
+      controlPlane.nextRequest(WAIT);
+
+      session.refetch(TypeUrl.ENDPOINT);
+      controlPlane.nextRequest(WAIT);
+      controlPlane.nextRequest(WAIT);
+
+      DiscoveryRequest onNewStream = controlPlane.nextRequest(WAIT);
+      assertThat(controlPlane.streamsOpened()).isEqualTo(2);
+      assertThat(onNewStream.getResponseNonce()).isEmpty();
+      assertThat(onNewStream.getResourceNamesList()).containsExactly("a");
+    }
+  }
+
+  private static DiscoveryResponse clusterResponse(String version, String nonce, String... names) {
+    DiscoveryResponse.Builder response = DiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url())
+        .setVersionInfo(version).setNonce(nonce);
+    for (String name : names) {
+      response.addResources(Any.pack(Cluster.newBuilder().setName(name).build()));
+    }
+    return response.build();
+  }
+
+  /** Assignments {@code names}, in Resource wrappers marked do_not_cache if {@code doNotCache}. */
+  private static DiscoveryResponse endpointResponse(String version, String nonce, boolean doNotCache, String... names) {
+    DiscoveryResponse.Builder response = DiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.ENDPOINT.url())
+        .setVersionInfo(version).setNonce(nonce);
+    for (String name : names) {
+      Any assignment = Any.pack(ClusterLoadAssignment.newBuilder().setClusterName(name).build());
+      if (doNotCache) {
+        io.envoyproxy.envoy.service.discovery.v3.Resource.Builder wrapper = io.envoyproxy.envoy.service.discovery.v3.Resource
+            .newBuilder().setName(name).setResource(assignment);
+        wrapper.getCacheControlBuilder().setDoNotCache(true);
+        response.addResources(Any.pack(wrapper.build()));
+      } else {
+        response.addResources(assignment);
+      }
+    }
+    return response.build();
+  }
 }

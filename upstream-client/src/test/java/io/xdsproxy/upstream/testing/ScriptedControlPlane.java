@@ -28,6 +28,7 @@ public final class ScriptedControlPlane implements AutoCloseable {
   private final BlockingQueue<DeltaDiscoveryRequest> deltaRequests = new LinkedBlockingQueue<>();
   private volatile StreamObserver<DiscoveryResponse> stream;
   private volatile StreamObserver<DeltaDiscoveryResponse> deltaStream;
+  private final java.util.concurrent.atomic.AtomicInteger streamsOpened = new java.util.concurrent.atomic.AtomicInteger();
   private final Server server;
 
   public ScriptedControlPlane() throws IOException {
@@ -36,6 +37,7 @@ public final class ScriptedControlPlane implements AutoCloseable {
           @Override
           public StreamObserver<DiscoveryRequest> streamAggregatedResources(StreamObserver<DiscoveryResponse> responses) {
             stream = responses;
+            streamsOpened.incrementAndGet();
             return new StreamObserver<>() {
               @Override
               public void onNext(DiscoveryRequest request) {
@@ -56,6 +58,7 @@ public final class ScriptedControlPlane implements AutoCloseable {
           public StreamObserver<DeltaDiscoveryRequest> deltaAggregatedResources(
               StreamObserver<DeltaDiscoveryResponse> responses) {
             deltaStream = responses;
+            streamsOpened.incrementAndGet();
             return new StreamObserver<>() {
               @Override
               public void onNext(DeltaDiscoveryRequest request) {
@@ -85,6 +88,17 @@ public final class ScriptedControlPlane implements AutoCloseable {
     DiscoveryRequest request = requests.poll(timeout.toMillis(), TimeUnit.MILLISECONDS);
     assertThat(request).as("a request from the proxy within %s", timeout).isNotNull();
     return request;
+  }
+
+  /** Fails if the proxy sends a SotW request within {@code quiet}. */
+  public void expectNoRequest(Duration quiet) throws InterruptedException {
+    DiscoveryRequest request = requests.poll(quiet.toMillis(), TimeUnit.MILLISECONDS);
+    assertThat(request).as("no request from the proxy within %s", quiet).isNull();
+  }
+
+  /** How many streams (SotW and incremental) the proxy has opened. */
+  public int streamsOpened() {
+    return streamsOpened.get();
   }
 
   /** Sends {@code response} on the latest stream. */
