@@ -3,7 +3,10 @@ package io.xdsproxy.downstream;
 import static io.xdsproxy.downstream.testing.XdsTestClient.node;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
+import com.google.gson.JsonElement;
+import com.google.gson.JsonParser;
 import io.envoyproxy.controlplane.cache.v3.Snapshot;
 import io.envoyproxy.envoy.config.cluster.v3.Cluster;
 import io.xdsproxy.core.TypeUrl;
@@ -12,8 +15,14 @@ import io.xdsproxy.downstream.testing.Resources;
 import io.xdsproxy.downstream.testing.VariantClient;
 import io.xdsproxy.downstream.testing.VariantClient.Variant;
 import io.xdsproxy.upstream.testing.ControlPlane;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.time.Duration;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /** The convergence checker the fault tests end with: it passes on clients that caught up and names those that did not. */
@@ -38,6 +47,12 @@ class ConvergenceCheckerTest {
       current.subscribe(TypeUrl.CLUSTER);
       behind.subscribe(TypeUrl.CLUSTER, "a", "b", "c");
       new ConvergenceChecker().upstream("fleet", first).client(current).client(behind).awaitConverged(WAIT);
+      // The clients' last ACKs reach the proxy before the change: one taken after it would be answered
+      // with the additions and the removal together, not the split the message below describes.
+      await().atMost(WAIT).until(() -> {
+        Set<String> acked = ackedClusterVersions(proxy);
+        return acked.size() == 1 && !acked.contains("");
+      });
 
       Snapshot second = clusters("2", 2, "a", "c");
       behind.rejectNext(TypeUrl.CLUSTER);
@@ -54,5 +69,21 @@ class ConvergenceCheckerTest {
           .hasMessageNotContaining("client current");
       assertThat(checker.differences()).extracting(d -> d.client().node().getId()).containsExactly("behind");
     }
+  }
+
+  /** The Cluster version each open stream last ACKed, as {@code GET /clients} tells. */
+  private static Set<String> ackedClusterVersions(XdsProxy proxy) throws Exception {
+    HttpResponse<String> response = HttpClient.newHttpClient().send(
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + proxy.adminPort() + "/clients")).build(),
+        HttpResponse.BodyHandlers.ofString());
+    Set<String> versions = new HashSet<>();
+    for (JsonElement client : JsonParser.parseString(response.body()).getAsJsonObject().getAsJsonArray("clients")) {
+      for (JsonElement type : client.getAsJsonObject().getAsJsonArray("types")) {
+        if (type.getAsJsonObject().get("typeUrl").getAsString().equals(TypeUrl.CLUSTER.url())) {
+          versions.add(type.getAsJsonObject().get("ackedVersion").getAsString());
+        }
+      }
+    }
+    return versions;
   }
 }

@@ -263,10 +263,13 @@ class FaultsTest {
               client.node().getId(), second.xdsPort(), client.transcript(TypeUrl.CLUSTER))
           .extracting(received -> received.substring(0, received.indexOf('@')))
           .containsExactlyInAnyOrder("c-0", "c-30");
+      // c-1's endpoints changed; c-0's did not, but its cluster did, which an Envoy warms until its
+      // assignment comes: on ADS, where the two types share a stream, it follows (rule 18).
+      String[] expected = client.variant().ads() ? new String[] {"c-0", "c-1"} : new String[] {"c-1"};
       assertThat(client.receivedSinceConnect(TypeUrl.ENDPOINT)).as("%s: endpoints sent after reconnecting; transcript:%n%s",
               client.node().getId(), client.transcript(TypeUrl.ENDPOINT))
           .extracting(received -> received.substring(0, received.indexOf('@')))
-          .containsExactly("c-1");
+          .containsExactlyInAnyOrder(expected);
     }
   }
 

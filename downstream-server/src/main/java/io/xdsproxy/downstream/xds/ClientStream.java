@@ -5,6 +5,7 @@ import io.grpc.Status;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import io.xdsproxy.core.ClientFeatures;
+import io.xdsproxy.core.ClusterEndpoints;
 import io.xdsproxy.core.GroupWatcher;
 import io.xdsproxy.core.LimitedLog;
 import io.xdsproxy.core.NodeGroup;
@@ -14,14 +15,17 @@ import io.xdsproxy.core.SerialExecutor;
 import io.xdsproxy.core.Subscription;
 import io.xdsproxy.core.TypeSnapshot;
 import io.xdsproxy.core.TypeUrl;
+import io.xdsproxy.core.XdsResource;
 import java.net.SocketAddress;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
 import java.util.Queue;
+import java.util.Set;
 import java.util.SortedSet;
 import java.util.TreeMap;
 import java.util.TreeSet;
@@ -64,6 +68,18 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
 
     /** Each resource subscribed to, with what the client was sent of it and said of it: for CSDS. */
     List<ResourceStatus> resourceStatuses();
+
+    /**
+     * Of a Cluster stream: the clusters the last response sent anew or changed, which a client warms
+     * until their assignments come ("Resource warming"); each given once. Empty of other types.
+     */
+    List<XdsResource> takeWarming();
+
+    /**
+     * The next response owes the client {@code names}, those of them it subscribes to, whether they
+     * changed or not; returns whether any is owed.
+     */
+    boolean owe(Set<String> names);
   }
 
   /** One type's logical stream, and what the transport owes it. */
@@ -481,8 +497,36 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
         serving.metrics().fannedOut(type, System.nanoTime() - slot.unwrittenSince);
         slot.unwritten = false;
       }
+      if (type.equals(TypeUrl.CLUSTER)) {
+        sendAssignmentsOfWarming(slot.state.takeWarming(), deferRemovals);
+      }
     } else if (!deferRemovals) {
       slot.unwritten = false; // the update changed nothing this client holds
+    }
+  }
+
+  /**
+   * Rule 18 of interop.md, DESIGN invariant 9: "Warming of Cluster is completed only when a new
+   * ClusterLoadAssignment response is supplied … even if there is no change in endpoints" ("Resource
+   * warming"). After a Cluster response that added or changed {@code clusters}, the client gets their
+   * assignments at once, changed or not: a Delta Envoy asks for none it already subscribes to
+   * ({@code WatchMap::findAdditions}), and a SotW Envoy's request for them looks like an ACK. Control
+   * planes send them so (istiod {@code forceEDSPush} and full pushes, go-control-plane's snapshot
+   * versions, java-control-plane's {@code hasClusterChanged}). Only on ADS, where the two types share
+   * one stream and its order; not waiting for the Cluster ACK, which Envoy withholds while a cluster
+   * warms ({@code ClusterManagerImpl::updateClusterCounts}).
+   */
+  private void sendAssignmentsOfWarming(List<XdsResource> clusters, boolean deferRemovals) {
+    Slot<S> endpoints = types.get(TypeUrl.ENDPOINT);
+    if (clusters.isEmpty() || fixedType.isPresent() || endpoints == null) {
+      return;
+    }
+    Set<String> assignments = new HashSet<>();
+    for (XdsResource cluster : clusters) {
+      ClusterEndpoints.assignmentOf(cluster).ifPresent(assignments::add);
+    }
+    if (!assignments.isEmpty() && endpoints.state.owe(assignments)) {
+      send(TypeUrl.ENDPOINT, deferRemovals);
     }
   }
 

@@ -68,6 +68,8 @@ final class DeltaTypeState implements ClientStream.TypeStream {
   private Set<String> pendingRemovals = Set.of();
   /** Everything in the wildcard is to be sent: the wildcard was just subscribed to. */
   private boolean forceAll;
+  /** Of a Cluster stream: what the last response sent anew or changed, until {@link #takeWarming}. */
+  private List<XdsResource> warming = List.of();
   private String lastNonce = "";
   private String lastNackMessage;
   private String ackedVersion = "";
@@ -201,6 +203,25 @@ final class DeltaTypeState implements ClientStream.TypeStream {
     latest = snapshot;
   }
 
+  @Override
+  public List<XdsResource> takeWarming() {
+    List<XdsResource> taken = warming;
+    warming = List.of();
+    return taken;
+  }
+
+  @Override
+  public boolean owe(Set<String> names) {
+    boolean owed = false;
+    for (String name : names) {
+      if (subscription.covers(name)) {
+        forced = NameSets.with(forced, name);
+        owed = true;
+      }
+    }
+    return owed;
+  }
+
   /**
    * The response owed now: resources the client lacks or holds at another version, and removals.
    * With {@code deferRemovals}, removals are left for the next call, and a response that would only
@@ -265,14 +286,39 @@ final class DeltaTypeState implements ClientStream.TypeStream {
         removed.add(name);
       }
     }
-    if (resources.isEmpty() && removed.isEmpty()) {
+    if (resources.isEmpty() && removed.isEmpty() && (base != null || !readyToAnswer())) {
       return Optional.empty();
     }
+    // Rule 17 of interop.md: the first request of a type is answered, even with nothing, once the
+    // proxy knows what there is: an Envoy starting against an empty Cluster set waits for the answer.
     return Optional.of(new Outgoing(resources, removed, latest, List.of(), withheld));
+  }
+
+  /** Whether the state of everything subscribed to is known: a wildcard was answered, and every name. */
+  private boolean readyToAnswer() {
+    if (subscription.isEmpty() || subscription.wildcard() && !latest.isComplete()) {
+      return false;
+    }
+    for (String name : subscription.names()) {
+      if (latest.state(name) == NameState.UNKNOWN) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /** Marks {@code outgoing} as sent with {@code nonce}: the client now holds its snapshot. */
   void sent(Outgoing outgoing, String nonce) {
+    if (type.equals(TypeUrl.CLUSTER)) {
+      List<XdsResource> sentAnew = new ArrayList<>();
+      for (Resource resource : outgoing.resources()) {
+        XdsResource cluster = resource.hasResource() ? outgoing.snapshot().get(resource.getName()) : null;
+        if (cluster != null) { // else a heartbeat: nothing changed
+          sentAnew.add(cluster);
+        }
+      }
+      warming = sentAnew;
+    }
     pendingRemovals = outgoing.deferred().isEmpty() ? Set.of() : NameSets.withAll(pendingRemovals, outgoing.deferred());
     base = outgoing.snapshot();
     lastNonce = nonce;

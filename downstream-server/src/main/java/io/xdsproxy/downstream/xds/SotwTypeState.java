@@ -1,6 +1,7 @@
 package io.xdsproxy.downstream.xds;
 
 import com.google.protobuf.Any;
+import io.envoyproxy.envoy.config.endpoint.v3.ClusterLoadAssignment;
 import io.envoyproxy.envoy.service.discovery.v3.Resource;
 import io.xdsproxy.core.Subscription;
 import io.xdsproxy.core.TypeSnapshot;
@@ -76,6 +77,8 @@ final class SotwTypeState implements ClientStream.TypeStream {
    * state waits for the upstream's next copies, since one without them would delete them.
    */
   private boolean awaitsFreshCopies;
+  /** Of a Cluster stream: what the last response sent anew or changed, until {@link #takeWarming}. */
+  private List<XdsResource> warming = List.of();
   private String lastNonce = "";
   private String ackedVersion = "";
   private String lastNackMessage;
@@ -246,6 +249,41 @@ final class SotwTypeState implements ClientStream.TypeStream {
   }
 
   /**
+   * Of {@code included}, what the client did not hold as it is now: all of it on the stream's first
+   * response, since a client that reconnects may hold anything (one whose cluster changed meanwhile
+   * warms it, and may have asked for its endpoints on this stream already).
+   */
+  private List<XdsResource> changedFor(List<XdsResource> included) {
+    List<XdsResource> changed = new ArrayList<>();
+    for (XdsResource resource : included) {
+      XdsResource sent = lastSent == null ? null : lastSent.get(resource.name());
+      if (sent == null || withheld.contains(resource.name()) || differs(sent, resource)) {
+        changed.add(resource);
+      }
+    }
+    return changed;
+  }
+
+  @Override
+  public List<XdsResource> takeWarming() {
+    List<XdsResource> taken = warming;
+    warming = List.of();
+    return taken;
+  }
+
+  @Override
+  public boolean owe(Set<String> names) {
+    boolean owed = false;
+    for (String name : names) {
+      if (subscription.covers(name)) {
+        newlySubscribed = NameSets.with(newlySubscribed, name);
+        owed = true;
+      }
+    }
+    return owed;
+  }
+
+  /**
    * The response owed to the client now, if any ("When to send an update": only when something it
    * subscribed to changed or was newly asked for). With {@code deferRemovals}, a full-state response
    * keeps the resources the client holds that are gone upstream, and a response that would only
@@ -276,6 +314,9 @@ final class SotwTypeState implements ClientStream.TypeStream {
 
   /** Marks {@code outgoing} as sent with {@code nonce}. */
   void sent(Outgoing outgoing, String nonce) {
+    if (type.equals(TypeUrl.CLUSTER)) {
+      warming = changedFor(outgoing.included());
+    }
     lastSent = outgoing.snapshot();
     removalsPending = outgoing.removalsDeferred();
     withheld = outgoing.withheld();
@@ -395,6 +436,10 @@ final class SotwTypeState implements ClientStream.TypeStream {
     for (String name : candidates()) {
       XdsResource resource = latest.get(name);
       XdsResource sent = lastSent == null ? null : lastSent.get(name);
+      if (resource == null && sent == null && awaitsAssignment(name)) {
+        resources.add(emptyAssignment(name));
+        continue;
+      }
       if (resource == null) {
         continue;
       }
@@ -411,6 +456,22 @@ final class SotwTypeState implements ClientStream.TypeStream {
     }
     return Optional.of(new Outgoing(resources, heartbeats, latest.version(), latest, false, withheldNow, false,
         Optional.empty()));
+  }
+
+  /**
+   * Rule 21 of interop.md: an assignment the client waits for and the upstream does not have (its
+   * not-found timer said so) is answered with an empty one, as istiod answers it at once
+   * ({@code buildEmptyClusterLoadAssignment}): an Envoy warming that cluster would otherwise wait for
+   * its initial_fetch_timeout, forever under istiod's config (0 s), and never start its listeners. Sent
+   * once: when the name is asked for anew, on the stream's first response, or once it became absent.
+   */
+  private boolean awaitsAssignment(String name) {
+    return type.equals(TypeUrl.ENDPOINT) && latest.state(name) == NameState.ABSENT && subscription.names().contains(name)
+        && (lastSent == null || newlySubscribed.contains(name) || lastSent.state(name) != NameState.ABSENT);
+  }
+
+  private static XdsResource emptyAssignment(String name) {
+    return XdsResource.of(name, Any.pack(ClusterLoadAssignment.newBuilder().setClusterName(name).build()));
   }
 
   /**

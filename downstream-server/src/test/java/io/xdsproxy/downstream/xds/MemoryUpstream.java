@@ -61,7 +61,8 @@ final class MemoryUpstream implements UpstreamSource {
   /** A body of {@code type} named {@code name}: field 1, as every xDS type keeps its name. */
   static Any body(TypeUrl type, String name, int revision) {
     if (type.equals(TypeUrl.CLUSTER)) {
-      return Any.pack(Cluster.newBuilder().setName(name).setAltStatName("revision " + revision).build());
+      return Any.pack(Cluster.newBuilder().setName(name).setType(Cluster.DiscoveryType.EDS).setAltStatName("revision " + revision)
+          .build());
     } else if (type.equals(TypeUrl.LISTENER)) {
       return Any.pack(Listener.newBuilder().setName(name).setStatPrefix("revision " + revision).build());
     } else if (type.equals(TypeUrl.ENDPOINT)) {
