@@ -8,6 +8,7 @@ import io.grpc.stub.ClientResponseObserver;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.xdsproxy.core.ClusterEndpoints;
 import io.xdsproxy.core.Interest;
 import io.xdsproxy.core.LimitedLog;
 import io.xdsproxy.core.NodeGroupKey;
@@ -200,13 +201,47 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
           armNotFoundTimer(state, name);
         }
       }
-      Interest previousWire = state.wire;
-      state.wire = expressible(interest, previousWire);
-      if (!state.wire.equals(previousWire)) {
-        forgetWhatLeftTheWire(state, previousWire);
-        wireChanged(state, previousWire);
-      }
+      rewire(state);
     });
+  }
+
+  /** Asks the upstream for what {@code state}'s type should now be subscribed to, if that changed. */
+  private void rewire(S state) {
+    Interest previousWire = state.wire;
+    state.wire = expressible(upstreamInterest(state), previousWire);
+    if (!state.wire.equals(previousWire)) {
+      forgetWhatLeftTheWire(state, previousWire);
+      wireChanged(state, previousWire);
+    }
+  }
+
+  /**
+   * Rule 7 of interop.md: what the upstream is asked for of {@code state}'s type. For assignments,
+   * once the upstream has sent the group's clusters, what a directly connected Envoy would ask for:
+   * the assignments those clusters take their endpoints from, and the names the group's clients ask
+   * for that the upstream has served. go-control-plane in ADS mode drops a request that leaves out an
+   * assignment it holds ({@code createResponse}, superset rule), and java-control-plane answers none
+   * while one asked for is missing ({@code SimpleCache.respond}): a name no cluster references (a
+   * reconnecting Envoy's stale cluster) is not asked for, and is taken not to exist after the
+   * not-found timeout. Every other type: the group's interest.
+   */
+  private Interest upstreamInterest(S state) {
+    Interest interest = state.interest;
+    S clusters = types.get(TypeUrl.CLUSTER);
+    if (!state.type.equals(TypeUrl.ENDPOINT) || interest.wildcard() || interest.isEmpty()
+        || clusters == null || clusters.received.isEmpty()) {
+      return interest;
+    }
+    Set<String> names = new HashSet<>();
+    for (XdsResource cluster : clusters.decoded.values()) {
+      ClusterEndpoints.assignmentOf(cluster).ifPresent(names::add);
+    }
+    for (String name : interest.names()) {
+      if (state.received.contains(name)) {
+        names.add(name);
+      }
+    }
+    return new Interest(false, names);
   }
 
   /**
@@ -301,6 +336,9 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
       state.awaitingFresh.remove(resource.name());
     }
     listener.onUpdate(update);
+    if (state.type.equals(TypeUrl.CLUSTER)) {
+      typeState(TypeUrl.ENDPOINT).ifPresent(this::rewire);
+    }
   }
 
   /** A response was applied: the stream works, so the next failure starts the backoff afresh. */
@@ -373,7 +411,7 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
     for (S state : types.values()) {
       Interest previousWire = state.wire;
       // A new stream has been asked nothing: what could not be taken back on the old one can be now.
-      state.wire = expressible(state.interest, Interest.NONE);
+      state.wire = expressible(upstreamInterest(state), Interest.NONE);
       forgetWhatLeftTheWire(state, previousWire);
     }
     streamOpened(types.values());

@@ -383,4 +383,32 @@ class SotwUpstreamSessionTest {
     }
     return response.build();
   }
+
+  @Test
+  void assignmentsAreAskedForAsADirectEnvoyWouldAskOnceTheClustersAreKnown() throws Exception {
+    try (ScriptedControlPlane controlPlane = new ScriptedControlPlane()) {
+      UpstreamSession session = open(controlPlane.target(), Duration.ofMillis(500));
+      session.updateInterest(TypeUrl.CLUSTER, new Interest(true, Set.of()));
+      controlPlane.nextRequest(WAIT);
+      // Before the clusters are known, what the clients ask for is asked for.
+      session.updateInterest(TypeUrl.ENDPOINT, new Interest(false, Set.of("a", "stale")));
+      assertThat(controlPlane.nextRequest(WAIT).getResourceNamesList()).containsExactly("a", "stale");
+
+      controlPlane.send(DiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).setVersionInfo("1").setNonce("n1")
+          .addResources(Any.pack(Cluster.newBuilder().setName("a").setType(Cluster.DiscoveryType.EDS).build()))
+          .addResources(Any.pack(Cluster.newBuilder().setName("b").setType(Cluster.DiscoveryType.EDS)
+              .setEdsClusterConfig(Cluster.EdsClusterConfig.newBuilder().setServiceName("b-endpoints")).build()))
+          .addResources(Any.pack(Cluster.newBuilder().setName("dns").setType(Cluster.DiscoveryType.STRICT_DNS).build()))
+          .build());
+
+      // go-control-plane drops a request that leaves out an assignment its snapshot has, and
+      // java-control-plane answers none while one asked for is missing: the request names what the
+      // clusters reference, and not "stale", which no cluster references and the upstream never sent.
+      assertThat(controlPlane.nextRequest(WAIT).getTypeUrl()).as("the Cluster ACK").isEqualTo(TypeUrl.CLUSTER.url());
+      DiscoveryRequest endpoints = controlPlane.nextRequest(WAIT);
+      assertThat(endpoints.getTypeUrl()).isEqualTo(TypeUrl.ENDPOINT.url());
+      assertThat(endpoints.getResourceNamesList()).containsExactly("a", "b-endpoints");
+      await().atMost(WAIT).until(() -> lastUpdate(TypeUrl.ENDPOINT) != null && lastUpdate(TypeUrl.ENDPOINT).removed().contains("stale"));
+    }
+  }
 }
