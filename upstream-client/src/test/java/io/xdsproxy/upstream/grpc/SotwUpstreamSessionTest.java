@@ -408,7 +408,8 @@ class SotwUpstreamSessionTest {
       DiscoveryRequest endpoints = controlPlane.nextRequest(WAIT);
       assertThat(endpoints.getTypeUrl()).isEqualTo(TypeUrl.ENDPOINT.url());
       assertThat(endpoints.getResourceNamesList()).containsExactly("a", "b-endpoints");
-      await().atMost(WAIT).until(() -> lastUpdate(TypeUrl.ENDPOINT) != null && lastUpdate(TypeUrl.ENDPOINT).removed().contains("stale"));
+      await().atMost(WAIT).until(() -> updates.stream()
+          .anyMatch(update -> update.type().equals(TypeUrl.ENDPOINT) && update.removed().contains("stale")));
     }
   }
 }
