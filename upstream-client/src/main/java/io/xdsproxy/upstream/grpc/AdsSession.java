@@ -169,10 +169,11 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
   abstract void streamOpened(Iterable<S> types);
 
   /**
-   * What the stream can be asked for when the group wants {@code interest} and the stream was asked
-   * for {@code wire}: {@code interest}, but for what the variant cannot take back on a stream.
+   * What the stream can be asked for of {@code type} when the group wants {@code interest} and the
+   * stream was asked for {@code wire}: {@code interest}, but for what the variant cannot take back on
+   * a stream.
    */
-  abstract Interest expressible(Interest interest, Interest wire);
+  abstract Interest expressible(TypeUrl type, Interest interest, Interest wire);
 
   /** {@code state}'s {@link TypeState#wire} changed from {@code previous}; tell the upstream. */
   abstract void wireChanged(S state, Interest previous);
@@ -208,22 +209,31 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
   /** Asks the upstream for what {@code state}'s type should now be subscribed to, if that changed. */
   private void rewire(S state) {
     Interest previousWire = state.wire;
-    state.wire = expressible(upstreamInterest(state), previousWire);
+    Interest wanted = upstreamInterest(state);
+    state.wire = expressible(state.type, wanted, previousWire);
     if (!state.wire.equals(previousWire)) {
       forgetWhatLeftTheWire(state, previousWire);
       wireChanged(state, previousWire);
+    }
+    if (wanted != state.interest) {
+      Set<String> unreferenced = new HashSet<>(state.interest.names());
+      unreferenced.removeAll(wanted.names());
+      if (!unreferenced.isEmpty()) {
+        publish(state, ResourceUpdate.partial(state.type, List.of(), unreferenced, false));
+      }
     }
   }
 
   /**
    * Rule 7 of interop.md: what the upstream is asked for of {@code state}'s type. For assignments,
    * once the upstream has sent the group's clusters, what a directly connected Envoy would ask for:
-   * the assignments those clusters take their endpoints from, and the names the group's clients ask
-   * for that the upstream has served. go-control-plane in ADS mode drops a request that leaves out an
-   * assignment it holds ({@code createResponse}, superset rule), and java-control-plane answers none
-   * while one asked for is missing ({@code SimpleCache.respond}): a name no cluster references (a
-   * reconnecting Envoy's stale cluster) is not asked for, and is taken not to exist after the
-   * not-found timeout. Every other type: the group's interest.
+   * the assignments those clusters take their endpoints from. go-control-plane in ADS mode drops a
+   * request that leaves out an assignment it holds ({@code createResponse}, superset rule), and
+   * java-control-plane answers none while one asked for is missing ({@code SimpleCache.respond}). A
+   * name the group's clients ask for that no cluster references (a cluster a reconnecting Envoy still
+   * warms, gone upstream) is not asked for and does not exist, as istiod answers it
+   * ({@code buildEmptyClusterLoadAssignment}). Every other type, or before the clusters are known:
+   * the group's interest, as it is.
    */
   private Interest upstreamInterest(S state) {
     Interest interest = state.interest;
@@ -235,11 +245,6 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
     Set<String> names = new HashSet<>();
     for (XdsResource cluster : clusters.decoded.values()) {
       ClusterEndpoints.assignmentOf(cluster).ifPresent(names::add);
-    }
-    for (String name : interest.names()) {
-      if (state.received.contains(name)) {
-        names.add(name);
-      }
     }
     return new Interest(false, names);
   }
@@ -411,7 +416,7 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
     for (S state : types.values()) {
       Interest previousWire = state.wire;
       // A new stream has been asked nothing: what could not be taken back on the old one can be now.
-      state.wire = expressible(upstreamInterest(state), Interest.NONE);
+      state.wire = expressible(state.type, upstreamInterest(state), Interest.NONE);
       forgetWhatLeftTheWire(state, previousWire);
     }
     streamOpened(types.values());

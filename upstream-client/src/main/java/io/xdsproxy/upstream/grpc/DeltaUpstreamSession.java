@@ -76,11 +76,23 @@ final class DeltaUpstreamSession
   /**
    * A wildcard is not taken back on a stream: istiod decides it once, on the type's first request
    * ({@code deltaWatchedResources}), and java-control-plane takes Listener and Cluster for wildcard
-   * whatever is sent ({@code DeltaDiscoveryRequestStreamObserver}). Names can be.
+   * whatever is sent ({@code DeltaDiscoveryRequestStreamObserver}). Nor are Listener and Cluster
+   * names: java-control-plane does not send again one unsubscribed and subscribed again while its
+   * version is unchanged, so a client coming back for it would be told it does not exist. They are
+   * few (a gRPC group's clusters and listeners) and stay asked for, and in the store, until the
+   * stream ends. Other names are taken back as the group drops them.
    */
   @Override
-  Interest expressible(Interest interest, Interest wire) {
-    return wire.wildcard() && !interest.wildcard() ? new Interest(true, interest.names()) : interest;
+  Interest expressible(TypeUrl type, Interest interest, Interest wire) {
+    if (wire.wildcard() && !interest.wildcard()) {
+      return new Interest(true, interest.names());
+    }
+    if (type.isFullStateInSotw() && !interest.names().containsAll(wire.names())) {
+      Set<String> names = new HashSet<>(wire.names());
+      names.addAll(interest.names());
+      return new Interest(interest.wildcard(), names);
+    }
+    return interest;
   }
 
   @Override

@@ -79,7 +79,7 @@ final class SotwUpstreamSession
    * asked for, and the store keeps what they bring (interop.md rule 10).
    */
   @Override
-  Interest expressible(Interest interest, Interest wire) {
+  Interest expressible(TypeUrl type, Interest interest, Interest wire) {
     if (wire.wildcard()) {
       return new Interest(true, interest.names());
     }

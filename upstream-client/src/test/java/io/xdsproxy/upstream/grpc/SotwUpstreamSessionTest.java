@@ -403,7 +403,7 @@ class SotwUpstreamSessionTest {
 
       // go-control-plane drops a request that leaves out an assignment its snapshot has, and
       // java-control-plane answers none while one asked for is missing: the request names what the
-      // clusters reference, and not "stale", which no cluster references and the upstream never sent.
+      // clusters reference, and not "stale", which no cluster references: it does not exist.
       assertThat(controlPlane.nextRequest(WAIT).getTypeUrl()).as("the Cluster ACK").isEqualTo(TypeUrl.CLUSTER.url());
       DiscoveryRequest endpoints = controlPlane.nextRequest(WAIT);
       assertThat(endpoints.getTypeUrl()).isEqualTo(TypeUrl.ENDPOINT.url());
