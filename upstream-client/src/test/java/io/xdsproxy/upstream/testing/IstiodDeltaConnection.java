@@ -2,7 +2,6 @@ package io.xdsproxy.upstream.testing;
 
 import static io.xdsproxy.upstream.testing.IstiodConfig.CLUSTER_TYPE;
 import static io.xdsproxy.upstream.testing.IstiodConfig.ENDPOINT_TYPE;
-import static io.xdsproxy.upstream.testing.IstiodConfig.EXTENSION_CONFIGURATION_TYPE;
 import static io.xdsproxy.upstream.testing.IstiodConfig.isWildcardTypeUrl;
 
 import io.envoyproxy.envoy.config.core.v3.Node;
@@ -121,11 +120,11 @@ final class IstiodDeltaConnection extends IstiodConnection<DeltaDiscoveryRequest
   }
 
   /**
-   * delta.go {@code pushDeltaXds}: the generated resources, and as removed every generated-for name
-   * the generator did not build, unless the generation was incremental; never for ECDS
-   * ({@code neverRemoveDelta}). For a wildcard type the watch then holds the names just sent
-   * ({@code shouldSetWatchedResources}), which is what the next push's removals and the next
-   * request's "changed" are measured against.
+   * delta.go {@code pushDeltaXds}: the generated resources, and as removed every name generated for
+   * that the generator did not build, unless the generation was incremental. (istiod never reports
+   * ECDS removals, {@code neverRemoveDelta}; the model generates no ECDS.) For a wildcard type the
+   * watch then holds the names just sent ({@code shouldSetWatchedResources}), which is what the next
+   * push's removals and the next request's "changed" are measured against.
    */
   @Override
   void push(String typeUrl, Set<String> names, Build build, String version) {
@@ -135,7 +134,7 @@ final class IstiodDeltaConnection extends IstiodConnection<DeltaDiscoveryRequest
     }
     Set<String> sent = generated.get().names();
     Set<String> removed = new TreeSet<>();
-    if (!generated.get().incremental() && !typeUrl.equals(EXTENSION_CONFIGURATION_TYPE)) {
+    if (!generated.get().incremental()) {
       removed.addAll(names);
       removed.removeAll(sent);
     }
