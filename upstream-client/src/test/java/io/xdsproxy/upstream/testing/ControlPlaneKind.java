@@ -13,6 +13,13 @@ public enum ControlPlaneKind {
     public UpstreamControlPlane create() throws IOException {
       return new ControlPlane();
     }
+  },
+  /** istiod's answering rules, as {@link IstiodModel} has them from its source. */
+  ISTIOD {
+    @Override
+    public UpstreamControlPlane create() throws IOException {
+      return new IstiodModel();
+    }
   };
 
   /** A new control plane of this kind, serving on a loopback port. */
