@@ -23,6 +23,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BiConsumer;
 import java.util.function.Function;
 
 /**
@@ -68,11 +69,7 @@ public final class GoControlPlaneModel implements UpstreamControlPlane {
   private record Backend(
       Function<GoStreamLink<DiscoveryResponse>, GoStreamLink.Handler<DiscoveryRequest>> sotw,
       Function<GoStreamLink<DeltaDiscoveryResponse>, GoStreamLink.Handler<DeltaDiscoveryRequest>> delta,
-      SnapshotSink snapshots) {}
-
-  private interface SnapshotSink {
-    void set(String group, GoSnapshot snapshot);
-  }
+      BiConsumer<String, GoSnapshot> snapshots) {}
 
   /** Who opened a stream, and whether it is still open. */
   private static final class StreamRecord {
@@ -156,7 +153,7 @@ public final class GoControlPlaneModel implements UpstreamControlPlane {
    */
   @Override
   public void setSnapshot(String group, Snapshot snapshot) {
-    backend.snapshots().set(group, GoSnapshot.from(snapshot, doNotCache));
+    backend.snapshots().accept(group, GoSnapshot.from(snapshot, doNotCache));
   }
 
   @Override

@@ -37,7 +37,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -488,33 +488,40 @@ class GoControlPlaneModelTest {
   /** go-control-plane#1498's own test, with a cache that answers for the subscription the request replaced. */
   @Test
   void aResponseNamingAResourceNoLongerSubscribedIsDropped() throws Exception {
-    AtomicInteger watches = new AtomicInteger();
-    GoResource cluster = GoResource.of("s", Cluster.newBuilder().setName("s").build(), false);
-    List<DiscoveryRequest> seen = new CopyOnWriteArrayList<>();
-    GoCache stale = new GoCache() {
-      @Override
-      public Runnable createWatch(DiscoveryRequest request, GoSubscription.View subscription,
-          Consumer<GoResponses.Sotw> responder) {
-        seen.add(request);
-        watches.incrementAndGet();
-        responder.accept(new GoResponses.Sotw(seen.get(0), "1", List.of(cluster), Map.of("s", "1")));
-        return () -> {};
-      }
-
-      @Override
-      public Runnable createDeltaWatch(DeltaDiscoveryRequest request, GoSubscription.View subscription,
-          Consumer<GoResponses.Delta> responder) {
-        return () -> {};
-      }
-    };
-    start(GoControlPlaneModel.headServerOver("a stale cache", stale));
+    StubCache cache = new StubCache((watch, watches) -> watch.answer(watches.get(0).request(), "s"));
+    start(GoControlPlaneModel.headServerOver("a cache answering for an old subscription", cache));
     Sotw client = new Sotw();
     DiscoveryResponse first = client.ask(CDS, "", "", "s");
 
     client.send(CDS, first.getVersionInfo(), first.getNonce());
 
     client.expectNothing();
-    assertThat(watches).hasValue(2);
+    assertThat(cache.watches).hasSize(2);
+  }
+
+  /**
+   * go's loop stops reading a watch's channel once a request replaces the watch: an answer the cache put
+   * there just before is never sent, even one that still matches the subscription. The stub makes the
+   * race certain by answering the first watch while the second is created.
+   */
+  @Test
+  void anAnswerOfAWatchThatARequestReplacedIsNeverSent() throws Exception {
+    StubCache cache = new StubCache((watch, watches) -> {
+      if (watches.size() == 2) {
+        watches.get(0).answer(watches.get(0).request(), "s");
+      } else if (watches.size() == 3) {
+        watch.answer(watch.request(), "s");
+      }
+    });
+    start(GoControlPlaneModel.headServerOver("a cache answering a replaced watch", cache));
+    Sotw client = new Sotw();
+    client.send(CDS, "", "", "s");
+
+    client.send(CDS, "", "", "s");
+    client.expectNothing();
+
+    client.send(CDS, "", "", "s");
+    assertThat(names(client.next())).as("the current watch's answer").containsExactly("s");
   }
 
   // ---- Delta server (pkg/server/delta/v3/server.go processDelta) and caches ----
@@ -794,6 +801,46 @@ class GoControlPlaneModelTest {
   private static String brief(DiscoveryResponse response) {
     return "← " + response.getTypeUrl().substring(response.getTypeUrl().lastIndexOf('.') + 1) + " names="
         + names(response) + " version=" + response.getVersionInfo() + " nonce=" + response.getNonce();
+  }
+
+  /**
+   * A cache for HEAD's server that answers as a script says, given the watch just created and every
+   * watch so far (the test's {@code ConfigWatcher}, as go's server tests write them).
+   */
+  private static final class StubCache implements GoCache {
+    private final BiConsumer<StubWatch, List<StubWatch>> script;
+    private final List<StubWatch> watches = new CopyOnWriteArrayList<>();
+
+    StubCache(BiConsumer<StubWatch, List<StubWatch>> script) {
+      this.script = script;
+    }
+
+    @Override
+    public Runnable createWatch(DiscoveryRequest request, GoSubscription.View subscription,
+        Consumer<GoResponses.Sotw> responder) {
+      StubWatch watch = new StubWatch(request, responder);
+      watches.add(watch);
+      script.accept(watch, watches);
+      return () -> {};
+    }
+
+    @Override
+    public Runnable createDeltaWatch(DeltaDiscoveryRequest request, GoSubscription.View subscription,
+        Consumer<GoResponses.Delta> responder) {
+      return () -> {};
+    }
+  }
+
+  private record StubWatch(DiscoveryRequest request, Consumer<GoResponses.Sotw> responder) {
+
+    /** Answers with clusters {@code names}, computed for {@code forRequest}, at version "1". */
+    void answer(DiscoveryRequest forRequest, String... names) {
+      List<GoResource> resources = Arrays.stream(names)
+          .map(name -> GoResource.of(name, Cluster.newBuilder().setName(name).build(), false)).toList();
+      Map<String, String> returned = new TreeMap<>();
+      Arrays.stream(names).forEach(name -> returned.put(name, "1"));
+      responder.accept(new GoResponses.Sotw(forRequest, "1", resources, returned));
+    }
   }
 
   /** A raw SotW ADS client: sends what the test writes, queues what the model answers, logs both for failures. */
