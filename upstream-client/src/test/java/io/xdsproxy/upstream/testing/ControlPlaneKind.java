@@ -20,6 +20,27 @@ public enum ControlPlaneKind {
     public UpstreamControlPlane create() throws IOException {
       return new IstiodModel();
     }
+  },
+  /** go-control-plane HEAD, SotW and Delta servers over the ADS SnapshotCache. */
+  GO_SNAPSHOT {
+    @Override
+    public UpstreamControlPlane create() throws IOException {
+      return new GoControlPlaneModel(GoControlPlaneModel.Flavour.SNAPSHOT);
+    }
+  },
+  /** go-control-plane v0.13.4 over the ADS SnapshotCache: the re-subscription rule of go-control-plane#583. */
+  GO_SNAPSHOT_V013 {
+    @Override
+    public UpstreamControlPlane create() throws IOException {
+      return new GoControlPlaneModel(GoControlPlaneModel.Flavour.SNAPSHOT_V0_13_4);
+    }
+  },
+  /** go-control-plane HEAD over one LinearCache per node group and type. */
+  GO_LINEAR {
+    @Override
+    public UpstreamControlPlane create() throws IOException {
+      return new GoControlPlaneModel(GoControlPlaneModel.Flavour.LINEAR);
+    }
   };
 
   /** A new control plane of this kind, serving on a loopback port. */
