@@ -207,7 +207,10 @@ class ControlPlaneMatrixTest {
         wildcardClient(Variant.DELTA_ADS, proxy.xdsPort(), "late-delta", FLEET, "c-0", "c-1"));
 
     for (VariantClient client : late) {
-      client.awaitHeld(TypeUrl.ENDPOINT, WAIT, held -> held.containsKey("c-0") && held.containsKey("c-1"));
+      await().atMost(WAIT).until(() -> {
+        client.pump();
+        return client.held(TypeUrl.ENDPOINT).keySet().containsAll(List.of("c-0", "c-1"));
+      });
     }
   }
 

@@ -76,16 +76,20 @@ final class DeltaUpstreamSession
   /**
    * A wildcard is not taken back on a stream: istiod decides it once, on the type's first request
    * ({@code deltaWatchedResources}), and java-control-plane takes Listener and Cluster for wildcard
-   * whatever is sent ({@code DeltaDiscoveryRequestStreamObserver}). Nor are Listener and Cluster
-   * names: java-control-plane does not send again one unsubscribed and subscribed again while its
-   * version is unchanged, so a client coming back for it would be told it does not exist. They are
-   * few (a gRPC group's clusters and listeners) and stay asked for, and in the store, until the
-   * stream ends. Other names are taken back as the group drops them.
+   * whatever is sent ({@code DeltaDiscoveryRequestStreamObserver}). Nor are the last names of a
+   * type, nor Listener and Cluster names: go-control-plane up to v0.13.4 does not send again a name
+   * unsubscribed and subscribed again while its version is unchanged, java-control-plane a Listener
+   * or Cluster, so a client coming back for one would be told it does not exist. They stay asked for,
+   * and in the store, until the stream ends (Listeners and Clusters asked by name are few: a gRPC
+   * group's). Other names are taken back as the group drops them.
    */
   @Override
   Interest expressible(TypeUrl type, Interest interest, Interest wire) {
     if (wire.wildcard() && !interest.wildcard()) {
       return new Interest(true, interest.names());
+    }
+    if (!interest.wildcard() && interest.names().isEmpty()) {
+      return wire;
     }
     if (type.isFullStateInSotw() && !interest.names().containsAll(wire.names())) {
       Set<String> names = new HashSet<>(wire.names());
