@@ -9,22 +9,20 @@ import io.envoyproxy.controlplane.cache.v3.Snapshot;
 import io.envoyproxy.envoy.config.cluster.v3.Cluster;
 import io.envoyproxy.envoy.config.endpoint.v3.ClusterLoadAssignment;
 import io.xdsproxy.core.TypeUrl;
+import io.xdsproxy.downstream.testing.ControlPlaneCell;
 import io.xdsproxy.downstream.testing.ConvergenceChecker;
 import io.xdsproxy.downstream.testing.Opened;
 import io.xdsproxy.downstream.testing.Resources;
 import io.xdsproxy.downstream.testing.VariantClient;
 import io.xdsproxy.downstream.testing.VariantClient.Variant;
-import io.xdsproxy.upstream.grpc.AdsUpstream.Protocol;
 import io.xdsproxy.upstream.grpc.Backoff;
 import io.xdsproxy.upstream.testing.ControlPlaneKind;
 import io.xdsproxy.upstream.testing.UpstreamControlPlane;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Set;
 import java.util.stream.IntStream;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -34,35 +32,15 @@ import org.junit.jupiter.params.provider.MethodSource;
  * each run against every control plane the suite has ({@link ControlPlaneKind}: java-control-plane
  * itself, models of istiod and go-control-plane written from their source) with the proxy's upstream
  * speaking SotW and Delta. Short scenarios run in every cell; long ones in one cell per control plane,
- * the upstream variant alternating ({@link #representativeCells}). Each ends with invariant 2
- * checked by {@link ConvergenceChecker}: every client holds what the control plane serves for what
- * it subscribed to, and ACKed it.
+ * the upstream variant alternating ({@link ControlPlaneCell#representativeCells}). Each ends with
+ * invariant 2 checked by {@link ConvergenceChecker}: every client holds what the control plane serves
+ * for what it subscribed to, and ACKed it.
  */
 class ControlPlaneMatrixTest {
 
   private static final Duration WAIT = Duration.ofSeconds(15);
   private static final Backoff QUICK = new Backoff(Duration.ofMillis(50), Duration.ofMillis(500), 2.0, 0.2);
   private static final String FLEET = "fleet";
-
-  /** One cell of the matrix: a control plane, and the variant the proxy speaks to it. */
-  record Cell(ControlPlaneKind controlPlane, Protocol upstream) {
-    @Override
-    public String toString() {
-      return controlPlane + " over " + upstream;
-    }
-  }
-
-  static Stream<Cell> everyCell() {
-    return Arrays.stream(ControlPlaneKind.values())
-        .flatMap(kind -> Stream.of(new Cell(kind, Protocol.SOTW), new Cell(kind, Protocol.DELTA)));
-  }
-
-  /** One cell per control plane, the upstream variant alternating: for the scenarios that take longer. */
-  static Stream<Cell> representativeCells() {
-    ControlPlaneKind[] kinds = ControlPlaneKind.values();
-    return IntStream.range(0, kinds.length)
-        .mapToObj(i -> new Cell(kinds[i], i % 2 == 0 ? Protocol.SOTW : Protocol.DELTA));
-  }
 
   private final Opened opened = new Opened();
 
@@ -71,11 +49,11 @@ class ControlPlaneMatrixTest {
     opened.close();
   }
 
-  private UpstreamControlPlane controlPlane(Cell cell) throws Exception {
-    return opened.add(cell.controlPlane().create());
+  private UpstreamControlPlane controlPlane(ControlPlaneCell cell) throws Exception {
+    return opened.add(cell.create());
   }
 
-  private XdsProxy proxy(Cell cell, UpstreamControlPlane controlPlane) throws Exception {
+  private XdsProxy proxy(ControlPlaneCell cell, UpstreamControlPlane controlPlane) throws Exception {
     return opened.add(XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0)
         .withUpstreamProtocol(cell.upstream()).withUpstreamBackoff(QUICK).withNotFoundTimeout(Duration.ofSeconds(1))));
   }
@@ -116,8 +94,8 @@ class ControlPlaneMatrixTest {
   }
 
   @ParameterizedTest(name = "{0}")
-  @MethodSource("everyCell")
-  void aOneClientGroupThatLeavesAndComesBackWithinTheIdleGraceIsServedAgain(Cell cell) throws Exception {
+  @MethodSource(ControlPlaneCell.EVERY)
+  void aOneClientGroupThatLeavesAndComesBackWithinTheIdleGraceIsServedAgain(ControlPlaneCell cell) throws Exception {
     UpstreamControlPlane controlPlane = controlPlane(cell);
     XdsProxy proxy = proxy(cell, controlPlane);
     // A group per client, wildcard and named, SotW and Delta: each group's only client leaves and a
@@ -158,8 +136,8 @@ class ControlPlaneMatrixTest {
   }
 
   @ParameterizedTest(name = "{0}")
-  @MethodSource("everyCell")
-  void whenEveryStreamOfAGroupChurnsAwayTheNewOnesConvergeAndFollowLaterChanges(Cell cell) throws Exception {
+  @MethodSource(ControlPlaneCell.EVERY)
+  void whenEveryStreamOfAGroupChurnsAwayTheNewOnesConvergeAndFollowLaterChanges(ControlPlaneCell cell) throws Exception {
     UpstreamControlPlane controlPlane = controlPlane(cell);
     XdsProxy proxy = proxy(cell, controlPlane);
     Snapshot before = fleet("1", 1, clusterNames(5));
@@ -186,8 +164,8 @@ class ControlPlaneMatrixTest {
   }
 
   @ParameterizedTest(name = "{0}")
-  @MethodSource("everyCell")
-  void aDoNotCacheResourceReachesAClientThatSubscribesAfterItCame(Cell cell) throws Exception {
+  @MethodSource(ControlPlaneCell.EVERY)
+  void aDoNotCacheResourceReachesAClientThatSubscribesAfterItCame(ControlPlaneCell cell) throws Exception {
     UpstreamControlPlane controlPlane = controlPlane(cell);
     try {
       controlPlane.setDoNotCache(Set.of("c-0"));
@@ -215,8 +193,8 @@ class ControlPlaneMatrixTest {
   }
 
   @ParameterizedTest(name = "{0}")
-  @MethodSource("everyCell")
-  void aClientsNackIsNotForwardedAndProvokesNoLoopUpstream(Cell cell) throws Exception {
+  @MethodSource(ControlPlaneCell.EVERY)
+  void aClientsNackIsNotForwardedAndProvokesNoLoopUpstream(ControlPlaneCell cell) throws Exception {
     UpstreamControlPlane controlPlane = controlPlane(cell);
     XdsProxy proxy = proxy(cell, controlPlane);
     controlPlane.setSnapshot(FLEET, fleet("1", 1, clusterNames(3)));
@@ -245,8 +223,8 @@ class ControlPlaneMatrixTest {
   }
 
   @ParameterizedTest(name = "{0}")
-  @MethodSource("representativeCells")
-  void clientsConvergeToTheNewerStateWhenTheControlPlaneRestartsInTheMiddleOfAPush(Cell cell) throws Exception {
+  @MethodSource(ControlPlaneCell.REPRESENTATIVE)
+  void clientsConvergeToTheNewerStateWhenTheControlPlaneRestartsInTheMiddleOfAPush(ControlPlaneCell cell) throws Exception {
     UpstreamControlPlane controlPlane = controlPlane(cell);
     XdsProxy proxy = proxy(cell, controlPlane);
     Snapshot small = fleet("1", 1, clusterNames(10));

@@ -10,6 +10,7 @@ import io.envoyproxy.envoy.config.endpoint.v3.ClusterLoadAssignment;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
 import io.xdsproxy.core.TypeUrl;
+import io.xdsproxy.downstream.testing.ControlPlaneCell;
 import io.xdsproxy.downstream.testing.ConvergenceChecker;
 import io.xdsproxy.downstream.testing.Opened;
 import io.xdsproxy.downstream.testing.Resources;
@@ -18,6 +19,7 @@ import io.xdsproxy.downstream.testing.VariantClient.Variant;
 import io.xdsproxy.upstream.grpc.AdsUpstream;
 import io.xdsproxy.upstream.grpc.Backoff;
 import io.xdsproxy.upstream.testing.ControlPlane;
+import io.xdsproxy.upstream.testing.UpstreamControlPlane;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.time.Duration;
@@ -27,12 +29,15 @@ import java.util.function.IntFunction;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * Issue 7: faults on either side of the proxy, each with real peers on loopback (java-control-plane
- * upstream, raw xDS clients of every variant downstream), each ending with invariant 2 checked by
- * {@link ConvergenceChecker}: whatever happened, every client holds what the upstream serves for
- * what it subscribed to, and ACKed it.
+ * Issue 7: faults on either side of the proxy, each with real peers on loopback (upstream a control
+ * plane of each kind, {@link ControlPlaneCell#representativeCells}: java-control-plane and the models
+ * of istiod and go-control-plane; raw xDS clients of every variant downstream), each ending with
+ * invariant 2 checked by {@link ConvergenceChecker}: whatever happened, every client holds what the
+ * upstream serves for what it subscribed to, and ACKed it.
  */
 class FaultsTest {
 
@@ -80,6 +85,10 @@ class FaultsTest {
         .withNotFoundTimeout(Duration.ofSeconds(1));
   }
 
+  private static ProxyConfig config(ControlPlaneCell cell, UpstreamControlPlane controlPlane) {
+    return config(controlPlane.target()).withUpstreamProtocol(cell.upstream());
+  }
+
   /**
    * A client of each variant, named {@code prefix}-variant, each subscribed to every cluster
    * (wildcard) and to the endpoints of a few by name.
@@ -99,11 +108,12 @@ class FaultsTest {
     new ConvergenceChecker().upstream(GROUP, served).clients(clients).awaitConverged(bound);
   }
 
-  @Test
-  void clientsConvergeWhenTheUpstreamComesUpAfterTheProxyStarted() throws Exception {
-    ControlPlane controlPlane = opened.add(new ControlPlane());
+  @ParameterizedTest(name = "{0}")
+  @MethodSource(ControlPlaneCell.REPRESENTATIVE)
+  void clientsConvergeWhenTheUpstreamComesUpAfterTheProxyStarted(ControlPlaneCell cell) throws Exception {
+    UpstreamControlPlane controlPlane = opened.add(cell.create());
     controlPlane.stop();
-    XdsProxy proxy = opened.add(XdsProxy.start(config(controlPlane.target())));
+    XdsProxy proxy = opened.add(XdsProxy.start(config(cell, controlPlane)));
     List<VariantClient> clients = everyVariant(proxy.xdsPort(), "early");
     clients.forEach(VariantClient::pump);
     assertThat(proxy.ready()).as("ready before the upstream was ever reached").isFalse();
@@ -116,10 +126,11 @@ class FaultsTest {
     awaitConverged(served, clients, WAIT);
   }
 
-  @Test
-  void clientsConvergeToTheNewerStateWhenTheUpstreamRestartsInTheMiddleOfALargePush() throws Exception {
-    ControlPlane controlPlane = opened.add(new ControlPlane());
-    XdsProxy proxy = opened.add(XdsProxy.start(config(controlPlane.target())));
+  @ParameterizedTest(name = "{0}")
+  @MethodSource(ControlPlaneCell.REPRESENTATIVE)
+  void clientsConvergeToTheNewerStateWhenTheUpstreamRestartsInTheMiddleOfALargePush(ControlPlaneCell cell) throws Exception {
+    UpstreamControlPlane controlPlane = opened.add(cell.create());
+    XdsProxy proxy = opened.add(XdsProxy.start(config(cell, controlPlane)));
     Snapshot small = fleet("1", 10, 1);
     controlPlane.setSnapshot(GROUP, small);
     List<VariantClient> clients = everyVariant(proxy.xdsPort(), "pushed");
@@ -155,10 +166,11 @@ class FaultsTest {
     awaitConverged(served, clients, Duration.ofSeconds(25));
   }
 
-  @Test
-  void clientsThatVanishInTheMiddleOfALargeResponseDoNotDisturbTheOthers() throws Exception {
-    ControlPlane controlPlane = opened.add(new ControlPlane());
-    XdsProxy proxy = opened.add(XdsProxy.start(config(controlPlane.target())));
+  @ParameterizedTest(name = "{0}")
+  @MethodSource(ControlPlaneCell.REPRESENTATIVE)
+  void clientsThatVanishInTheMiddleOfALargeResponseDoNotDisturbTheOthers(ControlPlaneCell cell) throws Exception {
+    UpstreamControlPlane controlPlane = opened.add(cell.create());
+    XdsProxy proxy = opened.add(XdsProxy.start(config(cell, controlPlane)));
     Snapshot large = fleet("1", 2000, 1);
     controlPlane.setSnapshot(GROUP, large);
     List<VariantClient> clients = everyVariant(proxy.xdsPort(), "staying");
@@ -180,10 +192,11 @@ class FaultsTest {
     awaitConverged(changed, clients, WAIT);
   }
 
-  @Test
-  void twoThousandClientsDroppedTogetherReconnectTogetherAndConverge() throws Exception {
-    ControlPlane controlPlane = opened.add(new ControlPlane());
-    XdsProxy proxy = opened.add(XdsProxy.start(config(controlPlane.target())));
+  @ParameterizedTest(name = "{0}")
+  @MethodSource(ControlPlaneCell.REPRESENTATIVE)
+  void twoThousandClientsDroppedTogetherReconnectTogetherAndConverge(ControlPlaneCell cell) throws Exception {
+    UpstreamControlPlane controlPlane = opened.add(cell.create());
+    XdsProxy proxy = opened.add(XdsProxy.start(config(cell, controlPlane)));
     Snapshot before = fleet("1", 20, 1);
     controlPlane.setSnapshot(GROUP, before);
     // 2,000 ADS streams, SotW and Delta in turn, 100 to a connection, as 20 hosts of 100 clients would be.
@@ -219,10 +232,16 @@ class FaultsTest {
     return channels;
   }
 
-  @Test
-  void deltaClientsReconnectingToARestartedProxyAreSentOnlyWhatChanged() throws Exception {
-    ControlPlane controlPlane = opened.add(new ControlPlane());
-    XdsProxy first = XdsProxy.start(config(controlPlane.target()));
+  /**
+   * Over a SotW upstream, whose resource versions the proxy derives from content, so that the restarted
+   * proxy gives unchanged resources the versions the clients hold: a Delta upstream's own versions may
+   * change with every push (istiod's do).
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource(ControlPlaneCell.SOTW)
+  void deltaClientsReconnectingToARestartedProxyAreSentOnlyWhatChanged(ControlPlaneCell cell) throws Exception {
+    UpstreamControlPlane controlPlane = opened.add(cell.create());
+    XdsProxy first = XdsProxy.start(config(cell, controlPlane));
     int port = first.xdsPort();
     List<String> names = IntStream.range(0, 30).mapToObj(i -> "c-" + i).toList();
     Snapshot before = fleet("1", names, i -> 1);
@@ -251,7 +270,7 @@ class FaultsTest {
     controlPlane.setSnapshot(GROUP, after);
     // Clients reconnect as the proxy comes back: those too early are refused and try again.
     clients.forEach(client -> client.reconnect(null));
-    XdsProxy second = opened.add(XdsProxy.start(config(controlPlane.target()).withPorts(port, 0)));
+    XdsProxy second = opened.add(XdsProxy.start(config(cell, controlPlane).withPorts(port, 0)));
     await().atMost(WAIT).pollInterval(Duration.ofMillis(100)).until(() -> {
       clients.stream().filter(VariantClient::anyStreamEnded).forEach(client -> client.reconnect(null));
       return clients.stream().noneMatch(VariantClient::anyStreamEnded);
@@ -273,10 +292,11 @@ class FaultsTest {
     }
   }
 
-  @Test
-  void clientsThatComeAndGoDuringAHundredUpstreamUpdatesASecondAllConverge() throws Exception {
-    ControlPlane controlPlane = opened.add(new ControlPlane());
-    XdsProxy proxy = opened.add(XdsProxy.start(config(controlPlane.target())));
+  @ParameterizedTest(name = "{0}")
+  @MethodSource(ControlPlaneCell.REPRESENTATIVE)
+  void clientsThatComeAndGoDuringAHundredUpstreamUpdatesASecondAllConverge(ControlPlaneCell cell) throws Exception {
+    UpstreamControlPlane controlPlane = opened.add(cell.create());
+    XdsProxy proxy = opened.add(XdsProxy.start(config(cell, controlPlane)));
     List<String> names = IntStream.range(0, 50).mapToObj(i -> "c-" + i).toList();
     java.util.concurrent.atomic.AtomicReference<Snapshot> latest = new java.util.concurrent.atomic.AtomicReference<>(
         fleet("0", names, i -> 0));

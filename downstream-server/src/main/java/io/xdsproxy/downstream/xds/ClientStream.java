@@ -144,6 +144,12 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
   private long requestTokensAt;
   /** The stream was paced for its request rate: logged and counted once. */
   private boolean paced;
+  /**
+   * Assignments of clusters a Cluster response added or changed before the client asked for any
+   * assignment: owed to its first request for them, which may claim them unchanged (Delta, a
+   * reconnecting Envoy whose cluster changed meanwhile).
+   */
+  private Set<String> assignmentsOwed = Set.of();
 
   /**
    * @param protocol "SotW" or "Delta", for logs
@@ -489,6 +495,10 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
       slot.blocked = true;
       return;
     }
+    if (!assignmentsOwed.isEmpty() && type.equals(TypeUrl.ENDPOINT)) {
+      slot.state.owe(assignmentsOwed);
+      assignmentsOwed = Set.of();
+    }
     Optional<R> response = respond(type, deferRemovals);
     if (response.isPresent()) {
       serving.metrics().response(type, encodedSize(response.get()));
@@ -517,15 +527,18 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
    * warms ({@code ClusterManagerImpl::updateClusterCounts}).
    */
   private void sendAssignmentsOfWarming(List<XdsResource> clusters, boolean deferRemovals) {
-    Slot<S> endpoints = types.get(TypeUrl.ENDPOINT);
-    if (clusters.isEmpty() || fixedType.isPresent() || endpoints == null) {
+    if (clusters.isEmpty() || fixedType.isPresent()) {
       return;
     }
     Set<String> assignments = new HashSet<>();
     for (XdsResource cluster : clusters) {
       ClusterEndpoints.assignmentOf(cluster).ifPresent(assignments::add);
     }
-    if (!assignments.isEmpty() && endpoints.state.owe(assignments)) {
+    Slot<S> endpoints = types.get(TypeUrl.ENDPOINT);
+    if (endpoints == null) {
+      assignments.addAll(assignmentsOwed);
+      assignmentsOwed = Set.copyOf(assignments);
+    } else if (!assignments.isEmpty() && endpoints.state.owe(assignments)) {
       send(TypeUrl.ENDPOINT, deferRemovals);
     }
   }

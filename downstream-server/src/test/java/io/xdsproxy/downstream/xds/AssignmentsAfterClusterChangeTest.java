@@ -177,4 +177,25 @@ class AssignmentsAfterClusterChangeTest {
     upstream.put(TypeUrl.ENDPOINT, "present", 2);
     assertThat(sotwWritten(call)).singleElement().extracting(Sent::names).isEqualTo(List.of("present"));
   }
+
+  @Test
+  void aReconnectingDeltaClientWhoseClusterChangedGetsItsAssignmentThoughItClaimsItUnchanged() throws Exception {
+    upstream.put(TypeUrl.CLUSTER, "c", 2);
+    upstream.put(TypeUrl.ENDPOINT, "c", 1);
+    InProcessCall<DeltaDiscoveryRequest> call = proxy.delta();
+    String heldAssignment = upstream.state(TypeUrl.ENDPOINT).get("c").version();
+
+    // As an Envoy reconnects: it holds c at an older version, and c's assignment as it is now. The
+    // Cluster response comes before the proxy reads its request for the assignment.
+    call.receive(delta(TypeUrl.CLUSTER, "").toBuilder().putInitialResourceVersions("c", "older").build().toByteArray());
+    assertThat(deltaWritten(call)).singleElement().extracting(Sent::names).isEqualTo(List.of("c"));
+    call.receive(delta(TypeUrl.ENDPOINT, "", "c").toBuilder().putInitialResourceVersions("c", heldAssignment).build()
+        .toByteArray());
+
+    // It warms c until an assignment comes: the claim does not excuse it.
+    assertThat(deltaWritten(call)).singleElement().satisfies(sent -> {
+      assertThat(sent.type()).isEqualTo("ClusterLoadAssignment");
+      assertThat(sent.names()).containsExactly("c");
+    });
+  }
 }
