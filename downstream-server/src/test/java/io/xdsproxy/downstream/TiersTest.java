@@ -15,6 +15,7 @@ import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.Resource;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.downstream.testing.Backend;
+import io.xdsproxy.downstream.testing.ControlPlaneCell;
 import io.xdsproxy.downstream.testing.Opened;
 import io.xdsproxy.downstream.testing.Resources;
 import io.xdsproxy.downstream.testing.XdsClientChannel;
@@ -22,11 +23,14 @@ import io.xdsproxy.downstream.testing.XdsTestClient;
 import io.xdsproxy.upstream.grpc.AdsUpstream.Protocol;
 import io.xdsproxy.upstream.testing.ControlPlane;
 import io.xdsproxy.upstream.testing.ScriptedControlPlane;
+import io.xdsproxy.upstream.testing.UpstreamControlPlane;
 import java.time.Duration;
 import java.util.List;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Issue 8: proxies in tiers, a proxy whose upstream is another proxy (global → regional → zonal),
@@ -55,14 +59,19 @@ class TiersTest {
         .withUpstreamProtocol(between).withPorts(0, 0)));
   }
 
-  @ParameterizedTest(name = "{0} between the tiers")
-  @EnumSource(Protocol.class)
-  void grpcXdsClientsBelowThreeTiersAreServedAndTheTopSeesOneStreamPerNodeGroupWithAClientsNode(Protocol between)
+  /**
+   * Over every control plane at the top, the top tier speaking to it in the cell's variant, the tiers
+   * below speaking the same among themselves.
+   */
+  @ParameterizedTest(name = "{0}, and between the tiers")
+  @MethodSource(ControlPlaneCell.EVERY)
+  void grpcXdsClientsBelowThreeTiersAreServedAndTheTopSeesOneStreamPerNodeGroupWithAClientsNode(ControlPlaneCell cell)
       throws Exception {
-    ControlPlane top = opened.add(new ControlPlane());
-    XdsProxy global = opened.add(XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(top.target()).withPorts(0, 0)));
-    XdsProxy regional = lowerTier(global, between);
-    XdsProxy zonal = lowerTier(regional, between);
+    UpstreamControlPlane top = opened.add(cell.create());
+    XdsProxy global = opened.add(XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(top.target())
+        .withUpstreamProtocol(cell.upstream()).withPorts(0, 0)));
+    XdsProxy regional = lowerTier(global, cell.upstream());
+    XdsProxy zonal = lowerTier(regional, cell.upstream());
     Backend first = opened.add(new Backend("first"));
     Backend second = opened.add(new Backend("second"));
     Backend third = opened.add(new Backend("third"));
@@ -84,7 +93,9 @@ class TiersTest {
     assertThat(west1.whoAmI()).isEqualTo("second");
     assertThat(top.streamGroups()).as("the top control plane's streams, by node group")
         .containsExactlyInAnyOrder("east", "west");
-    List<String> nodeIds = top.requests().stream().filter(DiscoveryRequest::hasNode).map(r -> r.getNode().getId())
+    List<String> nodeIds = Stream.concat(
+            top.requests().stream().filter(DiscoveryRequest::hasNode).map(r -> r.getNode().getId()),
+            top.deltaRequests().stream().filter(DeltaDiscoveryRequest::hasNode).map(r -> r.getNode().getId()))
         .distinct().toList();
     assertThat(nodeIds).as("the nodes the top sees are the clients', carried through the tiers")
         .isSubsetOf("east-1", "east-2", "west-1").contains("west-1");
