@@ -14,13 +14,16 @@ import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.netty.NettyChannelBuilder;
 import io.xdsproxy.core.TypeUrl;
+import io.xdsproxy.downstream.testing.ControlPlaneCell;
 import io.xdsproxy.downstream.testing.ConvergenceChecker;
 import io.xdsproxy.downstream.testing.ConvergenceChecker.ClientDifference;
 import io.xdsproxy.downstream.testing.Resources;
 import io.xdsproxy.downstream.testing.TcpBalancer;
 import io.xdsproxy.downstream.testing.VariantClient;
 import io.xdsproxy.downstream.testing.VariantClient.Variant;
-import io.xdsproxy.upstream.testing.ControlPlane;
+import io.xdsproxy.upstream.grpc.AdsUpstream.Protocol;
+import io.xdsproxy.upstream.testing.ControlPlaneKind;
+import io.xdsproxy.upstream.testing.UpstreamControlPlane;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.URI;
@@ -32,6 +35,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
@@ -42,9 +46,11 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
+import java.util.stream.Stream;
 import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Issue 8: replicas. Proxy processes, each a JVM of its own as deployed, behind a TCP round-robin
@@ -88,7 +94,8 @@ class ReplicasTest {
   private final List<VariantClient> clients = new ArrayList<>();
   /** Every (replica, group) seen serving a client, as the upstream node id that replica uses for that group. */
   private final Set<String> seenServing = new TreeSet<>();
-  private ControlPlane controlPlane;
+  private UpstreamControlPlane controlPlane;
+  private ControlPlaneCell cell;
   private TcpBalancer balancer;
   private int reconnects;
   /** When each step was done, printed at the end: what a slow machine spent its time on. */
@@ -130,9 +137,22 @@ class ReplicasTest {
     }
   }
 
-  @Test
-  void clientsSpreadOverReplicasConvergeAndAgedConnectionsMoveThemOntoAnAddedReplica() throws Exception {
-    controlPlane = new ControlPlane();
+  /**
+   * The replicas in front of java-control-plane over SotW, and of the models of istiod over Delta (its
+   * default) and go-control-plane over SotW: what spreading clients over replicas does to an upstream
+   * depends on how it answers each replica's sessions. Three cells, not every one: each starts four JVMs.
+   */
+  static Stream<ControlPlaneCell> cells() {
+    return Stream.of(new ControlPlaneCell(ControlPlaneKind.JAVA_CONTROL_PLANE, Protocol.SOTW),
+        new ControlPlaneCell(ControlPlaneKind.ISTIOD, Protocol.DELTA),
+        new ControlPlaneCell(ControlPlaneKind.GO_SNAPSHOT, Protocol.SOTW));
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("cells")
+  void clientsSpreadOverReplicasConvergeAndAgedConnectionsMoveThemOntoAnAddedReplica(ControlPlaneCell cell) throws Exception {
+    this.cell = cell;
+    controlPlane = cell.create();
     Map<String, Snapshot> served = serve(1);
     List<Process> starting = IntStream.rangeClosed(1, FIRST_REPLICAS).mapToObj(this::launch).toList();
     for (int i = 0; i < FIRST_REPLICAS; i++) {
@@ -202,6 +222,7 @@ class ReplicasTest {
           "-cp", System.getProperty("java.class.path"),
           Main.class.getName(),
           "--upstream", controlPlane.target(),
+          "--upstream-protocol", cell.upstream().name().toLowerCase(Locale.ROOT),
           "--xds-port", "0", "--admin-port", "0",
           "--max-connection-age", AGE.toSeconds() + "s",
           "--drain-time", "1s",
