@@ -222,9 +222,44 @@ class EnvoyLikeClientTest {
 
     assertThat(server.next()).as(envoy.transcript()).isEqualTo(sotwRequest(TypeUrl.CLUSTER, "2", "c2"));
     assertThat(server.next()).as(envoy.transcript()).isEqualTo(sotwRequest(TypeUrl.ENDPOINT, "2", "e2", "svc-a"));
+    // The old cluster's watch went while EDS was paused for this response: its request is the ACK.
+    server.expectNoRequest(QUIET);
     assertThat(envoy.warmedByAssignmentSince(change, "c-1")).isTrue();
     awaitUntil(envoy, WAIT, "c-1 on the new host", () -> envoy.hosts("c-1").equals(List.of("127.0.0.1:8002")));
     assertThat(envoy.modelErrors()).isEmpty();
+  }
+
+  @Test
+  void sotwClusterWarmedByTimeoutDropsTheOldWatchWhichSendsTheEdsRequestAgainThenAcksCds() throws Exception {
+    ScriptedAds server = open(new ScriptedAds());
+    EnvoyLikeClient envoy = open(EnvoyLikeClient.sotw().nodeCluster(GROUP)
+        .initialFetchTimeout(Duration.ofMillis(200)).start(server.target()));
+    sotwInit(server, envoy);
+    Instant change = Instant.now();
+    server.send(sotw(TypeUrl.CLUSTER, "2", "c2", edsCluster("c-1", "svc-a", 2)));
+    DiscoveryRequest reRequest = server.next();
+
+    assertThat(server.next()).as("the old cluster's watch goes with EDS not paused\n%s", envoy.transcript())
+        .isEqualTo(reRequest);
+    assertThat(server.next()).isEqualTo(sotwRequest(TypeUrl.CLUSTER, "2", "c2"));
+    assertThat(envoy.warmedByTimeoutSince(change, "c-1")).isTrue();
+    assertThat(envoy.hosts("c-1")).isEmpty();
+  }
+
+  @Test
+  void aClientThatReconnectsOnItsOwnOpensANewStreamWhenTheServerEndsOne() throws Exception {
+    ScriptedAds server = open(new ScriptedAds());
+    EnvoyLikeClient envoy = open(EnvoyLikeClient.sotw().nodeCluster(GROUP)
+        .reconnectAfter(Duration.ofMillis(50)).start(server.target()));
+    sotwInit(server, envoy);
+
+    server.endStream(io.grpc.Status.UNAVAILABLE);
+
+    assertThat(server.next()).as(envoy.transcript())
+        .isEqualTo(sotwRequest(TypeUrl.CLUSTER, "1", "").toBuilder().setNode(envoy.node()).build());
+    assertThat(server.next()).isEqualTo(sotwRequest(TypeUrl.ENDPOINT, "1", "", "svc-a"));
+    assertThat(server.next()).isEqualTo(sotwRequest(TypeUrl.LISTENER, "1", ""));
+    assertThat(envoy.streamOpen()).isTrue();
   }
 
   @Test
@@ -360,6 +395,29 @@ class EnvoyLikeClientTest {
     assertThat(server.nextDelta().getResponseNonce()).isEqualTo("d5");
     assertThat(envoy.warmedSince(change, "c-1", WarmCause.REMOVED_BY_SERVER)).isTrue();
     assertThat(envoy.hosts("c-1")).isEmpty();
+  }
+
+  @Test
+  void deltaReconnectToAnotherServerSubscribesEverythingWithTheVersionsItHolds() throws Exception {
+    ScriptedAds first = open(new ScriptedAds());
+    ScriptedAds second = open(new ScriptedAds());
+    EnvoyLikeClient envoy = open(EnvoyLikeClient.delta().nodeCluster(GROUP).start(first.target()));
+    deltaInit(first, envoy);
+
+    envoy.reconnect(second.target());
+
+    DeltaDiscoveryRequest cds = second.nextDelta();
+    assertThat(cds.getTypeUrl()).as(envoy.transcript()).isEqualTo(TypeUrl.CLUSTER.url());
+    assertThat(cds.getResourceNamesSubscribeList()).isEmpty();
+    assertThat(cds.getInitialResourceVersionsMap()).isEqualTo(java.util.Map.of("c-1", "1"));
+    assertThat(cds.getNode()).isEqualTo(envoy.node());
+    DeltaDiscoveryRequest eds = second.nextDelta();
+    assertThat(eds.getResourceNamesSubscribeList()).containsExactly("svc-a");
+    assertThat(eds.getInitialResourceVersionsMap()).isEqualTo(java.util.Map.of("svc-a", "1"));
+    DeltaDiscoveryRequest lds = second.nextDelta();
+    assertThat(lds.getTypeUrl()).isEqualTo(TypeUrl.LISTENER.url());
+    assertThat(lds.getInitialResourceVersionsMap()).isEmpty();
+    first.expectNoRequest(Duration.ZERO);
   }
 
   @Test
@@ -598,6 +656,11 @@ class EnvoyLikeClientTest {
 
     void send(DeltaDiscoveryResponse response) {
       deltaStream.onNext(response);
+    }
+
+    /** Ends the latest SotW stream with {@code status}, as a failing or restarting control plane does. */
+    void endStream(io.grpc.Status status) {
+      sotwStream.onError(status.asRuntimeException());
     }
 
     @Override
