@@ -56,7 +56,6 @@ final class EnvoyClusterManager {
   private boolean startedSecondaryInitialize;
   private InitState state = InitState.LOADING;
   private EnvoyMux.Resume resumeCds;
-  private EnvoyMux.Watch cdsWatch;
   private boolean cdsInitializeCallbackPending;
 
   EnvoyClusterManager(EnvoyMux mux, List<Cluster> bootstrapClusters, Duration initialFetchTimeout,
@@ -87,10 +86,6 @@ final class EnvoyClusterManager {
     List.copyOf(activeClusters.values()).forEach(this::initHelperAddCluster);
     state = InitState.WAITING_FOR_PRIMARY;
     maybeFinishInitialize();
-  }
-
-  InitState initState() {
-    return state;
   }
 
   Map<String, Cluster> activeClusters() {
@@ -297,7 +292,7 @@ final class EnvoyClusterManager {
   /** {@code CdsApiImpl::initialize}: the wildcard CDS subscription. */
   private void cdsInitialize() {
     cdsInitializeCallbackPending = true;
-    cdsWatch = mux.addWatch(TypeUrl.CLUSTER, Set.of(), new CdsCallbacks());
+    mux.addWatch(TypeUrl.CLUSTER, Set.of(), new CdsCallbacks());
   }
 
   /** {@code CdsApiImpl::runInitializeCallbackIfAny}: the first CDS update (or failure) lets init go on. */

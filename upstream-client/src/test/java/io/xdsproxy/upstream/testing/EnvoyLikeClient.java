@@ -32,9 +32,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
@@ -63,7 +65,9 @@ import java.util.stream.Collectors;
  * methods read an immutable view published after each step, so a test may poll them from any thread:
  *
  * <pre>{@code
- * try (EnvoyLikeClient envoy = EnvoyLikeClient.sotw().nodeCluster("fleet").start(controlPlane.target())) {
+ * // java-control-plane groups each request by its own node: send it on every one.
+ * try (EnvoyLikeClient envoy = EnvoyLikeClient.sotw().nodeCluster("fleet").nodeOnFirstMessageOnly(false)
+ *     .start(controlPlane.target())) {
  *   await().atMost(WAIT).until(envoy::initialized);
  *   Instant change = Instant.now();
  *   controlPlane.setSnapshot("fleet", withChangedCluster);
@@ -185,7 +189,8 @@ public final class EnvoyLikeClient implements AutoCloseable {
 
     /**
      * {@code eds_config.initial_fetch_timeout} of every EDS cluster: after it a warming cluster
-     * completes without hosts. Zero (the default) disables it, as istiod's generated config does.
+     * completes without hosts. Zero, the model's default, disables it, as istiod's generated config
+     * does; Envoy's own default when the field is unset is 15 s ({@code Config::Utility::configSourceInitialFetchTimeout}).
      */
     public Builder initialFetchTimeout(Duration timeout) {
       this.initialFetchTimeout = timeout;
@@ -388,20 +393,20 @@ public final class EnvoyLikeClient implements AutoCloseable {
     return warmings.stream().filter(warming -> warming.cluster().equals(cluster)).toList();
   }
 
-  /** Whether {@code cluster} finished warming after {@code since} because an assignment for it arrived. */
+  /** Whether a version of {@code cluster} applied since {@code since} has warmed because an assignment for it arrived. */
   public boolean warmedByAssignmentSince(Instant since, String cluster) {
     return warmedSince(since, cluster, WarmCause.ASSIGNMENT);
   }
 
-  /** Whether {@code cluster} finished warming after {@code since} because its initial fetch timed out (without the EDS cache). */
+  /** Whether a version of {@code cluster} applied since {@code since} has warmed because its initial fetch timed out. */
   public boolean warmedByTimeoutSince(Instant since, String cluster) {
     return warmedSince(since, cluster, WarmCause.INITIAL_FETCH_TIMEOUT);
   }
 
-  /** Whether {@code cluster} finished warming after {@code since} for {@code cause}. */
+  /** Whether a version of {@code cluster} applied since {@code since} (its warming began then or later) has warmed for {@code cause}. */
   public boolean warmedSince(Instant since, String cluster, WarmCause cause) {
     return warmings.stream().anyMatch(warming -> warming.cluster().equals(cluster) && warming.cause() == cause
-        && !warming.warmedAt().isBefore(since));
+        && !warming.startedAt().isBefore(since));
   }
 
   /** Every SotW request sent, on every stream, in order. */
@@ -446,7 +451,7 @@ public final class EnvoyLikeClient implements AutoCloseable {
   private void onMain(Runnable task) {
     try {
       main.execute(() -> runOnMain(task));
-    } catch (java.util.concurrent.RejectedExecutionException closed) {
+    } catch (RejectedExecutionException closed) {
       // The client is closed: nothing runs any more.
     }
   }
@@ -599,7 +604,7 @@ public final class EnvoyLikeClient implements AutoCloseable {
     count(request.getTypeUrl(), request.hasErrorDetail());
     note("→ Δ " + EnvoyMux.shortType(request.getTypeUrl()) + (request.hasErrorDetail() ? " NACK" : "")
         + " +" + request.getResourceNamesSubscribeList() + " -" + request.getResourceNamesUnsubscribeList()
-        + (request.getInitialResourceVersionsCount() == 0 ? "" : " initial" + new java.util.TreeMap<>(request.getInitialResourceVersionsMap()))
+        + (request.getInitialResourceVersionsCount() == 0 ? "" : " initial" + new TreeMap<>(request.getInitialResourceVersionsMap()))
         + " nonce=\"" + request.getResponseNonce() + "\"" + (request.hasNode() ? " node" : "")
         + (request.hasErrorDetail() ? " (" + request.getErrorDetail().getMessage() + ")" : ""));
     stream.onNext(request);

@@ -35,6 +35,7 @@ import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.Resource;
 import io.grpc.Server;
+import io.grpc.Status;
 import io.grpc.netty.NettyServerBuilder;
 import io.grpc.stub.StreamObserver;
 import io.xdsproxy.core.TypeUrl;
@@ -45,11 +46,13 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.Callable;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
+import org.assertj.core.groups.Tuple;
 import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -99,8 +102,8 @@ class EnvoyLikeClientTest {
         .containsExactly("CDS", "EDS", "LDS", "RDS");
     assertThat(envoy.warmings()).as(envoy.transcript())
         .extracting(EnvoyLikeClient.ClusterWarming::cluster, EnvoyLikeClient.ClusterWarming::cause)
-        .containsExactlyInAnyOrder(org.assertj.core.groups.Tuple.tuple("c-1", WarmCause.ASSIGNMENT),
-            org.assertj.core.groups.Tuple.tuple("c-2", WarmCause.ASSIGNMENT));
+        .containsExactlyInAnyOrder(Tuple.tuple("c-1", WarmCause.ASSIGNMENT),
+            Tuple.tuple("c-2", WarmCause.ASSIGNMENT));
     Instant initialized = envoy.initializedAt().orElseThrow();
     assertThat(envoy.warmings()).allSatisfy(warming -> assertThat(warming.warmedAt()).isBeforeOrEqualTo(initialized));
     // During initialization the secondary clusters' EDS request goes out before the CDS ACK, and CDS is not held.
@@ -253,7 +256,7 @@ class EnvoyLikeClientTest {
         .reconnectAfter(Duration.ofMillis(50)).start(server.target()));
     sotwInit(server, envoy);
 
-    server.endStream(io.grpc.Status.UNAVAILABLE);
+    server.endStream(Status.UNAVAILABLE);
 
     assertThat(server.next()).as(envoy.transcript())
         .isEqualTo(sotwRequest(TypeUrl.CLUSTER, "1", "").toBuilder().setNode(envoy.node()).build());
@@ -328,7 +331,7 @@ class EnvoyLikeClientTest {
     DiscoveryRequest nack = server.next();
     assertThat(nack.getVersionInfo()).isEqualTo("1");
     assertThat(nack.getResponseNonce()).isEqualTo("e2");
-    assertThat(nack.getErrorDetail().getCode()).isEqualTo(io.grpc.Status.Code.INTERNAL.value());
+    assertThat(nack.getErrorDetail().getCode()).isEqualTo(Status.Code.INTERNAL.value());
     assertThat(envoy.nacksSent()).isEqualTo(1);
     assertThat(envoy.hosts("c-1")).containsExactly("127.0.0.1:8001");
   }
@@ -381,6 +384,21 @@ class EnvoyLikeClientTest {
   }
 
   @Test
+  void withTheEdsCacheOfEnvoy132ADeltaClusterThatTimesOutKeepsTheLastAssignmentOfItsEdsName() throws Exception {
+    ScriptedAds server = open(new ScriptedAds());
+    EnvoyLikeClient envoy = open(EnvoyLikeClient.delta().nodeCluster(GROUP).envoyVersion(1, 32).edsCacheForAds()
+        .initialFetchTimeout(Duration.ofMillis(200)).start(server.target()));
+    deltaInit(server, envoy);
+
+    Instant change = Instant.now();
+    server.send(delta(TypeUrl.CLUSTER, "d4", List.of(resource(edsCluster("c-1", "svc-a", 2), "2")), List.of()));
+
+    assertThat(server.nextDelta().getResponseNonce()).as(envoy.transcript()).isEqualTo("d4");
+    assertThat(envoy.warmedSince(change, "c-1", WarmCause.INITIAL_FETCH_TIMEOUT_CACHED)).isTrue();
+    assertThat(envoy.hosts("c-1")).containsExactly("127.0.0.1:8001");
+  }
+
+  @Test
   void deltaRemovalOfTheEdsNameWarmsTheChangedClusterWithNoHosts() throws Exception {
     ScriptedAds server = open(new ScriptedAds());
     EnvoyLikeClient envoy = open(EnvoyLikeClient.delta().nodeCluster(GROUP).start(server.target()));
@@ -409,11 +427,11 @@ class EnvoyLikeClientTest {
     DeltaDiscoveryRequest cds = second.nextDelta();
     assertThat(cds.getTypeUrl()).as(envoy.transcript()).isEqualTo(TypeUrl.CLUSTER.url());
     assertThat(cds.getResourceNamesSubscribeList()).isEmpty();
-    assertThat(cds.getInitialResourceVersionsMap()).isEqualTo(java.util.Map.of("c-1", "1"));
+    assertThat(cds.getInitialResourceVersionsMap()).isEqualTo(Map.of("c-1", "1"));
     assertThat(cds.getNode()).isEqualTo(envoy.node());
     DeltaDiscoveryRequest eds = second.nextDelta();
     assertThat(eds.getResourceNamesSubscribeList()).containsExactly("svc-a");
-    assertThat(eds.getInitialResourceVersionsMap()).isEqualTo(java.util.Map.of("svc-a", "1"));
+    assertThat(eds.getInitialResourceVersionsMap()).isEqualTo(Map.of("svc-a", "1"));
     DeltaDiscoveryRequest lds = second.nextDelta();
     assertThat(lds.getTypeUrl()).isEqualTo(TypeUrl.LISTENER.url());
     assertThat(lds.getInitialResourceVersionsMap()).isEmpty();
@@ -659,7 +677,7 @@ class EnvoyLikeClientTest {
     }
 
     /** Ends the latest SotW stream with {@code status}, as a failing or restarting control plane does. */
-    void endStream(io.grpc.Status status) {
+    void endStream(Status status) {
       sotwStream.onError(status.asRuntimeException());
     }
 

@@ -11,6 +11,7 @@ import io.envoyproxy.envoy.service.discovery.v3.Resource;
 import io.xdsproxy.core.TypeUrl;
 import java.util.List;
 import java.util.Set;
+import java.util.function.Consumer;
 
 /**
  * What {@link EnvoyLikeClient}'s subscribers see of its ADS mux, the model's {@code Config::GrpcMux}
@@ -36,7 +37,7 @@ interface EnvoyMux {
   Resume pause(TypeUrl... types);
 
   /** A new stream is open and {@code sender} writes to it ({@code onStreamEstablished}). */
-  void onStreamEstablished(java.util.function.Consumer<Message> sender);
+  void onStreamEstablished(Consumer<Message> sender);
 
   /** The stream is gone; requests are dropped until the next one ({@code grpcStreamAvailable() == false}). */
   void onStreamClosed();
