@@ -23,7 +23,8 @@ import java.util.function.Consumer;
 /**
  * The model of LDS and RDS as far as xDS sees them: {@code LdsApiImpl}
  * (source/common/listener_manager/lds_api.cc) and one {@code RdsRouteConfigSubscription} per route
- * name an HttpConnectionManager names (source/common/router/rds_impl.cc), shared by every listener
+ * name an HttpConnectionManager names (source/common/rds/rds_route_config_subscription.cc, formerly
+ * source/common/router/rds_impl.cc), shared by every listener
  * that names it, as {@code RouteConfigProviderManager} shares them. Listeners and routes are kept as
  * delivered; listener warming on RDS is not modelled. Confined to the client's main thread.
  */
