@@ -17,8 +17,10 @@ import io.xdsproxy.downstream.testing.VariantClient;
 import io.xdsproxy.downstream.testing.VariantClient.Variant;
 import io.xdsproxy.upstream.grpc.Backoff;
 import io.xdsproxy.upstream.testing.ControlPlaneKind;
+import io.xdsproxy.upstream.testing.EnvoyLikeClient;
 import io.xdsproxy.upstream.testing.UpstreamControlPlane;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -246,5 +248,99 @@ class ControlPlaneMatrixTest {
     controlPlane.start();
 
     new ConvergenceChecker().upstream(FLEET, newer).clients(clients).awaitConverged(WAIT);
+  }
+
+  /** An Envoy-like client of {@code mode} in the fleet, connected to {@code port}, reconnecting on its own. */
+  private EnvoyLikeClient envoy(EnvoyLikeClient.Builder mode, String id, int port) {
+    return opened.add(mode.nodeId(id).nodeCluster(FLEET).reconnectAfter(Duration.ofMillis(100)).start("127.0.0.1:" + port));
+  }
+
+  /** {@code fleet} with cluster {@code name}'s definition changed (its connect timeout), its assignment not. */
+  private static Snapshot withClusterChanged(Snapshot fleet, String version, String name) {
+    List<Cluster> clusters = new ArrayList<>(fleet.clusters().resources().values());
+    clusters.replaceAll(cluster -> !cluster.getName().equals(name) ? cluster : cluster.toBuilder()
+        .setConnectTimeout(com.google.protobuf.Duration.newBuilder().setSeconds(cluster.getConnectTimeout().getSeconds() + 7))
+        .build());
+    return Snapshot.create(clusters, fleet.endpoints().resources().values(), List.of(), List.of(), List.of(), version);
+  }
+
+  private static void awaitWarm(EnvoyLikeClient envoy, Set<String> clusters) {
+    await().atMost(WAIT).untilAsserted(() -> {
+      assertThat(envoy.activeClusters().keySet()).as("%s: active clusters; transcript:%n%s", envoy, envoy.transcript())
+          .isEqualTo(clusters);
+      assertThat(envoy.warmingClusters()).as("%s: warming clusters", envoy).isEmpty();
+      assertThat(envoy.initialized()).as("%s: initialized", envoy).isTrue();
+    });
+  }
+
+  /**
+   * The second bug of issue 14: a Cluster changed, its assignment did not. A SotW Envoy asks for the
+   * assignment with a request that looks like an ACK, a Delta Envoy asks for nothing; either warms the
+   * new cluster only when an assignment comes, which istiod's config lets it wait for for ever.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource(ControlPlaneCell.EVERY)
+  void aClusterChangeReachesAnEnvoyWithItsAssignmentWithinASecond(ControlPlaneCell cell) throws Exception {
+    UpstreamControlPlane controlPlane = controlPlane(cell);
+    XdsProxy proxy = proxy(cell, controlPlane);
+    Snapshot before = fleet("1", 1, clusterNames(3));
+    controlPlane.setSnapshot(FLEET, before);
+    List<EnvoyLikeClient> envoys = List.of(envoy(EnvoyLikeClient.sotw(), "envoy-sotw", proxy.xdsPort()),
+        envoy(EnvoyLikeClient.delta(), "envoy-delta", proxy.xdsPort()));
+    envoys.forEach(envoy -> awaitWarm(envoy, Set.of(clusterNames(3))));
+
+    Instant change = Instant.now();
+    controlPlane.setSnapshot(FLEET, withClusterChanged(before, "2", "c-1"));
+
+    for (EnvoyLikeClient envoy : envoys) {
+      await().atMost(Duration.ofSeconds(1)).untilAsserted(() ->
+          assertThat(envoy.warmedByAssignmentSince(change, "c-1"))
+              .as("%s warmed the changed c-1 by an assignment; warmings %s; transcript:%n%s", envoy, envoy.warmings("c-1"),
+                  envoy.transcript())
+              .isTrue());
+      assertThat(envoy.hosts("c-1")).as("%s: c-1's hosts", envoy).isNotEmpty();
+      assertThat(envoy.modelErrors()).isEmpty();
+    }
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource(ControlPlaneCell.REPRESENTATIVE)
+  void envoysReconnectingToARestartedProxyGetWhatChangedMeanwhileAndWarmIt(ControlPlaneCell cell) throws Exception {
+    UpstreamControlPlane controlPlane = controlPlane(cell);
+    XdsProxy first = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0)
+        .withUpstreamProtocol(cell.upstream()).withUpstreamBackoff(QUICK).withNotFoundTimeout(Duration.ofSeconds(1)));
+    int port = first.xdsPort();
+    Snapshot before = fleet("1", 1, "c-0", "c-1", "c-2");
+    controlPlane.setSnapshot(FLEET, before);
+    List<EnvoyLikeClient> envoys;
+    try {
+      envoys = List.of(envoy(EnvoyLikeClient.sotw(), "envoy-sotw", port), envoy(EnvoyLikeClient.delta(), "envoy-delta", port));
+      envoys.forEach(envoy -> awaitWarm(envoy, Set.of("c-0", "c-1", "c-2")));
+    } finally {
+      first.close();
+    }
+
+    // While the proxy is away: c-1's definition changes, c-2 goes, c-3 comes.
+    Snapshot changed = withClusterChanged(before, "2", "c-1");
+    List<Cluster> clusters = new ArrayList<>(changed.clusters().resources().values());
+    clusters.removeIf(cluster -> cluster.getName().equals("c-2"));
+    Snapshot c3 = fleet("2", 1, "c-3");
+    clusters.addAll(c3.clusters().resources().values());
+    List<ClusterLoadAssignment> endpoints = new ArrayList<>(changed.endpoints().resources().values());
+    endpoints.removeIf(assignment -> assignment.getClusterName().equals("c-2"));
+    endpoints.addAll(c3.endpoints().resources().values());
+    Instant change = Instant.now();
+    controlPlane.setSnapshot(FLEET, Snapshot.create(clusters, endpoints, List.of(), List.of(), List.of(), "2"));
+    opened.add(XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(port, 0)
+        .withUpstreamProtocol(cell.upstream()).withUpstreamBackoff(QUICK).withNotFoundTimeout(Duration.ofSeconds(1))));
+
+    for (EnvoyLikeClient envoy : envoys) {
+      awaitWarm(envoy, Set.of("c-0", "c-1", "c-3"));
+      assertThat(envoy.warmedByAssignmentSince(change, "c-1")).as("%s: c-1 warmed by its assignment; %s", envoy,
+          envoy.warmings("c-1")).isTrue();
+      assertThat(envoy.warmedByAssignmentSince(change, "c-3")).as("%s: c-3 warmed by its assignment; %s", envoy,
+          envoy.warmings("c-3")).isTrue();
+      assertThat(envoy.modelErrors()).isEmpty();
+    }
   }
 }
