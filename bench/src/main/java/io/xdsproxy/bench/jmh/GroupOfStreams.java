@@ -47,8 +47,10 @@ public class GroupOfStreams {
   private final List<EnvoyClient> clients = new ArrayList<>();
   private int endpointRound;
   private int clusterRound;
-  /** The last change pushed, which every stream's last response must carry. */
+  /** The last change pushed, which every stream's last response (after a cluster change, the one before) carries. */
   private XdsResource latest;
+  /** The latest change was a cluster's, so its assignment followed it: the change is in the response before last. */
+  private boolean latestFollowed;
   /** How many responses every stream must have been written by now: one per change after the two of subscribing. */
   private long responsesEach;
 
@@ -97,7 +99,10 @@ public class GroupOfStreams {
     change(TypeUrl.ENDPOINT, resource(BenchResources.endpoints(0, endpointRound % PORTS)));
   }
 
-  /** The upstream sends a new version of cluster 0 itself; every stream is sent it (SotW: with every other cluster). */
+  /**
+   * The upstream sends a new version of cluster 0 itself; every stream is sent it (SotW: with every
+   * other cluster), then cluster 0's assignment, unchanged, which an Envoy warms the cluster with.
+   */
   void changeCluster() {
     clusterRound++;
     change(TypeUrl.CLUSTER, resource(BenchResources.cluster(0, clusterRound)));
@@ -105,7 +110,8 @@ public class GroupOfStreams {
 
   private void change(TypeUrl type, XdsResource resource) {
     latest = resource;
-    responsesEach++;
+    latestFollowed = type.equals(TypeUrl.CLUSTER);
+    responsesEach += latestFollowed ? 2 : 1;
     upstream.put(type, resource);
   }
 
@@ -131,9 +137,10 @@ public class GroupOfStreams {
       }
       if (call.responses() != responsesEach) {
         throw new IllegalStateException(variant + " stream " + i + " was written " + call.responses()
-            + " responses, expected " + responsesEach + " (two to subscribe, one per change)");
+            + " responses, expected " + responsesEach + " (two to subscribe, one per change, and an assignment"
+            + " after each cluster change)");
       }
-      if (!call.lastResponseHolds(change)) {
+      if (latestFollowed ? !call.responseBeforeLastHolds(change) : !call.lastResponseHolds(change)) {
         throw new IllegalStateException(variant + " stream " + i + ": its last response lacks the latest change of "
             + latest.name() + " (version " + latest.version() + ")");
       }

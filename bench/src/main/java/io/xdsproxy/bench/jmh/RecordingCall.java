@@ -36,6 +36,9 @@ final class RecordingCall<Q> extends ServerCall<Q, Object> {
   /** The last response's wire form, in a buffer reused from one response to the next. */
   private byte[] last = new byte[1024];
   private int lastLength;
+  /** The response before it, in the other buffer: the two are swapped, never copied. */
+  private byte[] previous = new byte[1024];
+  private int previousLength;
   private Status closedWith;
 
   private RecordingCall(MethodDescriptor<Q, Object> method, SocketAddress peer) {
@@ -78,6 +81,10 @@ final class RecordingCall<Q> extends ServerCall<Q, Object> {
 
   @Override
   public void sendMessage(Object message) {
+    byte[] free = previous;
+    previous = last;
+    previousLength = lastLength;
+    last = free;
     try (InputStream wire = method.streamResponse(message)) {
       // Room for the whole message up front: protobuf then encodes straight into the buffer.
       if (wire.available() > last.length) {
@@ -150,6 +157,11 @@ final class RecordingCall<Q> extends ServerCall<Q, Object> {
     return Arrays.copyOf(last, lastLength);
   }
 
+  /** A copy of the bytes of the response before the last one. */
+  byte[] responseBeforeLast() {
+    return Arrays.copyOf(previous, previousLength);
+  }
+
   /**
    * The top-level length-delimited field {@code number} of the last response (a string such as its
    * nonce), empty if it has none; read without decoding the rest, as a client's ACK needs no more.
@@ -172,10 +184,19 @@ final class RecordingCall<Q> extends ServerCall<Q, Object> {
 
   /** Whether the last response's bytes hold {@code encoded} somewhere: a cheap check, with no decoding. */
   boolean lastResponseHolds(byte[] encoded) {
+    return holds(last, lastLength, encoded);
+  }
+
+  /** Whether the bytes of the response before the last one hold {@code encoded} somewhere. */
+  boolean responseBeforeLastHolds(byte[] encoded) {
+    return holds(previous, previousLength, encoded);
+  }
+
+  private static boolean holds(byte[] response, int length, byte[] encoded) {
     outer:
-    for (int start = 0; start + encoded.length <= lastLength; start++) {
+    for (int start = 0; start + encoded.length <= length; start++) {
       for (int i = 0; i < encoded.length; i++) {
-        if (last[start + i] != encoded[i]) {
+        if (response[start + i] != encoded[i]) {
           continue outer;
         }
       }
