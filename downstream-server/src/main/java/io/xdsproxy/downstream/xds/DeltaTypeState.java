@@ -228,11 +228,11 @@ final class DeltaTypeState implements ClientStream.TypeStream {
    * remove is not made.
    */
   Optional<Outgoing> nextResponse(boolean deferRemovals) {
-    if (base == null || forceAll || !forced.isEmpty() || !claimed.isEmpty() || !pendingRemovals.isEmpty()
-        || latest.holdsUncacheable()) {
+    if (base == null || forceAll || !claimed.isEmpty() || !pendingRemovals.isEmpty() || latest.holdsUncacheable()) {
       return build(deferRemovals); // owed for reasons of this stream's own
     }
-    ResponsePosition position = new ResponsePosition("Delta", base.sequence(), subscription, knowsTtl, deferRemovals ? 1 : 0);
+    ResponsePosition position = new ResponsePosition("Delta", base.sequence(), subscription, knowsTtl,
+        deferRemovals ? 1 : 0, forced);
     return latest.share(position, () -> build(deferRemovals).map(outgoing -> outgoing.sharedAt(position)),
         outgoing -> 64 + 8L * outgoing.map(o -> o.resources().size() + o.removed().size()).orElse(0));
   }
@@ -251,8 +251,8 @@ final class DeltaTypeState implements ClientStream.TypeStream {
 
   /**
    * The response owed now, built for this stream. Every stream in the same {@link ResponsePosition}
-   * owes the same: what it reads of this stream is in the position, or is empty (forced names,
-   * claims from a reconnect, removals owed) or unused (when the client joined matters only for
+   * owes the same: what it reads of this stream is in the position, or is empty (claims from a
+   * reconnect, removals owed) or unused (when the client joined matters only for
    * do_not_cache resources) whenever {@link #nextResponse} shares it.
    */
   private Optional<Outgoing> build(boolean deferRemovals) {

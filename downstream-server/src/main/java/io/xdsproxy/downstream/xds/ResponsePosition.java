@@ -2,11 +2,14 @@ package io.xdsproxy.downstream.xds;
 
 import io.xdsproxy.core.Subscription;
 import io.xdsproxy.core.TypeSnapshot;
+import java.util.Set;
 
 /**
  * Where a type's logical stream stands when nothing of its own shapes its next response: the
- * snapshot its client holds, what it subscribed to, whether it takes TTLs, and the flags of the
- * make-before-break round. Streams in the same position owe the same response against the same
+ * snapshot its client holds, what it subscribed to, whether it takes TTLs, the flags of the
+ * make-before-break round, and the names it is owed whether they changed or not (newly subscribed;
+ * the assignments of clusters a Cluster response changed, which every stream of a group that was in
+ * sync is owed alike). Streams in the same position owe the same response against the same
  * latest snapshot, so it is built and encoded once for all of them ({@link TypeSnapshot#memo}):
  * after one change, that is every stream of a group that was in sync before it, however many
  * names each subscribed to.
@@ -18,18 +21,21 @@ import io.xdsproxy.core.TypeSnapshot;
  * @param variant "SotW" or "Delta": their responses differ
  * @param held the {@link TypeSnapshot#sequence} of the snapshot the client holds
  * @param flags what else the response depends on: defer removals, removals owed
+ * @param owed names owed whatever the client holds of them; nearly always none
  */
-record ResponsePosition(String variant, long held, Subscription subscription, boolean knowsTtl, int flags) {
+record ResponsePosition(String variant, long held, Subscription subscription, boolean knowsTtl, int flags,
+    Set<String> owed) {
 
   @Override
   public boolean equals(Object other) {
     return other instanceof ResponsePosition that && held == that.held && subscription == that.subscription
-        && knowsTtl == that.knowsTtl && flags == that.flags && variant.equals(that.variant);
+        && knowsTtl == that.knowsTtl && flags == that.flags && variant.equals(that.variant) && owed.equals(that.owed);
   }
 
   @Override
   public int hashCode() {
-    return (Long.hashCode(held) * 31 + System.identityHashCode(subscription)) * 31 + flags * 2 + (knowsTtl ? 1 : 0);
+    return ((Long.hashCode(held) * 31 + System.identityHashCode(subscription)) * 31 + flags * 2 + (knowsTtl ? 1 : 0))
+        * 31 + owed.hashCode();
   }
 
   /** The key of this position's encoded response in the same memo. */

@@ -293,19 +293,19 @@ final class SotwTypeState implements ClientStream.TypeStream {
     if (subscription.isEmpty()) {
       return Optional.empty();
     }
-    if (lastSent == null || !newlySubscribed.isEmpty() || !withheld.isEmpty() || latest.holdsUncacheable()) {
+    if (lastSent == null || !withheld.isEmpty() || latest.holdsUncacheable()) {
       return build(deferRemovals); // owed for reasons of this stream's own
     }
     ResponsePosition position = new ResponsePosition("SotW", lastSent.sequence(), subscription, knowsTtl,
-        (deferRemovals ? 1 : 0) | (removalsPending ? 2 : 0));
+        (deferRemovals ? 1 : 0) | (removalsPending ? 2 : 0), newlySubscribed);
     return latest.share(position, () -> build(deferRemovals).map(outgoing -> outgoing.sharedAt(position)),
         outgoing -> 64 + 8L * outgoing.map(o -> o.included().size() + o.heartbeats().size()).orElse(0));
   }
 
   /**
    * The response owed now, built for this stream. Every stream in the same {@link ResponsePosition}
-   * owes the same: what it reads of this stream is in the position, or is empty (newly subscribed
-   * names, withheld resources) or unused (when and from which snapshot the client joined matters only
+   * owes the same: what it reads of this stream is in the position, or is empty (withheld resources)
+   * or unused (when and from which snapshot the client joined matters only
    * for do_not_cache resources) whenever {@link #nextResponse} shares it.
    */
   private Optional<Outgoing> build(boolean deferRemovals) {
