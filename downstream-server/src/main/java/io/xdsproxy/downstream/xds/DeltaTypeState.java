@@ -232,7 +232,7 @@ final class DeltaTypeState implements ClientStream.TypeStream {
       return build(deferRemovals); // owed for reasons of this stream's own
     }
     ResponsePosition position = new ResponsePosition("Delta", base.sequence(), subscription, knowsTtl,
-        deferRemovals ? 1 : 0, forced);
+        deferRemovals ? 1 : 0, Set.copyOf(forced));
     return latest.share(position, () -> build(deferRemovals).map(outgoing -> outgoing.sharedAt(position)),
         outgoing -> 64 + 8L * outgoing.map(o -> o.resources().size() + o.removed().size()).orElse(0));
   }

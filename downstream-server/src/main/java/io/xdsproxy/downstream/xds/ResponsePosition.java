@@ -21,7 +21,8 @@ import java.util.Set;
  * @param variant "SotW" or "Delta": their responses differ
  * @param held the {@link TypeSnapshot#sequence} of the snapshot the client holds
  * @param flags what else the response depends on: defer removals, removals owed
- * @param owed names owed whatever the client holds of them; nearly always none
+ * @param owed names owed whatever the client holds of them; nearly always none. An immutable copy:
+ *     a stream's own set changes as it sends, and a key must not
  */
 record ResponsePosition(String variant, long held, Subscription subscription, boolean knowsTtl, int flags,
     Set<String> owed) {

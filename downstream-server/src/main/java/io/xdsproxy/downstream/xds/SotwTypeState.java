@@ -249,13 +249,28 @@ final class SotwTypeState implements ClientStream.TypeStream {
   }
 
   /**
-   * Of {@code included}, what the client did not hold as it is now: all of it on the stream's first
-   * response, since a client that reconnects may hold anything (one whose cluster changed meanwhile
-   * warms it, and may have asked for its endpoints on this stream already).
+   * What {@code outgoing} sends that the client did not hold as it is now: all it sends on the
+   * stream's first response, since a client that reconnects may hold anything (one whose cluster
+   * changed meanwhile warms it, and may have asked for its endpoints on this stream already). Costs
+   * what changed since the last response when the store can say what that is, not the whole state.
    */
-  private List<XdsResource> changedFor(List<XdsResource> included) {
+  private List<XdsResource> changedFor(Outgoing outgoing) {
+    Optional<Set<String>> touched = lastSent == null ? Optional.empty() : outgoing.snapshot().changedSince(lastSent);
+    Iterable<XdsResource> candidates = outgoing.included();
+    if (touched.isPresent()) {
+      Set<String> names = new HashSet<>(touched.get());
+      names.addAll(withheld); // left out last time, so not held, changed since or not
+      List<XdsResource> inResponse = new ArrayList<>();
+      for (String name : names) {
+        XdsResource resource = outgoing.snapshot().get(name);
+        if (resource != null && subscription.covers(name) && !outgoing.withheld().contains(name)) {
+          inResponse.add(resource);
+        }
+      }
+      candidates = inResponse;
+    }
     List<XdsResource> changed = new ArrayList<>();
-    for (XdsResource resource : included) {
+    for (XdsResource resource : candidates) {
       XdsResource sent = lastSent == null ? null : lastSent.get(resource.name());
       if (sent == null || withheld.contains(resource.name()) || differs(sent, resource)) {
         changed.add(resource);
@@ -297,7 +312,7 @@ final class SotwTypeState implements ClientStream.TypeStream {
       return build(deferRemovals); // owed for reasons of this stream's own
     }
     ResponsePosition position = new ResponsePosition("SotW", lastSent.sequence(), subscription, knowsTtl,
-        (deferRemovals ? 1 : 0) | (removalsPending ? 2 : 0), newlySubscribed);
+        (deferRemovals ? 1 : 0) | (removalsPending ? 2 : 0), Set.copyOf(newlySubscribed));
     return latest.share(position, () -> build(deferRemovals).map(outgoing -> outgoing.sharedAt(position)),
         outgoing -> 64 + 8L * outgoing.map(o -> o.included().size() + o.heartbeats().size()).orElse(0));
   }
@@ -315,7 +330,7 @@ final class SotwTypeState implements ClientStream.TypeStream {
   /** Marks {@code outgoing} as sent with {@code nonce}. */
   void sent(Outgoing outgoing, String nonce) {
     if (type.equals(TypeUrl.CLUSTER)) {
-      warming = changedFor(outgoing.included());
+      warming = changedFor(outgoing);
     }
     lastSent = outgoing.snapshot();
     removalsPending = outgoing.removalsDeferred();

@@ -67,6 +67,11 @@ final class SotwUpstreamSession
       state.explicitOnStream = false;
       state.answeredOnStream = false;
       state.firstRequest = Set.of();
+      if (!state.awaitingFresh.isEmpty()) {
+        // java-control-plane and go-control-plane up to v0.13 answer a wildcard on a new stream only
+        // when its version is not theirs: a do_not_cache copy the group waits for must come again.
+        state.acceptedVersion = "";
+      }
       request(state, null);
     }
   }
