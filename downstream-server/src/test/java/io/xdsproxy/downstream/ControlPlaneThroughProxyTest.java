@@ -7,17 +7,21 @@ import static org.awaitility.Awaitility.await;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.xdsproxy.core.TypeUrl;
-import io.xdsproxy.downstream.testing.XdsTestClient;
 import io.xdsproxy.downstream.testing.Backend;
-import io.xdsproxy.upstream.testing.ControlPlane;
+import io.xdsproxy.downstream.testing.ControlPlaneCell;
 import io.xdsproxy.downstream.testing.Resources;
 import io.xdsproxy.downstream.testing.XdsClientChannel;
+import io.xdsproxy.downstream.testing.XdsTestClient;
+import io.xdsproxy.upstream.testing.ControlPlane;
+import io.xdsproxy.upstream.testing.UpstreamControlPlane;
 import java.time.Duration;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
 
-/** The first real path: java-control-plane → xds-proxy → grpc-java's xDS client → a gRPC server. */
+/** The first real path: a control plane → xds-proxy → grpc-java's xDS client → a gRPC server. */
 class ControlPlaneThroughProxyTest {
 
   private static final Duration WAIT = Duration.ofSeconds(15);
@@ -37,19 +41,25 @@ class ControlPlaneThroughProxyTest {
     controlPlane.close();
   }
 
-  @Test
-  void grpcXdsClientReachesTheBackendTheControlPlaneNamesAndFollowsAnEndpointMove() throws Exception {
-    try (Backend first = new Backend("first");
+  /** Over one cell per control plane: each answers grpc-java's named subscriptions by its own rules. */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource(ControlPlaneCell.REPRESENTATIVE)
+  void grpcXdsClientReachesTheBackendTheControlPlaneNamesAndFollowsAnEndpointMove(ControlPlaneCell cell)
+      throws Exception {
+    try (UpstreamControlPlane upstream = cell.create();
+        XdsProxy through = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(upstream.target())
+            .withUpstreamProtocol(cell.upstream()).withPorts(0, 0));
+        Backend first = new Backend("first");
         Backend second = new Backend("second");
-        XdsClientChannel client = new XdsClientChannel(proxy.xdsPort(), "client-1", "fleet-a", "greeter")) {
-      controlPlane.setSnapshot("fleet-a", Resources.greeterAt(first.port(), "1"));
+        XdsClientChannel client = new XdsClientChannel(through.xdsPort(), "client-1", "fleet-a", "greeter")) {
+      upstream.setSnapshot("fleet-a", Resources.greeterAt(first.port(), "1"));
 
       await().atMost(WAIT).ignoreExceptions().until(client::whoAmI, "first"::equals);
 
-      controlPlane.setSnapshot("fleet-a", Resources.greeterAt(second.port(), "2"));
+      upstream.setSnapshot("fleet-a", Resources.greeterAt(second.port(), "2"));
 
       await().atMost(WAIT).ignoreExceptions().until(client::whoAmI, "second"::equals);
-      assertThat(controlPlane.streamGroups()).containsExactly("fleet-a");
+      assertThat(upstream.streamGroups()).containsExactly("fleet-a");
     }
   }
 

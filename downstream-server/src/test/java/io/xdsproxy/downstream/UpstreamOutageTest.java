@@ -4,16 +4,16 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.xdsproxy.downstream.testing.Backend;
+import io.xdsproxy.downstream.testing.ControlPlaneCell;
 import io.xdsproxy.downstream.testing.Resources;
 import io.xdsproxy.downstream.testing.XdsClientChannel;
-import io.xdsproxy.upstream.grpc.AdsUpstream;
-import io.xdsproxy.upstream.testing.ControlPlane;
+import io.xdsproxy.upstream.testing.UpstreamControlPlane;
 import java.time.Duration;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * Invariant 4 with real peers: the control plane (java-control-plane, SotW or Delta) dies while
+ * Invariant 4 with real peers: the control plane (one of each kind, SotW or Delta) dies while
  * grpc-java xDS clients are connected; they keep working, a client that arrives meanwhile is served
  * the last good state, and when the control plane comes back with new state every client follows.
  */
@@ -21,14 +21,14 @@ class UpstreamOutageTest {
 
   private static final Duration WAIT = Duration.ofSeconds(20);
 
-  @ParameterizedTest
-  @EnumSource(AdsUpstream.Protocol.class)
-  void clientsOutliveTheControlPlaneAndConvergeWhenItReturns(AdsUpstream.Protocol protocol) throws Exception {
-    try (ControlPlane controlPlane = new ControlPlane();
+  @ParameterizedTest(name = "{0}")
+  @MethodSource(ControlPlaneCell.REPRESENTATIVE)
+  void clientsOutliveTheControlPlaneAndConvergeWhenItReturns(ControlPlaneCell cell) throws Exception {
+    try (UpstreamControlPlane controlPlane = cell.create();
         Backend first = new Backend("first");
         Backend second = new Backend("second");
         XdsProxy proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target())
-            .withUpstreamProtocol(protocol).withPorts(0, 0))) {
+            .withUpstreamProtocol(cell.upstream()).withPorts(0, 0))) {
       controlPlane.setSnapshot("fleet", Resources.greeterAt(first.port(), "1"));
       try (XdsClientChannel early = new XdsClientChannel(proxy.xdsPort(), "early", "fleet", "greeter")) {
         await().atMost(WAIT).ignoreExceptions().until(early::whoAmI, "first"::equals);
