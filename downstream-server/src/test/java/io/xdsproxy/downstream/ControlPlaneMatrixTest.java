@@ -343,4 +343,35 @@ class ControlPlaneMatrixTest {
       assertThat(envoy.modelErrors()).isEmpty();
     }
   }
+
+  /**
+   * Rule 21: an Envoy starting with a cluster whose assignment the control plane does not have warms
+   * that cluster with no hosts once the not-found timeout says so, and starts its listeners, instead
+   * of waiting for ever (istiod's config sets no initial_fetch_timeout). java-control-plane answers no
+   * request naming a missing assignment at all, so there every cluster of the group warms with no
+   * hosts; a directly connected Envoy would not start.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource(ControlPlaneCell.EVERY)
+  void anEnvoyWhoseClusterHasNoAssignmentUpstreamStillStarts(ControlPlaneCell cell) throws Exception {
+    UpstreamControlPlane controlPlane = controlPlane(cell);
+    XdsProxy proxy = proxy(cell, controlPlane);
+    Snapshot full = fleet("1", 1, clusterNames(3));
+    List<ClusterLoadAssignment> endpoints = new ArrayList<>(full.endpoints().resources().values());
+    endpoints.removeIf(assignment -> assignment.getClusterName().equals("c-2"));
+    controlPlane.setSnapshot(FLEET, Snapshot.create(full.clusters().resources().values(), endpoints, List.of(), List.of(),
+        List.of(), "1"));
+
+    List<EnvoyLikeClient> envoys = List.of(envoy(EnvoyLikeClient.sotw(), "envoy-sotw", proxy.xdsPort()),
+        envoy(EnvoyLikeClient.delta(), "envoy-delta", proxy.xdsPort()));
+
+    for (EnvoyLikeClient envoy : envoys) {
+      awaitWarm(envoy, Set.of(clusterNames(3)));
+      assertThat(envoy.hosts("c-2")).as("%s: c-2 has no assignment upstream", envoy).isEmpty();
+      if (cell.controlPlane() != ControlPlaneKind.JAVA_CONTROL_PLANE) {
+        assertThat(envoy.hosts("c-0")).as("%s: c-0's hosts", envoy).isNotEmpty();
+      }
+      assertThat(envoy.modelErrors()).isEmpty();
+    }
+  }
 }

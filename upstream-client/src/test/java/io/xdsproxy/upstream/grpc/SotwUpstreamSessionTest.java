@@ -45,6 +45,7 @@ class SotwUpstreamSessionTest {
   private final ExecutorService pool = Executors.newFixedThreadPool(2);
   private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
   private final List<ResourceUpdate> updates = new CopyOnWriteArrayList<>();
+  private final SimpleMeterRegistry meters = new SimpleMeterRegistry();
   private AdsUpstream upstream;
 
   @AfterEach
@@ -58,7 +59,7 @@ class SotwUpstreamSessionTest {
 
   private UpstreamSession open(String target, Duration notFoundTimeout) {
     upstream = new AdsUpstream(java.util.List.of(target), AdsUpstream.Protocol.SOTW,
-        pool, timer, FAST, notFoundTimeout, new SimpleMeterRegistry());
+        pool, timer, FAST, notFoundTimeout, meters);
     return upstream.open(new NodeGroupKey("fleet"), NODE, updates::add);
   }
 
@@ -352,6 +353,8 @@ class SotwUpstreamSessionTest {
 
       DiscoveryRequest onNewStream = controlPlane.nextRequest(WAIT);
       assertThat(controlPlane.streamsOpened()).isEqualTo(2);
+      assertThat(meters.get("xds.upstream.streams.abandoned").tag("group", "fleet").counter().count())
+          .as("the last resort, counted").isEqualTo(1.0);
       assertThat(onNewStream.getResponseNonce()).isEmpty();
       assertThat(onNewStream.getResourceNamesList()).containsExactly("a");
     }
