@@ -71,9 +71,12 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
 
     /**
      * Of a Cluster stream: the clusters the last response sent anew or changed, which a client warms
-     * until their assignments come ("Resource warming"); each given once. Empty of other types.
+     * until their assignments come ("Resource warming"); each given once. With {@code heldOnly}, only
+     * those the client held an older version of when it connected, for which its first request for
+     * assignments may claim one it holds (Delta's {@code initial_resource_versions}). Empty of other
+     * types.
      */
-    List<XdsResource> takeWarming();
+    List<XdsResource> takeWarming(boolean heldOnly);
 
     /**
      * The next response owes the client {@code names}, those of them it subscribes to, whether they
@@ -508,7 +511,7 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
         slot.unwritten = false;
       }
       if (type.equals(TypeUrl.CLUSTER)) {
-        sendAssignmentsOfWarming(slot.state.takeWarming(), deferRemovals);
+        sendAssignmentsOfWarming(slot.state, deferRemovals);
       }
     } else if (!deferRemovals) {
       slot.unwritten = false; // the update changed nothing this client holds
@@ -526,7 +529,11 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
    * one stream and its order; not waiting for the Cluster ACK, which Envoy withholds while a cluster
    * warms ({@code ClusterManagerImpl::updateClusterCounts}).
    */
-  private void sendAssignmentsOfWarming(List<XdsResource> clusters, boolean deferRemovals) {
+  private void sendAssignmentsOfWarming(S clustersSent, boolean deferRemovals) {
+    Slot<S> endpoints = types.get(TypeUrl.ENDPOINT);
+    // Before the client asks for assignments, only those of clusters it held may be claimed unchanged
+    // by its first request for them; any other it is sent in full.
+    List<XdsResource> clusters = clustersSent.takeWarming(endpoints == null);
     if (clusters.isEmpty() || fixedType.isPresent()) {
       return;
     }
@@ -534,7 +541,6 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
     for (XdsResource cluster : clusters) {
       ClusterEndpoints.assignmentOf(cluster).ifPresent(assignments::add);
     }
-    Slot<S> endpoints = types.get(TypeUrl.ENDPOINT);
     if (endpoints == null) {
       assignments.addAll(assignmentsOwed);
       assignmentsOwed = Set.copyOf(assignments);

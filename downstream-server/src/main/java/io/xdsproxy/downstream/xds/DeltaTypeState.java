@@ -70,6 +70,8 @@ final class DeltaTypeState implements ClientStream.TypeStream {
   private boolean forceAll;
   /** Of a Cluster stream: what the last response sent anew or changed, until {@link #takeWarming}. */
   private List<XdsResource> warming = List.of();
+  /** Of those, the ones the client claimed an older version of when it connected. */
+  private List<XdsResource> warmingHeld = List.of();
   private String lastNonce = "";
   private String lastNackMessage;
   private String ackedVersion = "";
@@ -204,9 +206,10 @@ final class DeltaTypeState implements ClientStream.TypeStream {
   }
 
   @Override
-  public List<XdsResource> takeWarming() {
-    List<XdsResource> taken = warming;
+  public List<XdsResource> takeWarming(boolean heldOnly) {
+    List<XdsResource> taken = heldOnly ? warmingHeld : warming;
     warming = List.of();
+    warmingHeld = List.of();
     return taken;
   }
 
@@ -311,13 +314,18 @@ final class DeltaTypeState implements ClientStream.TypeStream {
   void sent(Outgoing outgoing, String nonce) {
     if (type.equals(TypeUrl.CLUSTER)) {
       List<XdsResource> sentAnew = new ArrayList<>();
+      List<XdsResource> held = new ArrayList<>();
       for (Resource resource : outgoing.resources()) {
         XdsResource cluster = resource.hasResource() ? outgoing.snapshot().get(resource.getName()) : null;
         if (cluster != null) { // else a heartbeat: nothing changed
           sentAnew.add(cluster);
+          if (claimed.containsKey(cluster.name())) {
+            held.add(cluster);
+          }
         }
       }
       warming = sentAnew;
+      warmingHeld = held.isEmpty() ? List.of() : held;
     }
     pendingRemovals = outgoing.deferred().isEmpty() ? Set.of() : NameSets.withAll(pendingRemovals, outgoing.deferred());
     base = outgoing.snapshot();

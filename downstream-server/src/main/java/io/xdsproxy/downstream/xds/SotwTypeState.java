@@ -279,9 +279,10 @@ final class SotwTypeState implements ClientStream.TypeStream {
     return changed;
   }
 
+  /** A SotW client claims nothing on connecting: its first request for assignments is answered in full. */
   @Override
-  public List<XdsResource> takeWarming() {
-    List<XdsResource> taken = warming;
+  public List<XdsResource> takeWarming(boolean heldOnly) {
+    List<XdsResource> taken = heldOnly ? List.of() : warming;
     warming = List.of();
     return taken;
   }
