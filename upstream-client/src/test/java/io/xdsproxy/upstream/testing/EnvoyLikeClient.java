@@ -254,6 +254,8 @@ public final class EnvoyLikeClient implements AutoCloseable {
 
   // Read from any thread.
   private volatile View view = new View(Map.of(), Map.of(), Map.of(), Map.of(), Map.of(), false);
+  /** Requests the current step sent, written once it has published the view ({@link #publishAndWrite}). Main thread. */
+  private final List<Runnable> outbox = new ArrayList<>();
   private volatile Instant initializedAt;
   private final List<String> transcript = new CopyOnWriteArrayList<>();
   private final List<DiscoveryRequest> sotwRequests = new CopyOnWriteArrayList<>();
@@ -463,7 +465,25 @@ public final class EnvoyLikeClient implements AutoCloseable {
       modelErrors.add(e);
       note("! model error: " + e);
     } finally {
-      publish();
+      publishAndWrite();
+    }
+  }
+
+  /**
+   * Publishes the view, then writes the requests the step sent, in order: a server that has seen a
+   * request finds what the client did before sending it already visible to a test's queries.
+   */
+  private void publishAndWrite() {
+    publish();
+    List<Runnable> writes = List.copyOf(outbox);
+    outbox.clear();
+    for (Runnable write : writes) {
+      try {
+        write.run();
+      } catch (RuntimeException e) {
+        modelErrors.add(e);
+        note("! model error: " + e);
+      }
     }
   }
 
@@ -523,6 +543,7 @@ public final class EnvoyLikeClient implements AutoCloseable {
   }
 
   private void endStream(String why) {
+    publishAndWrite();
     if (requestStream != null) {
       requestStream.cancel(why, null);
       requestStream = null;
@@ -595,7 +616,7 @@ public final class EnvoyLikeClient implements AutoCloseable {
         + " v=\"" + request.getVersionInfo() + "\" nonce=\"" + request.getResponseNonce() + "\" "
         + request.getResourceNamesList() + (request.hasNode() ? " node" : "")
         + (request.hasErrorDetail() ? " (" + request.getErrorDetail().getMessage() + ")" : ""));
-    stream.onNext(request);
+    outbox.add(() -> stream.onNext(request));
   }
 
   private void send(ClientCallStreamObserver<DeltaDiscoveryRequest> stream, DeltaDiscoveryRequest request) {
@@ -607,7 +628,7 @@ public final class EnvoyLikeClient implements AutoCloseable {
         + (request.getInitialResourceVersionsCount() == 0 ? "" : " initial" + new TreeMap<>(request.getInitialResourceVersionsMap()))
         + " nonce=\"" + request.getResponseNonce() + "\"" + (request.hasNode() ? " node" : "")
         + (request.hasErrorDetail() ? " (" + request.getErrorDetail().getMessage() + ")" : ""));
-    stream.onNext(request);
+    outbox.add(() -> stream.onNext(request));
   }
 
   private void count(String typeUrl, boolean nack) {
