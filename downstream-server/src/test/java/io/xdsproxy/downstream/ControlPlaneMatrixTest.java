@@ -2,7 +2,6 @@ package io.xdsproxy.downstream;
 
 import static io.xdsproxy.downstream.testing.XdsTestClient.node;
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assumptions.assumeThat;
 import static org.awaitility.Awaitility.await;
 
 import io.envoyproxy.controlplane.cache.v3.Snapshot;
@@ -26,6 +25,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -87,6 +87,20 @@ class ControlPlaneMatrixTest {
     return client;
   }
 
+  /** A client of each variant in the fleet, {@code prefix}-variant, every cluster and the assignments of {@code endpoints}. */
+  private List<VariantClient> everyVariant(int port, String prefix, String... endpoints) {
+    List<VariantClient> clients = new ArrayList<>();
+    for (Variant variant : Variant.values()) {
+      clients.add(wildcardClient(variant, port, prefix + "-" + variant, FLEET, endpoints));
+    }
+    return clients;
+  }
+
+  /** Invariant 2: every one of {@code clients} holds, and ACKed, what the fleet is served of {@code served}. */
+  private static void converged(Snapshot served, List<VariantClient> clients) {
+    new ConvergenceChecker().upstream(FLEET, served).clients(clients).awaitConverged(WAIT);
+  }
+
   /** A client of {@code variant} in {@code group} that names the clusters and assignments it wants, as gRPC does. */
   private VariantClient namedClient(Variant variant, int port, String id, String group, String... clusters) {
     VariantClient client = opened.add(new VariantClient(variant, port, node(id, group)));
@@ -144,25 +158,19 @@ class ControlPlaneMatrixTest {
     XdsProxy proxy = proxy(cell, controlPlane);
     Snapshot before = fleet("1", 1, clusterNames(5));
     controlPlane.setSnapshot(FLEET, before);
-    List<VariantClient> leaving = new ArrayList<>();
-    for (Variant variant : Variant.values()) {
-      leaving.add(wildcardClient(variant, proxy.xdsPort(), "leaving-" + variant, FLEET, "c-0", "c-1"));
-    }
-    new ConvergenceChecker().upstream(FLEET, before).clients(leaving).awaitConverged(WAIT);
+    List<VariantClient> leaving = everyVariant(proxy.xdsPort(), "leaving", "c-0", "c-1");
+    converged(before, leaving);
     leaving.forEach(VariantClient::close);
 
     Snapshot during = fleet("2", 2, clusterNames(6));
     controlPlane.setSnapshot(FLEET, during);
-    List<VariantClient> arriving = new ArrayList<>();
-    for (Variant variant : Variant.values()) {
-      arriving.add(wildcardClient(variant, proxy.xdsPort(), "arriving-" + variant, FLEET, "c-0", "c-3"));
-    }
-    new ConvergenceChecker().upstream(FLEET, during).clients(arriving).awaitConverged(WAIT);
+    List<VariantClient> arriving = everyVariant(proxy.xdsPort(), "arriving", "c-0", "c-3");
+    converged(during, arriving);
 
     // SotW cannot say an assignment is gone: the assignments subscribed to exist in every fleet.
     Snapshot after = fleet("3", 3, clusterNames(4));
     controlPlane.setSnapshot(FLEET, after);
-    new ConvergenceChecker().upstream(FLEET, after).clients(arriving).awaitConverged(WAIT);
+    converged(after, arriving);
   }
 
   @ParameterizedTest(name = "{0}")
@@ -172,13 +180,13 @@ class ControlPlaneMatrixTest {
     try {
       controlPlane.setDoNotCache(Set.of("c-0"));
     } catch (UnsupportedOperationException cannot) {
-      assumeThat(cannot).as(controlPlane.name() + " cannot send do_not_cache").isNull();
+      Assumptions.abort(controlPlane.name() + " cannot send do_not_cache");
     }
     XdsProxy proxy = proxy(cell, controlPlane);
     Snapshot served = fleet("1", 1, clusterNames(2));
     controlPlane.setSnapshot(FLEET, served);
     VariantClient early = wildcardClient(Variant.SOTW_ADS, proxy.xdsPort(), "early", FLEET, "c-0", "c-1");
-    new ConvergenceChecker().upstream(FLEET, served).client(early).awaitConverged(WAIT);
+    converged(served, List.of(early));
 
     // Invariant 3: the proxy may not serve c-0 from its store to a later subscriber; it asks the
     // control plane again, with requests this one answers.
@@ -202,13 +210,12 @@ class ControlPlaneMatrixTest {
     controlPlane.setSnapshot(FLEET, fleet("1", 1, clusterNames(3)));
     VariantClient rejecting = wildcardClient(Variant.SOTW_ADS, proxy.xdsPort(), "rejecting", FLEET, "c-0");
     VariantClient accepting = wildcardClient(Variant.DELTA_ADS, proxy.xdsPort(), "accepting", FLEET, "c-0");
-    new ConvergenceChecker().upstream(FLEET, fleet("1", 1, clusterNames(3))).clients(List.of(rejecting, accepting))
-        .awaitConverged(WAIT);
+    converged(fleet("1", 1, clusterNames(3)), List.of(rejecting, accepting));
 
     rejecting.rejectNext(TypeUrl.CLUSTER);
     Snapshot changed = fleet("2", 2, clusterNames(3));
     controlPlane.setSnapshot(FLEET, changed);
-    new ConvergenceChecker().upstream(FLEET, changed).client(accepting).awaitConverged(WAIT);
+    converged(changed, List.of(accepting));
     await().atMost(WAIT).until(() -> {
       rejecting.pump();
       return !rejecting.transcript(TypeUrl.CLUSTER).isEmpty() && rejecting.transcript(TypeUrl.CLUSTER).contains("error_detail");
@@ -231,11 +238,8 @@ class ControlPlaneMatrixTest {
     XdsProxy proxy = proxy(cell, controlPlane);
     Snapshot small = fleet("1", 1, clusterNames(10));
     controlPlane.setSnapshot(FLEET, small);
-    List<VariantClient> clients = new ArrayList<>();
-    for (Variant variant : Variant.values()) {
-      clients.add(wildcardClient(variant, proxy.xdsPort(), "pushed-" + variant, FLEET, "c-0", "c-1"));
-    }
-    new ConvergenceChecker().upstream(FLEET, small).clients(clients).awaitConverged(WAIT);
+    List<VariantClient> clients = everyVariant(proxy.xdsPort(), "pushed", "c-0", "c-1");
+    converged(small, clients);
 
     controlPlane.setSnapshot(FLEET, fleet("2", 2, clusterNames(1000)));
     await().atMost(WAIT).pollInterval(Duration.ofMillis(5)).until(() -> {
@@ -247,7 +251,7 @@ class ControlPlaneMatrixTest {
     controlPlane.setSnapshot(FLEET, newer);
     controlPlane.start();
 
-    new ConvergenceChecker().upstream(FLEET, newer).clients(clients).awaitConverged(WAIT);
+    converged(newer, clients);
   }
 
   /** An Envoy-like client of {@code mode} in the fleet, connected to {@code port}, reconnecting on its own. */

@@ -106,7 +106,7 @@ final class DeltaUpstreamSession
   }
 
   /**
-   * Tells the upstream how the group's interest differs from what the stream is subscribed to. The
+   * Tells the upstream how {@link TypeState#wire} differs from what the stream is subscribed to. The
    * first request of a type subscribes to a wildcard the legacy way (no names), which every control
    * plane understands, and carries the versions held from earlier streams.
    */
@@ -114,16 +114,15 @@ final class DeltaUpstreamSession
     if (!isStreamOpen()) {
       return;
     }
-    Interest interest = state.wire;
-    List<String> subscribe = new ArrayList<>(new TreeSet<>(interest.names()));
+    Interest wire = state.wire;
+    List<String> subscribe = new ArrayList<>(new TreeSet<>(wire.names()));
     subscribe.removeAll(state.namesOnStream);
     List<String> unsubscribe = new ArrayList<>(new TreeSet<>(state.namesOnStream));
-    unsubscribe.removeAll(interest.names());
-    boolean legacyWildcard = !state.requestedOnStream && interest.wildcard() && subscribe.isEmpty();
-    if (interest.wildcard() && !state.wildcardOnStream && !legacyWildcard) {
+    unsubscribe.removeAll(wire.names());
+    boolean legacyWildcard = !state.requestedOnStream && wire.wildcard() && subscribe.isEmpty();
+    // A wildcard is never taken back on a stream (expressible), so it is only ever subscribed to.
+    if (wire.wildcard() && !state.wildcardOnStream && !legacyWildcard) {
       subscribe.add(0, Subscription.WILDCARD);
-    } else if (!interest.wildcard() && state.wildcardOnStream) {
-      unsubscribe.add(0, Subscription.WILDCARD);
     }
     if (subscribe.isEmpty() && unsubscribe.isEmpty() && !legacyWildcard) {
       return;
@@ -140,9 +139,9 @@ final class DeltaUpstreamSession
     // As on SotW sessions: some control planes read the node from every request.
     request.setNode(node);
     state.requestedOnStream = true;
-    state.wildcardOnStream = interest.wildcard();
+    state.wildcardOnStream = wire.wildcard();
     state.namesOnStream.clear();
-    state.namesOnStream.addAll(interest.names());
+    state.namesOnStream.addAll(wire.names());
     send(request.build());
   }
 

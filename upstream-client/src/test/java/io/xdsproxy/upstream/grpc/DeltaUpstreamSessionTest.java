@@ -1,17 +1,16 @@
 package io.xdsproxy.upstream.grpc;
 
-import com.google.protobuf.Any;
-import io.envoyproxy.envoy.service.discovery.v3.Resource;
-import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
-import io.xdsproxy.upstream.testing.ScriptedControlPlane;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import com.google.protobuf.Any;
 import io.envoyproxy.controlplane.cache.v3.Snapshot;
 import io.envoyproxy.envoy.config.cluster.v3.Cluster;
 import io.envoyproxy.envoy.config.core.v3.Node;
 import io.envoyproxy.envoy.config.endpoint.v3.ClusterLoadAssignment;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
+import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
+import io.envoyproxy.envoy.service.discovery.v3.Resource;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.xdsproxy.core.ClientFeatures;
 import io.xdsproxy.core.Interest;
@@ -21,6 +20,7 @@ import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.core.UpstreamSource.UpstreamSession;
 import io.xdsproxy.core.XdsResource;
 import io.xdsproxy.upstream.testing.ControlPlane;
+import io.xdsproxy.upstream.testing.ScriptedControlPlane;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;

@@ -12,6 +12,7 @@ import io.envoyproxy.envoy.config.endpoint.v3.ClusterLoadAssignment;
 import io.envoyproxy.envoy.config.listener.v3.Listener;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
+import io.envoyproxy.envoy.service.discovery.v3.Resource;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.xdsproxy.core.ClientFeatures;
 import io.xdsproxy.core.Interest;
@@ -376,8 +377,7 @@ class SotwUpstreamSessionTest {
     for (String name : names) {
       Any assignment = Any.pack(ClusterLoadAssignment.newBuilder().setClusterName(name).build());
       if (doNotCache) {
-        io.envoyproxy.envoy.service.discovery.v3.Resource.Builder wrapper = io.envoyproxy.envoy.service.discovery.v3.Resource
-            .newBuilder().setName(name).setResource(assignment);
+        Resource.Builder wrapper = Resource.newBuilder().setName(name).setResource(assignment);
         wrapper.getCacheControlBuilder().setDoNotCache(true);
         response.addResources(Any.pack(wrapper.build()));
       } else {
