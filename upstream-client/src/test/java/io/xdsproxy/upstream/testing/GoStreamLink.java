@@ -78,8 +78,9 @@ final class GoStreamLink<R> {
     if (ended || out.isCancelled()) {
       return;
     }
-    out.onNext(response);
+    // Counted before it is written: a client that has it finds it counted.
     onSent.run();
+    out.onNext(response);
   }
 
   /** Ends the stream with {@code status}, as the go handler returning an error does. */

@@ -166,8 +166,9 @@ abstract class IstiodConnection<RequestT, ResponseT> {
     if (closed) {
       return;
     }
-    responses.onNext(response);
+    // Counted before it is written: a client that has it finds it counted.
     model.responseSent();
+    responses.onNext(response);
   }
 
   /** The watch of a type a response was sent for; pkg/xds/server.go {@code Send} creates it if missing. */
