@@ -279,7 +279,7 @@ public final class Compare {
     int port = freePort();
     int admin = freePort();
     JavaProcess process = JavaProcess.start("xds-proxy", jvm, List.of("-jar", jar.toString(),
-        "--upstream", "127.0.0.1:" + planePort, "--xds-port", Integer.toString(port), "--admin-port", Integer.toString(admin)), log);
+        "--upstream", "127.0.0.1:" + planePort, "--xds-port", Integer.toString(port), "--monitoring-port", Integer.toString(admin), "--admin-port", "0"), log);
     try {
       awaitHealthy(admin, Duration.ofSeconds(60));
     } catch (RuntimeException | InterruptedException e) {

@@ -213,12 +213,12 @@ public final class Soak {
     JavaProcess process = proxy.process();
     long heap = process.heapAfterGcBytes();
     return new Sample(seconds, heap, process.threads(), process.openFileDescriptors(), process.rssBytes(),
-        openStreams(http, proxy.adminPort()));
+        openStreams(http, proxy.monitoringPort()));
   }
 
   /** The streams the proxy counts as open ({@code xds_downstream_streams}, over protocols and services). */
-  private static long openStreams(HttpClient http, int adminPort) throws IOException, InterruptedException {
-    String metrics = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + adminPort + "/metrics")).build(),
+  private static long openStreams(HttpClient http, int monitoringPort) throws IOException, InterruptedException {
+    String metrics = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + monitoringPort + "/metrics")).build(),
         HttpResponse.BodyHandlers.ofString()).body();
     return Math.round(metrics.lines()
         .filter(line -> line.startsWith("xds_downstream_streams{"))

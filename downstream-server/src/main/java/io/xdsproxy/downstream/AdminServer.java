@@ -12,21 +12,30 @@ import java.util.concurrent.Executor;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 
-/** The admin HTTP server: liveness, readiness, and whatever else the proxy mounts on it (REST-JSON xDS). */
+/**
+ * One of the proxy's HTTP listeners: monitoring (health, readiness, metrics, on every interface),
+ * admin (debug endpoints, on the loopback by default), or REST-JSON xDS. Each serves the handlers it
+ * is given and nothing else.
+ */
 final class AdminServer implements AutoCloseable {
 
   private final HttpServer server;
 
-  AdminServer(int port, BooleanSupplier ready, Map<String, HttpHandler> handlers, Executor executor) throws IOException {
-    server = HttpServer.create(new InetSocketAddress(port), 0);
+  AdminServer(InetSocketAddress address, Map<String, HttpHandler> handlers, Executor executor) throws IOException {
+    server = HttpServer.create(address, 0);
     server.setExecutor(executor);
-    server.createContext("/healthz", exchange -> reply(exchange, 200, "ok\n"));
-    server.createContext("/readyz", exchange -> {
-      boolean isReady = ready.getAsBoolean();
-      reply(exchange, isReady ? 200 : 503, isReady ? "ready\n" : "not ready\n");
-    });
     handlers.forEach(server::createContext);
     server.start();
+  }
+
+  /** {@code /healthz}, answered while the process runs, and {@code /readyz}, as {@code ready} says. */
+  static Map<String, HttpHandler> probes(BooleanSupplier ready) {
+    return Map.of(
+        "/healthz", exchange -> reply(exchange, 200, "ok\n"),
+        "/readyz", exchange -> {
+          boolean isReady = ready.getAsBoolean();
+          reply(exchange, isReady ? 200 : 503, isReady ? "ready\n" : "not ready\n");
+        });
   }
 
   /** A handler that answers GET with the text {@code body} makes, of {@code contentType}. */

@@ -49,8 +49,9 @@ public final class Main {
     String xdsSecurity = !config.tls().enabled() ? "plaintext"
         : config.tls().clientCa().isEmpty() ? "TLS"
         : "mutual TLS" + config.tls().nodeIdPattern().map(pattern -> ", node ids checked by " + pattern).orElse("");
-    log.info("xds-proxy listening for xDS on port {} ({}), admin HTTP on port {}; upstream: {}",
-        proxy.xdsPort(), xdsSecurity, proxy.adminPort(), proxy.describeUpstream());
+    log.info("xds-proxy listening for xDS on port {} ({}), monitoring HTTP on port {}, admin HTTP on {}:{}{}; upstream: {}",
+        proxy.xdsPort(), xdsSecurity, proxy.monitoringPort(), config.adminAddress(), proxy.adminPort(),
+        proxy.restPort().map(port -> ", REST-JSON xDS on port " + port).orElse(""), proxy.describeUpstream());
     // SIGTERM (Kubernetes' way to stop a pod) and SIGINT drain, then exit 0; any other way out closes.
     for (String name : new String[] {"TERM", "INT"}) {
       Signal.handle(new Signal(name), signal -> drainThread(() -> {

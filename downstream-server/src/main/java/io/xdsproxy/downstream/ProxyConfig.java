@@ -37,7 +37,12 @@ import org.yaml.snakeyaml.nodes.SequenceNode;
  * @param upstreamBackoff how long to wait before reconnecting to the control plane
  * @param resourcesDir the directory of DiscoveryResponse files served when there is no upstream
  * @param xdsPort where clients connect (0: any free port)
+ * @param monitoringPort where health, readiness and metrics are served to the kubelet and Prometheus,
+ *     on every interface (0: any free port)
+ * @param adminAddress the address the admin HTTP server (config dump, clients, log levels) binds: the
+ *     loopback by default, as Envoy's admin and istiod's ControlZ
  * @param adminPort where the admin HTTP server listens (0: any free port)
+ * @param restPort where REST-JSON xDS is served, with the xDS port's TLS and checks; empty: not at all
  * @param nodeGroupKey the parts of a client's node that make its node-group key ({@link NodeGroupRule})
  * @param upstreamNodeId empty: the upstream sees each group's first client's node as it is; else that
  *     node with this id, in which {@code {group}} and {@code {id}} are replaced
@@ -52,6 +57,8 @@ import org.yaml.snakeyaml.nodes.SequenceNode;
  * @param upstreamTls how the control plane is reached: plaintext or TLS
  * @param limits what one client may ask of the proxy
  * @param upstreamKeepalive HTTP/2 keepalive to the control plane: what notices one gone silent
+ * @param logFormat how log lines are written
+ * @param logLevels {@code level} or {@code logger=level} each, applied in order at start
  */
 public record ProxyConfig(
     List<String> upstream,
@@ -59,7 +66,10 @@ public record ProxyConfig(
     Backoff upstreamBackoff,
     Path resourcesDir,
     int xdsPort,
+    int monitoringPort,
+    String adminAddress,
     int adminPort,
+    Optional<Integer> restPort,
     List<String> nodeGroupKey,
     Optional<String> upstreamNodeId,
     Duration groupIdleGrace,
@@ -70,7 +80,12 @@ public record ProxyConfig(
     ServerTls tls,
     UpstreamTls upstreamTls,
     Limits limits,
-    AdsUpstream.Keepalive upstreamKeepalive) {
+    AdsUpstream.Keepalive upstreamKeepalive,
+    LogFormat logFormat,
+    List<String> logLevels) {
+
+  /** How log lines are written: text for a terminal, JSON lines for a log pipeline. */
+  public enum LogFormat { TEXT, JSON }
 
   public static final ProxyConfig DEFAULTS = new ProxyConfig(
       List.of(),
@@ -79,6 +94,9 @@ public record ProxyConfig(
       Path.of("deploy/examples/resources"),
       18000,
       19000,
+      "127.0.0.1",
+      19001,
+      Optional.empty(),
       List.of("cluster"),
       Optional.empty(),
       Duration.ofMinutes(5),
@@ -89,7 +107,9 @@ public record ProxyConfig(
       ServerTls.OFF,
       UpstreamTls.PLAINTEXT,
       Limits.DEFAULTS,
-      AdsUpstream.Keepalive.DEFAULT);
+      AdsUpstream.Keepalive.DEFAULT,
+      LogFormat.TEXT,
+      List.of());
 
   static final String USAGE = """
       usage: java -jar xds-proxy.jar [flags]
@@ -103,7 +123,15 @@ public record ProxyConfig(
         --resources-dir DIR         directory of DiscoveryResponse files (JSON, YAML, text or binary
                                     proto), watched for changes (default deploy/examples/resources)
         --xds-port N                where xDS clients connect (default 18000)
-        --admin-port N              admin HTTP: /healthz, /readyz, REST-JSON xDS (default 19000)
+        --monitoring-port N         HTTP for the kubelet and Prometheus, on every interface:
+                                    /healthz, /readyz, /metrics (default 19000)
+        --admin-address A           the address admin HTTP binds (default 127.0.0.1)
+        --admin-port N              admin HTTP: /config_dump, /clients, /logging (default 19001)
+        --rest-port N               serve REST-JSON xDS on this port, with the xDS port's TLS and
+                                    checks (default: not served)
+        --log-format F              text or json (JSON lines) (default text)
+        --log-level [LOGGER=]LEVEL  error, warn, info, debug or trace, for all loggers or one;
+                                    given once per logger (default info)
         --node-group-key PART       a part of the node-group key, given once per part, in order:
                                     cluster, locality, id:<regex with a capture group>,
                                     metadata:<dotted.path> (default cluster)
@@ -145,13 +173,13 @@ public record ProxyConfig(
 
   static final List<String> KEYS = List.of("upstream", "upstream-protocol", "upstream-backoff-initial",
       "upstream-backoff-max", "resources-dir", "xds-port",
-      "admin-port", "node-group-key", "upstream-node-id", "not-found-timeout", "rest-poll-timeout", "group-idle-grace",
+      "monitoring-port", "admin-address", "admin-port", "rest-port", "log-format", "log-level", "node-group-key", "upstream-node-id", "not-found-timeout", "rest-poll-timeout", "group-idle-grace",
       "drain-time", "max-connection-age", "tls-cert", "tls-key", "tls-client-ca", "tls-node-id-pattern",
       "upstream-tls", "upstream-ca", "upstream-cert", "upstream-key", "upstream-authority", "max-request-bytes",
       "max-names-per-request", "max-name-length", "max-streams-per-connection", "max-streams-per-group",
       "max-streams-per-node", "max-requests-per-second", "upstream-keepalive-time", "upstream-keepalive-timeout");
   /** Keys that take several values: a YAML list, or the flag given more than once. */
-  private static final List<String> LIST_KEYS = List.of("node-group-key");
+  private static final List<String> LIST_KEYS = List.of("node-group-key", "log-level");
 
   public ProxyConfig withUpstream(String... targets) {
     return edit(b -> b.upstream = List.of(targets));
@@ -169,11 +197,30 @@ public record ProxyConfig(
     return edit(b -> b.resourcesDir = dir);
   }
 
-  public ProxyConfig withPorts(int xds, int admin) {
+  /** The xDS, monitoring and admin ports; REST-JSON stays as it is (off unless {@link #withRestPort}). */
+  public ProxyConfig withPorts(int xds, int monitoring, int admin) {
     return edit(b -> {
       b.xdsPort = xds;
+      b.monitoringPort = monitoring;
       b.adminPort = admin;
     });
+  }
+
+  public ProxyConfig withAdminAddress(String address) {
+    return edit(b -> b.adminAddress = address);
+  }
+
+  /** REST-JSON xDS served on {@code port} (0: any free port). */
+  public ProxyConfig withRestPort(int port) {
+    return edit(b -> b.restPort = Optional.of(port));
+  }
+
+  public ProxyConfig withLogFormat(LogFormat format) {
+    return edit(b -> b.logFormat = format);
+  }
+
+  public ProxyConfig withLogLevels(List<String> levels) {
+    return edit(b -> b.logLevels = levels);
   }
 
   public ProxyConfig withNodeGroupKey(List<String> parts) {
@@ -234,7 +281,10 @@ public record ProxyConfig(
     Backoff upstreamBackoff;
     Path resourcesDir;
     int xdsPort;
+    int monitoringPort;
+    String adminAddress;
     int adminPort;
+    Optional<Integer> restPort;
     List<String> nodeGroupKey;
     Optional<String> upstreamNodeId;
     Duration groupIdleGrace;
@@ -246,6 +296,8 @@ public record ProxyConfig(
     UpstreamTls upstreamTls;
     Limits limits;
     AdsUpstream.Keepalive upstreamKeepalive;
+    LogFormat logFormat;
+    List<String> logLevels;
 
     Builder(ProxyConfig from) {
       upstream = from.upstream;
@@ -253,7 +305,10 @@ public record ProxyConfig(
       upstreamBackoff = from.upstreamBackoff;
       resourcesDir = from.resourcesDir;
       xdsPort = from.xdsPort;
+      monitoringPort = from.monitoringPort;
+      adminAddress = from.adminAddress;
       adminPort = from.adminPort;
+      restPort = from.restPort;
       nodeGroupKey = from.nodeGroupKey;
       upstreamNodeId = from.upstreamNodeId;
       groupIdleGrace = from.groupIdleGrace;
@@ -265,12 +320,15 @@ public record ProxyConfig(
       upstreamTls = from.upstreamTls;
       limits = from.limits;
       upstreamKeepalive = from.upstreamKeepalive;
+      logFormat = from.logFormat;
+      logLevels = from.logLevels;
     }
 
     ProxyConfig build() {
-      return new ProxyConfig(List.copyOf(upstream), upstreamProtocol, upstreamBackoff, resourcesDir, xdsPort, adminPort, List.copyOf(nodeGroupKey),
-          upstreamNodeId, groupIdleGrace, notFoundTimeout, restPollTimeout, drainTime, maxConnectionAge, tls, upstreamTls,
-          limits, upstreamKeepalive);
+      return new ProxyConfig(List.copyOf(upstream), upstreamProtocol, upstreamBackoff, resourcesDir, xdsPort,
+          monitoringPort, adminAddress, adminPort, restPort, List.copyOf(nodeGroupKey), upstreamNodeId, groupIdleGrace,
+          notFoundTimeout, restPollTimeout, drainTime, maxConnectionAge, tls, upstreamTls, limits, upstreamKeepalive,
+          logFormat, List.copyOf(logLevels));
     }
   }
 
@@ -320,7 +378,27 @@ public record ProxyConfig(
       config = config.with(entry.getKey(), entry.getValue());
     }
     checkTls(settings);
+    checkPorts(config, settings);
     return config;
+  }
+
+  /** Two listeners cannot share a port (0, any free port, aside). */
+  private static void checkPorts(ProxyConfig config, Map<String, Setting> settings) throws ConfigException {
+    Map<Integer, String> taken = new LinkedHashMap<>();
+    Map<String, Integer> ports = new LinkedHashMap<>();
+    ports.put("xds-port", config.xdsPort());
+    ports.put("monitoring-port", config.monitoringPort());
+    ports.put("admin-port", config.adminPort());
+    config.restPort().ifPresent(port -> ports.put("rest-port", port));
+    for (Map.Entry<String, Integer> entry : ports.entrySet()) {
+      String other = entry.getValue() == 0 ? null : taken.putIfAbsent(entry.getValue(), entry.getKey());
+      if (other != null) {
+        Setting given = settings.containsKey(entry.getKey()) ? settings.get(entry.getKey()) : settings.get(other);
+        String where = given != null ? given.where() + ": " : "";
+        throw new ConfigException(where + entry.getKey() + " and " + other + " are both " + entry.getValue()
+            + " (each listener needs its own port)");
+      }
+    }
   }
 
   /** The TLS keys that only make sense together, and certificates that must match their keys. */
@@ -470,8 +548,30 @@ public record ProxyConfig(
       }
       case "upstream-keepalive-timeout" ->
           withUpstreamKeepalive(new AdsUpstream.Keepalive(upstreamKeepalive.time(), duration(setting)));
-      case "xds-port" -> withPorts(port(setting), adminPort);
-      case "admin-port" -> withPorts(xdsPort, port(setting));
+      case "xds-port" -> withPorts(port(setting), monitoringPort, adminPort);
+      case "monitoring-port" -> withPorts(xdsPort, port(setting), adminPort);
+      case "admin-address" -> {
+        if (setting.value().isBlank() || !setting.value().matches("[0-9A-Za-z.:_\\[\\]-]+")) {
+          throw new ConfigException(setting.where() + ": admin-address '" + setting.value() + "' is not a host name or IP address");
+        }
+        yield withAdminAddress(setting.value());
+      }
+      case "admin-port" -> withPorts(xdsPort, monitoringPort, port(setting));
+      case "rest-port" -> withRestPort(port(setting));
+      case "log-format" -> switch (setting.value()) {
+        case "text" -> withLogFormat(LogFormat.TEXT);
+        case "json" -> withLogFormat(LogFormat.JSON);
+        default -> throw new ConfigException(setting.where() + ": log-format '" + setting.value() + "' is neither text nor json");
+      };
+      case "log-level" -> {
+        for (String level : setting.values()) {
+          if (!level.matches("([A-Za-z_$][\\w$]*(\\.[A-Za-z_$][\\w$]*)*=)?(?i:error|warn|info|debug|trace)")) {
+            throw new ConfigException(setting.where() + ": log-level '" + level
+                + "' is not LEVEL or LOGGER=LEVEL, LEVEL one of error, warn, info, debug, trace");
+          }
+        }
+        yield withLogLevels(setting.values());
+      }
       default -> throw new IllegalStateException("unhandled key " + key);
     };
   }

@@ -41,6 +41,7 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -68,7 +69,9 @@ public final class XdsProxy implements AutoCloseable {
   private final UpstreamSource upstream;
   private final NodeGroups groups;
   private final Server server;
+  private final AdminServer monitoringServer;
   private final AdminServer admin;
+  private final Optional<AdminServer> rest;
 
   private XdsProxy(ProxyConfig config) throws IOException {
     pool = Executors.newFixedThreadPool(Math.max(2, Runtime.getRuntime().availableProcessors()), threads("xds-proxy-worker"));
@@ -99,7 +102,9 @@ public final class XdsProxy implements AutoCloseable {
         config.limits());
     ServerServiceDefinition ads = AggregatedDiscoveryService.definition(serving);
     Server started = null;
+    AdminServer monitoringStarted = null;
     AdminServer adminStarted = null;
+    AdminServer restStarted = null;
     try {
       InetSocketAddress xdsAddress = new InetSocketAddress(config.xdsPort());
       NettyServerBuilder builder = config.tls().enabled()
@@ -124,27 +129,36 @@ public final class XdsProxy implements AutoCloseable {
           .maxConnectionAge(config.maxConnectionAge().toMillis(), TimeUnit.MILLISECONDS)
           .maxConnectionAgeGrace(CONNECTION_AGE_GRACE.toSeconds(), TimeUnit.SECONDS)
           .build(), "xDS", config.xdsPort());
-      try {
+      Map<String, HttpHandler> monitoring = new HashMap<>(AdminServer.probes(this::ready));
+      monitoring.put("/metrics", AdminServer.text(meters::scrape, "text/plain; version=0.0.4; charset=utf-8"));
+      monitoringStarted = http("monitoring HTTP", new InetSocketAddress(config.monitoringPort()), monitoring);
+      Map<String, HttpHandler> debug = new HashMap<>();
+      debug.put("/config_dump", AdminServer.text(new ConfigDump(groups)::json, "application/json"));
+      debug.put("/clients", AdminServer.text(() -> ConfigDump.GSON.toJson(Map.of("clients", clients.statuses())) + "\n",
+          "application/json"));
+      adminStarted = http("admin HTTP", new InetSocketAddress(config.adminAddress(), config.adminPort()), debug);
+      if (config.restPort().isPresent()) {
         RestDiscovery rest = new RestDiscovery(groups, pool, timer, config.restPollTimeout());
         Map<String, HttpHandler> handlers = new HashMap<>();
         RestDiscovery.PATHS.forEach((path, type) -> handlers.put(path, rest.handler(type)));
-        handlers.put("/metrics", AdminServer.text(meters::scrape, "text/plain; version=0.0.4; charset=utf-8"));
-        handlers.put("/config_dump", AdminServer.text(new ConfigDump(groups)::json, "application/json"));
-        handlers.put("/clients", AdminServer.text(() -> ConfigDump.GSON.toJson(Map.of("clients", clients.statuses())) + "\n",
-            "application/json"));
-        adminStarted = new AdminServer(config.adminPort(), this::ready, handlers, pool);
-      } catch (IOException e) {
-        throw new IOException("cannot listen for admin HTTP on port " + config.adminPort() + ": " + e.getMessage(), e);
+        restStarted = http("REST-JSON xDS", new InetSocketAddress(config.restPort().get()), handlers);
       }
     } catch (IOException | RuntimeException e) {
       if (started != null) {
         started.shutdownNow();
       }
+      for (AdminServer listener : new AdminServer[] {monitoringStarted, adminStarted, restStarted}) {
+        if (listener != null) {
+          listener.close();
+        }
+      }
       closeQuietly();
       throw e;
     }
     server = started;
+    monitoringServer = monitoringStarted;
     admin = adminStarted;
+    rest = Optional.ofNullable(restStarted);
     // The gRPC health service on the xDS port follows readiness (checked each second).
     timer.scheduleWithFixedDelay(() -> health.setStatus("", ready() ? ServingStatus.SERVING : ServingStatus.NOT_SERVING),
         0, 1, TimeUnit.SECONDS);
@@ -172,6 +186,14 @@ public final class XdsProxy implements AutoCloseable {
     return credentials.build();
   }
 
+  private AdminServer http(String what, InetSocketAddress address, Map<String, HttpHandler> handlers) throws IOException {
+    try {
+      return new AdminServer(address, handlers, pool);
+    } catch (IOException e) {
+      throw new IOException("cannot listen for " + what + " on " + address + ": " + e.getMessage(), e);
+    }
+  }
+
   private static Server listen(Server server, String what, int port) throws IOException {
     try {
       return server.start();
@@ -195,8 +217,19 @@ public final class XdsProxy implements AutoCloseable {
     return ((InetSocketAddress) server.getListenSockets().get(0)).getPort();
   }
 
+  /** Where health, readiness and metrics are served. */
+  public int monitoringPort() {
+    return monitoringServer.port();
+  }
+
+  /** Where the debug endpoints are served: {@code /config_dump}, {@code /clients}. */
   public int adminPort() {
     return admin.port();
+  }
+
+  /** Where REST-JSON xDS is served, if it is. */
+  public Optional<Integer> restPort() {
+    return rest.map(AdminServer::port);
   }
 
   public NodeGroups groups() {
@@ -243,7 +276,9 @@ public final class XdsProxy implements AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
+    monitoringServer.close();
     admin.close();
+    rest.ifPresent(AdminServer::close);
     closeQuietly();
   }
 

@@ -44,7 +44,7 @@ class AliasTest {
             name: routes/shop
             domains: ["shop.example.com", "www.shop.example.com"]
         """);
-    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withResourcesDir(resources).withPorts(0, 0));
+    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withResourcesDir(resources).withPorts(0, 0, 0));
   }
 
   @AfterEach

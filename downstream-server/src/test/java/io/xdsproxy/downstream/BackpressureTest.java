@@ -54,7 +54,7 @@ class BackpressureTest {
   @Test
   void aClientThatStopsReadingGetsTheNewestStateLaterAndDoesNotHoldBackTheOthers() throws Exception {
     try (ScriptedControlPlane upstream = new ScriptedControlPlane();
-        XdsProxy proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(upstream.target()).withPorts(0, 0));
+        XdsProxy proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(upstream.target()).withPorts(0, 0, 0));
         var fast = XdsTestClient.sotwAds(proxy.xdsPort());
         StalledClient slow = new StalledClient(proxy.xdsPort())) {
       fast.send(DiscoveryRequest.newBuilder().setNode(node("fast", "fleet")).setTypeUrl(TypeUrl.CLUSTER.url()).build());

@@ -43,7 +43,7 @@ class ClientsTest {
   @Test
   void eachStreamIsListedWithWhatItAskedForAckedAndRejected() throws Exception {
     try (XdsProxy proxy = XdsProxy.start(
-            ProxyConfig.DEFAULTS.withResourcesDir(Path.of("../deploy/examples/resources")).withPorts(0, 0));
+            ProxyConfig.DEFAULTS.withResourcesDir(Path.of("../deploy/examples/resources")).withPorts(0, 0, 0));
         var sotw = XdsTestClient.sotwAds(proxy.xdsPort());
         var delta = XdsTestClient.deltaAds(proxy.xdsPort())) {
       sotw.send(DiscoveryRequest.newBuilder().setNode(node("rejecting", "example")).setTypeUrl(TypeUrl.ENDPOINT.url())

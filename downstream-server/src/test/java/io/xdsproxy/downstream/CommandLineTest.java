@@ -83,7 +83,7 @@ class CommandLineTest {
       taken.bind(new InetSocketAddress("0.0.0.0", 0));
 
       Ended ended = run("--resources-dir", "../deploy/examples/resources",
-          "--xds-port", Integer.toString(taken.getLocalPort()), "--admin-port", "0");
+          "--xds-port", Integer.toString(taken.getLocalPort()), "--monitoring-port", "0", "--admin-port", "0");
 
       assertThat(ended.exitCode()).isNotZero();
       String last = ended.lines().get(ended.lines().size() - 1);
@@ -94,7 +94,7 @@ class CommandLineTest {
 
   @Test
   void aMissingResourcesDirectoryIsNamed() throws Exception {
-    Ended ended = run("--resources-dir", "/nonexistent/resources", "--xds-port", "0", "--admin-port", "0");
+    Ended ended = run("--resources-dir", "/nonexistent/resources", "--xds-port", "0", "--monitoring-port", "0", "--admin-port", "0");
 
     assertThat(ended.exitCode()).isNotZero();
     assertThat(ended.lines()).last().asString().contains("/nonexistent/resources");
@@ -102,9 +102,9 @@ class CommandLineTest {
 
   @Test
   void withNoUpstreamItServesTheResourcesDirectoryAndLogsWhereItListens() throws Exception {
-    int admin = freePort();
-    Process process = start("--resources-dir", "../deploy/examples/resources", "--xds-port", "0", "--admin-port",
-        Integer.toString(admin));
+    int monitoring = freePort();
+    Process process = start("--resources-dir", "../deploy/examples/resources", "--xds-port", "0", "--monitoring-port",
+        Integer.toString(monitoring), "--admin-port", "0");
     try {
       List<String> seen = new ArrayList<>();
       var reader = process.inputReader(StandardCharsets.UTF_8);
@@ -113,11 +113,12 @@ class CommandLineTest {
         seen.add(line);
       }
       assertThat(line).as("a 'listening' line after %s", seen).isNotNull()
-          .contains("admin HTTP on port " + admin)
+          .contains("monitoring HTTP on port " + monitoring)
+          .contains("admin HTTP on 127.0.0.1:")
           .contains("upstream: resources directory")
           .contains("deploy/examples/resources");
       HttpResponse<String> health = HttpClient.newHttpClient().send(
-          HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + admin + "/healthz")).build(),
+          HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + monitoring + "/healthz")).build(),
           HttpResponse.BodyHandlers.ofString());
       assertThat(health.statusCode()).isEqualTo(200);
     } finally {
@@ -132,7 +133,7 @@ class CommandLineTest {
     int xds = freePort();
     Path log = logs.resolve("proxy.log");
     Process process = command("--resources-dir", "../deploy/examples/resources", "--xds-port", Integer.toString(xds),
-        "--admin-port", Integer.toString(admin), "--drain-time", "2s").redirectOutput(log.toFile()).start();
+        "--monitoring-port", Integer.toString(admin), "--admin-port", "0", "--drain-time", "2s").redirectOutput(log.toFile()).start();
     try {
       await().atMost(WAIT).until(() -> Files.readString(log).contains("listening"));
       try (var client = XdsTestClient.sotwAds(xds)) {

@@ -42,7 +42,7 @@ class ConfigDumpTest {
           tls_certificate:
             private_key: { inline_string: "%s" }
         """.formatted(PRIVATE_KEY));
-    try (XdsProxy proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withResourcesDir(resources).withPorts(0, 0));
+    try (XdsProxy proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withResourcesDir(resources).withPorts(0, 0, 0));
         var client = XdsTestClient.sotwAds(proxy.xdsPort())) {
       client.send(DiscoveryRequest.newBuilder().setNode(node("n1", "shop-fleet")).setTypeUrl(TypeUrl.CLUSTER.url()).build());
       client.next(WAIT);

@@ -40,7 +40,7 @@ class ConnectionAgeTest {
   @Test
   void aStreamOnAnAgedConnectionIsEndedSoItsClientReconnects() throws Exception {
     try (XdsProxy proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withResourcesDir(ExampleResources.DIRECTORY)
-            .withPorts(0, 0).withMaxConnectionAge(AGE));
+            .withPorts(0, 0, 0).withMaxConnectionAge(AGE));
         var client = XdsTestClient.sotwAds(proxy.xdsPort())) {
       client.send(DiscoveryRequest.newBuilder().setNode(node("n1", "example")).setTypeUrl(TypeUrl.CLUSTER.url()).build());
       assertThat(client.next(WAIT).getResourcesCount()).isPositive();
@@ -55,7 +55,7 @@ class ConnectionAgeTest {
   void aGrpcXdsClientMovesToANewConnectionAndKeepsGettingUpdates() throws Exception {
     try (Backend first = new Backend("first"); Backend second = new Backend("second")) {
       ExampleResources.copyPointingAt(resources, first.port());
-      try (XdsProxy proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withResourcesDir(resources).withPorts(0, 0)
+      try (XdsProxy proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withResourcesDir(resources).withPorts(0, 0, 0)
               .withMaxConnectionAge(AGE));
           XdsClientChannel client = new XdsClientChannel(proxy.xdsPort(), "client-1", "local", "example-service")) {
         await().atMost(WAIT).ignoreExceptions().until(client::whoAmI, "first"::equals);

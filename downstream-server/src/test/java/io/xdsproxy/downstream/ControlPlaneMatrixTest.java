@@ -56,7 +56,7 @@ class ControlPlaneMatrixTest {
   }
 
   private XdsProxy proxy(ControlPlaneCell cell, UpstreamControlPlane controlPlane) throws Exception {
-    return opened.add(XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0)
+    return opened.add(XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0, 0)
         .withUpstreamProtocol(cell.upstream()).withUpstreamBackoff(QUICK).withNotFoundTimeout(Duration.ofSeconds(1))));
   }
 
@@ -311,7 +311,7 @@ class ControlPlaneMatrixTest {
   @MethodSource(ControlPlaneCell.REPRESENTATIVE)
   void envoysReconnectingToARestartedProxyGetWhatChangedMeanwhileAndWarmIt(ControlPlaneCell cell) throws Exception {
     UpstreamControlPlane controlPlane = controlPlane(cell);
-    XdsProxy first = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0)
+    XdsProxy first = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0, 0)
         .withUpstreamProtocol(cell.upstream()).withUpstreamBackoff(QUICK).withNotFoundTimeout(Duration.ofSeconds(1)));
     int port = first.xdsPort();
     Snapshot before = fleet("1", 1, "c-0", "c-1", "c-2");
@@ -335,7 +335,7 @@ class ControlPlaneMatrixTest {
     endpoints.addAll(c3.endpoints().resources().values());
     Instant change = Instant.now();
     controlPlane.setSnapshot(FLEET, Snapshot.create(clusters, endpoints, List.of(), List.of(), List.of(), "2"));
-    opened.add(XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(port, 0)
+    opened.add(XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(port, 0, 0)
         .withUpstreamProtocol(cell.upstream()).withUpstreamBackoff(QUICK).withNotFoundTimeout(Duration.ofSeconds(1))));
 
     for (EnvoyLikeClient envoy : envoys) {

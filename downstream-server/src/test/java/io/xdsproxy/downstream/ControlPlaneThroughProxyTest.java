@@ -32,7 +32,7 @@ class ControlPlaneThroughProxyTest {
   @BeforeEach
   void start() throws Exception {
     controlPlane = new ControlPlane();
-    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0));
+    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0, 0));
   }
 
   @AfterEach
@@ -48,7 +48,7 @@ class ControlPlaneThroughProxyTest {
       throws Exception {
     try (UpstreamControlPlane upstream = cell.create();
         XdsProxy through = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(upstream.target())
-            .withUpstreamProtocol(cell.upstream()).withPorts(0, 0));
+            .withUpstreamProtocol(cell.upstream()).withPorts(0, 0, 0));
         Backend first = new Backend("first");
         Backend second = new Backend("second");
         XdsClientChannel client = new XdsClientChannel(through.xdsPort(), "client-1", "fleet-a", "greeter")) {

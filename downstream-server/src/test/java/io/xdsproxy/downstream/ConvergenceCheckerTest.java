@@ -39,7 +39,7 @@ class ConvergenceCheckerTest {
   @Test
   void aClientThatRejectedTheLatestStateFailsTheCheckNamingWhatItLacks() throws Exception {
     try (ControlPlane controlPlane = new ControlPlane();
-        XdsProxy proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0));
+        XdsProxy proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0, 0));
         VariantClient current = new VariantClient(Variant.SOTW_ADS, proxy.xdsPort(), node("current", "fleet"));
         VariantClient behind = new VariantClient(Variant.DELTA_ADS, proxy.xdsPort(), node("behind", "fleet"))) {
       Snapshot first = clusters("1", 1, "a", "b", "old");

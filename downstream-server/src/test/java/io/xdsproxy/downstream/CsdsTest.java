@@ -69,7 +69,7 @@ class CsdsTest {
   void start() throws Exception {
     upstream = new ScriptedControlPlane();
     // Long enough that the unanswered endpoints stay unanswered however slow the machine.
-    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(upstream.target()).withPorts(0, 0)
+    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(upstream.target()).withPorts(0, 0, 0)
         .withNotFoundTimeout(Duration.ofMinutes(5)));
     channel = NettyChannelBuilder.forAddress("127.0.0.1", proxy.xdsPort()).usePlaintext().build();
     acking = XdsTestClient.sotwAds(proxy.xdsPort());

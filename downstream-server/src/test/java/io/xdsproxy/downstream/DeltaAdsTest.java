@@ -40,7 +40,7 @@ class DeltaAdsTest {
   @BeforeEach
   void start() throws Exception {
     controlPlane = new ControlPlane();
-    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0)
+    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0, 0)
         .withNotFoundTimeout(Duration.ofMillis(300)));
     client = XdsTestClient.deltaAds(proxy.xdsPort());
   }

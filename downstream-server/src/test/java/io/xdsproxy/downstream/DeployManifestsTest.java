@@ -202,7 +202,7 @@ class DeployManifestsTest {
     Map<String, Object> pod = map(one("Deployment").object(), "spec", "template");
 
     try (XdsProxy proxy = XdsProxy.start(config.withUpstream().withResourcesDir(DEPLOY.resolve("examples/resources"))
-        .withPorts(0, 0))) {
+        .withPorts(0, 0, 0))) {
       for (String probe : List.of("livenessProbe", "readinessProbe", "startupProbe")) {
         if (container.containsKey(probe)) {
           String path = str(container, probe, "httpGet", "path");
@@ -226,7 +226,7 @@ class DeployManifestsTest {
   void theConfigMapsUpstreamSettingsOpenARealUpstreamSessionAndItsMetrics() throws Exception {
     ProxyConfig config = configMapConfig();
     try (ScriptedControlPlane controlPlane = new ScriptedControlPlane();
-        XdsProxy proxy = XdsProxy.start(config.withUpstream(controlPlane.target()).withPorts(0, 0));
+        XdsProxy proxy = XdsProxy.start(config.withUpstream(controlPlane.target()).withPorts(0, 0, 0));
         var client = XdsTestClient.sotwAds(proxy.xdsPort())) {
       client.send(DiscoveryRequest.newBuilder().setNode(clientNode()).setTypeUrl(TypeUrl.CLUSTER.url()).build());
       if (config.upstreamProtocol() == AdsUpstream.Protocol.DELTA) {
@@ -249,18 +249,18 @@ class DeployManifestsTest {
     Map<String, Object> container = container();
     Map<String, Integer> ports = containerPorts();
 
-    assertThat(ports.values()).as("container ports").containsExactlyInAnyOrder(config.xdsPort(), config.adminPort());
+    assertThat(ports.values()).as("container ports").containsExactlyInAnyOrder(config.xdsPort(), config.monitoringPort());
     assertThat(str(container, "livenessProbe", "httpGet", "path")).isEqualTo("/healthz");
     assertThat(str(container, "readinessProbe", "httpGet", "path")).isEqualTo("/readyz");
     for (String probe : List.of("livenessProbe", "readinessProbe", "startupProbe")) {
       if (container.containsKey(probe)) {
-        assertThat(port(get(container, probe, "httpGet", "port"), ports)).as("%s's port", probe).isEqualTo(config.adminPort());
+        assertThat(port(get(container, probe, "httpGet", "port"), ports)).as("%s's port", probe).isEqualTo(config.monitoringPort());
       }
     }
 
     Map<String, Object> annotations = map(pod, "metadata", "annotations");
     assertThat(annotations).containsEntry("prometheus.io/scrape", "true")
-        .containsEntry("prometheus.io/port", String.valueOf(config.adminPort()))
+        .containsEntry("prometheus.io/port", String.valueOf(config.monitoringPort()))
         .containsEntry("prometheus.io/path", "/metrics");
 
     // The proxy reads its config file where the ConfigMap is mounted.
@@ -338,7 +338,7 @@ class DeployManifestsTest {
         assertThat(servicePort).as("the xDS port").containsEntry("appProtocol", "grpc");
       }
     }
-    assertThat(servicePorts.values()).containsExactlyInAnyOrder(config.xdsPort(), config.adminPort());
+    assertThat(servicePorts.values()).containsExactlyInAnyOrder(config.xdsPort(), config.monitoringPort());
 
     Map<String, Object> monitor = one("ServiceMonitor").object();
     assertThat(map(service, "metadata", "labels")).as("the Service the ServiceMonitor selects")
@@ -346,7 +346,7 @@ class DeployManifestsTest {
     for (Object item : list(monitor, "spec", "endpoints")) {
       Map<String, Object> endpoint = cast(item);
       assertThat(servicePorts).as("the Service's ports by name").containsKey((String) endpoint.get("port"));
-      assertThat(servicePorts.get(endpoint.get("port"))).as("the scraped port").isEqualTo(config.adminPort());
+      assertThat(servicePorts.get(endpoint.get("port"))).as("the scraped port").isEqualTo(config.monitoringPort());
       assertThat(endpoint).containsEntry("path", "/metrics");
     }
 
@@ -415,7 +415,7 @@ class DeployManifestsTest {
     }
 
     try (XdsProxy proxy = XdsProxy.start(configMapConfig().withUpstream().withResourcesDir(DEPLOY.resolve("examples/resources"))
-        .withPorts(0, 0))) {
+        .withPorts(0, 0, 0))) {
       try (var sotwAds = XdsTestClient.sotwAds(proxy.xdsPort());
           var deltaAds = XdsTestClient.deltaAds(proxy.xdsPort());
           var sotwCds = new XdsTestClient<>(proxy.xdsPort(), ClusterDiscoveryServiceGrpc.getStreamClustersMethod())) {
@@ -482,7 +482,7 @@ class DeployManifestsTest {
 
     Set<Integer> exposed = arguments(instructions, "EXPOSE").stream().flatMap(line -> Arrays.stream(line.split("\\s+")))
         .map(Integer::valueOf).collect(Collectors.toSet());
-    assertThat(exposed).containsExactlyInAnyOrder(ProxyConfig.DEFAULTS.xdsPort(), ProxyConfig.DEFAULTS.adminPort());
+    assertThat(exposed).containsExactlyInAnyOrder(ProxyConfig.DEFAULTS.xdsPort(), ProxyConfig.DEFAULTS.monitoringPort());
 
     String workdir = arguments(instructions, "WORKDIR").get(arguments(instructions, "WORKDIR").size() - 1);
     Map<String, String> copies = new LinkedHashMap<>();
@@ -736,7 +736,7 @@ class DeployManifestsTest {
 
   private static HttpResponse<String> get(XdsProxy proxy, String path) throws IOException, InterruptedException {
     return HttpClient.newHttpClient().send(
-        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + proxy.adminPort() + path)).timeout(WAIT).build(),
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + proxy.monitoringPort() + path)).timeout(WAIT).build(),
         HttpResponse.BodyHandlers.ofString());
   }
 

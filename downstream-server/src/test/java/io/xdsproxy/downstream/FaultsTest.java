@@ -81,7 +81,7 @@ class FaultsTest {
   }
 
   private static ProxyConfig config(String... upstream) {
-    return ProxyConfig.DEFAULTS.withUpstream(upstream).withPorts(0, 0).withUpstreamBackoff(QUICK)
+    return ProxyConfig.DEFAULTS.withUpstream(upstream).withPorts(0, 0, 0).withUpstreamBackoff(QUICK)
         .withNotFoundTimeout(Duration.ofSeconds(1));
   }
 
@@ -270,7 +270,7 @@ class FaultsTest {
     controlPlane.setSnapshot(GROUP, after);
     // Clients reconnect as the proxy comes back: those too early are refused and try again.
     clients.forEach(client -> client.reconnect(null));
-    XdsProxy second = opened.add(XdsProxy.start(config(cell, controlPlane).withPorts(port, 0)));
+    XdsProxy second = opened.add(XdsProxy.start(config(cell, controlPlane).withPorts(port, 0, 0)));
     await().atMost(WAIT).pollInterval(Duration.ofMillis(100)).until(() -> {
       clients.stream().filter(VariantClient::anyStreamEnded).forEach(client -> client.reconnect(null));
       return clients.stream().noneMatch(VariantClient::anyStreamEnded);

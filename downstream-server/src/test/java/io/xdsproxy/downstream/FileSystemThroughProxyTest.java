@@ -26,7 +26,7 @@ class FileSystemThroughProxyTest {
   void theShippedExampleReachesAGrpcClientAndAFileEditMovesItToAnotherBackend() throws Exception {
     try (Backend first = new Backend("first"); Backend second = new Backend("second")) {
       ExampleResources.copyPointingAt(resources, first.port());
-      try (XdsProxy proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withResourcesDir(resources).withPorts(0, 0));
+      try (XdsProxy proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withResourcesDir(resources).withPorts(0, 0, 0));
           XdsClientChannel client = new XdsClientChannel(proxy.xdsPort(), "client-1", "local", "example-service")) {
 
         await().atMost(WAIT).ignoreExceptions().until(client::whoAmI, "first"::equals);
@@ -42,7 +42,7 @@ class FileSystemThroughProxyTest {
   void anInPlaceEditOfTheEndpointsFileIsPickedUp() throws Exception {
     try (Backend first = new Backend("first"); Backend second = new Backend("second")) {
       ExampleResources.copyPointingAt(resources, first.port());
-      try (XdsProxy proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withResourcesDir(resources).withPorts(0, 0));
+      try (XdsProxy proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withResourcesDir(resources).withPorts(0, 0, 0));
           XdsClientChannel client = new XdsClientChannel(proxy.xdsPort(), "client-1", "local", "example-service")) {
         await().atMost(WAIT).ignoreExceptions().until(client::whoAmI, "first"::equals);
 

@@ -44,7 +44,7 @@ class HostileInputTest {
     controlPlane = new ControlPlane();
     controlPlane.setSnapshot("fleet", Snapshot.create(List.of(Resources.cluster("a"), Resources.cluster("b")),
         List.of(Resources.endpoints("a", 8080), Resources.endpoints("b", 8081)), List.of(), List.of(), List.of(), "1"));
-    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0));
+    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0, 0));
   }
 
   @AfterEach

@@ -29,7 +29,7 @@ class IdleGroupTest {
     controlPlane = new ControlPlane();
     controlPlane.setSnapshot("fleet", Snapshot.create(
         List.of(Resources.cluster("a")), List.of(), List.of(), List.of(), List.of(), "1"));
-    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0)
+    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0, 0)
         .withGroupIdleGrace(Duration.ofMillis(500)));
   }
 

@@ -53,7 +53,7 @@ class LimitsTest {
       controlPlane.setSnapshot(group, Snapshot.create(List.of(Resources.cluster("a"), Resources.cluster("b")),
           List.of(Resources.endpoints("a", 8080), Resources.endpoints("b", 8081)), List.of(), List.of(), List.of(), "1"));
     }
-    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0).withLimits(TIGHT));
+    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0, 0).withLimits(TIGHT));
   }
 
   @AfterEach
@@ -242,7 +242,7 @@ class LimitsTest {
 
   private String scrape() throws Exception {
     HttpResponse<String> response = HttpClient.newHttpClient().send(
-        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + proxy.adminPort() + "/metrics")).build(),
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + proxy.monitoringPort() + "/metrics")).build(),
         HttpResponse.BodyHandlers.ofString());
     return response.body();
   }

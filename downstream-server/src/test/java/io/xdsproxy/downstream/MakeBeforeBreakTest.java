@@ -44,7 +44,7 @@ class MakeBeforeBreakTest {
     for (String file : new String[] {"clusters.yaml", "routes.yaml"}) {
       Files.createSymbolicLink(resources.resolve(file), Path.of("..data", file));
     }
-    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withResourcesDir(resources).withPorts(0, 0));
+    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withResourcesDir(resources).withPorts(0, 0, 0));
   }
 
   @AfterEach

@@ -35,7 +35,7 @@ class MetricsTest {
   @BeforeEach
   void start() throws Exception {
     upstream = new ScriptedControlPlane();
-    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(upstream.target()).withPorts(0, 0));
+    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(upstream.target()).withPorts(0, 0, 0));
   }
 
   @AfterEach
@@ -46,7 +46,7 @@ class MetricsTest {
 
   private String scrape() throws Exception {
     HttpResponse<String> response = HttpClient.newHttpClient().send(
-        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + proxy.adminPort() + "/metrics")).build(),
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + proxy.monitoringPort() + "/metrics")).build(),
         HttpResponse.BodyHandlers.ofString());
     assertThat(response.statusCode()).isEqualTo(200);
     assertThat(response.headers().firstValue("Content-Type")).hasValueSatisfying(type -> assertThat(type).startsWith("text/plain"));

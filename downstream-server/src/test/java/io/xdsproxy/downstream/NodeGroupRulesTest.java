@@ -29,7 +29,7 @@ class NodeGroupRulesTest {
   void start() throws Exception {
     controlPlane = new ControlPlane();
     // Grouped by the namespace in an Istio-style node id; the upstream sees one node per namespace.
-    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0)
+    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0, 0)
         .withNodeGroupKey(List.of("id:^[^~]*~[^~]*~[^.~]*\\.([^~]+)~"))
         .withUpstreamNodeId("xds-proxy~{group}"));
     controlPlane.setSnapshot("reviews", Snapshot.create(

@@ -37,7 +37,7 @@ class OpaqueAndDeltaUpstreamTest {
   void start() throws Exception {
     upstream = new ScriptedControlPlane();
     proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(upstream.target())
-        .withUpstreamProtocol(AdsUpstream.Protocol.DELTA).withPorts(0, 0).withNotFoundTimeout(Duration.ofMinutes(1)));
+        .withUpstreamProtocol(AdsUpstream.Protocol.DELTA).withPorts(0, 0, 0).withNotFoundTimeout(Duration.ofMinutes(1)));
   }
 
   @AfterEach

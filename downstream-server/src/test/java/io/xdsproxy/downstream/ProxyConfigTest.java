@@ -25,7 +25,33 @@ class ProxyConfigTest {
     assertThat(config.upstream()).isEmpty();
     assertThat(config.resourcesDir()).isEqualTo(Path.of("deploy/examples/resources"));
     assertThat(config.xdsPort()).isEqualTo(18000);
-    assertThat(config.adminPort()).isEqualTo(19000);
+    assertThat(config.monitoringPort()).isEqualTo(19000);
+    assertThat(config.adminAddress()).isEqualTo("127.0.0.1");
+    assertThat(config.adminPort()).isEqualTo(19001);
+    assertThat(config.restPort()).as("REST-JSON xDS is off by default").isEmpty();
+  }
+
+  @Test
+  void twoListenersOnOnePortAreRefusedNamingBoth() {
+    assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--admin-port", "19000"}))
+        .isInstanceOf(ConfigException.class)
+        .hasMessageContaining("flag --admin-port")
+        .hasMessageContaining("monitoring-port");
+    assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--rest-port", "18000"}))
+        .isInstanceOf(ConfigException.class)
+        .hasMessageContaining("rest-port and xds-port are both 18000");
+  }
+
+  @Test
+  void logLevelsAreCheckedAndKeptInOrder() throws Exception {
+    ProxyConfig config = ProxyConfig.parse(new String[] {"--log-level", "debug", "--log-level", "io.grpc=warn",
+        "--log-format", "json"});
+
+    assertThat(config.logLevels()).containsExactly("debug", "io.grpc=warn");
+    assertThat(config.logFormat()).isEqualTo(ProxyConfig.LogFormat.JSON);
+    assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--log-level", "io.grpc=loud"}))
+        .isInstanceOf(ConfigException.class)
+        .hasMessageContaining("'io.grpc=loud'");
   }
 
   @Test

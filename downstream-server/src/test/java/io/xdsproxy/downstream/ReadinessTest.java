@@ -23,7 +23,7 @@ class ReadinessTest {
 
   private static int get(XdsProxy proxy, String path) throws Exception {
     return HttpClient.newHttpClient().send(
-        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + proxy.adminPort() + path)).build(),
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + proxy.monitoringPort() + path)).build(),
         HttpResponse.BodyHandlers.discarding()).statusCode();
   }
 
@@ -35,7 +35,7 @@ class ReadinessTest {
   void aProxyIsNotReadyUntilItsControlPlaneHasBeenReachedButIsAliveMeanwhile() throws Exception {
     try (ControlPlane controlPlane = new ControlPlane()) {
       controlPlane.stop();
-      try (XdsProxy proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0))) {
+      try (XdsProxy proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0, 0))) {
         ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", proxy.xdsPort()).usePlaintext().build();
         try {
           assertThat(get(proxy, "/healthz")).isEqualTo(200);
@@ -56,7 +56,7 @@ class ReadinessTest {
   @Test
   void aProxyServingADirectoryIsReadyAtOnce() throws Exception {
     try (XdsProxy proxy = XdsProxy.start(
-        ProxyConfig.DEFAULTS.withResourcesDir(java.nio.file.Path.of("../deploy/examples/resources")).withPorts(0, 0))) {
+        ProxyConfig.DEFAULTS.withResourcesDir(java.nio.file.Path.of("../deploy/examples/resources")).withPorts(0, 0, 0))) {
       assertThat(get(proxy, "/readyz")).isEqualTo(200);
     }
   }

@@ -84,7 +84,7 @@ class ReplicasTest {
   private static final String[] ENDPOINT_NAMES = {"c-0", "c-1"};
   /** The proxies' output, kept after the test for a failure's reader. */
   private static final Path LOGS = Path.of("target", "ReplicasTest");
-  private static final Pattern LISTENING = Pattern.compile("listening for xDS on port (\\d+) .*admin HTTP on port (\\d+)");
+  private static final Pattern LISTENING = Pattern.compile("listening for xDS on port (\\d+) .*monitoring HTTP on port (\\d+), admin HTTP on [^ ]+:(\\d+)");
 
   private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
   private final List<Replica> replicas = new ArrayList<>();
@@ -107,7 +107,7 @@ class ReplicasTest {
   }
 
   /** A proxy process; {@code number} counts from 1. */
-  private record Replica(int number, Path log, int xdsPort, int adminPort) {
+  private record Replica(int number, Path log, int xdsPort, int monitoringPort, int adminPort) {
     InetSocketAddress xdsAddress() {
       return new InetSocketAddress("127.0.0.1", xdsPort);
     }
@@ -223,7 +223,7 @@ class ReplicasTest {
           Main.class.getName(),
           "--upstream", controlPlane.target(),
           "--upstream-protocol", cell.upstream().name().toLowerCase(Locale.ROOT),
-          "--xds-port", "0", "--admin-port", "0",
+          "--xds-port", "0", "--monitoring-port", "0", "--admin-port", "0",
           "--max-connection-age", AGE.toSeconds() + "s",
           "--drain-time", "1s",
           // The control plane tells the replicas' sessions apart by the node id they use.
@@ -252,7 +252,8 @@ class ReplicasTest {
     if (!process.isAlive() || !ports.find()) {
       throw new AssertionError("replica " + number + " exited with " + process.exitValue() + "; its log:\n" + read(log));
     }
-    Replica replica = new Replica(number, log, Integer.parseInt(ports.group(1)), Integer.parseInt(ports.group(2)));
+    Replica replica = new Replica(number, log, Integer.parseInt(ports.group(1)), Integer.parseInt(ports.group(2)),
+        Integer.parseInt(ports.group(3)));
     try {
       await().atMost(WAIT).ignoreExceptions().until(() -> get(replica, "/readyz").statusCode() == 200);
     } catch (ConditionTimeoutException e) {
@@ -438,7 +439,8 @@ class ReplicasTest {
   }
 
   private HttpResponse<String> get(Replica replica, String path) throws IOException, InterruptedException {
-    return http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + replica.adminPort() + path))
+    int port = path.equals("/clients") ? replica.adminPort() : replica.monitoringPort();
+    return http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
         .timeout(Duration.ofSeconds(5)).build(), HttpResponse.BodyHandlers.ofString());
   }
 

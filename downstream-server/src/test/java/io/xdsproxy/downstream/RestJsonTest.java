@@ -39,7 +39,7 @@ class RestJsonTest {
   @BeforeEach
   void start() throws Exception {
     controlPlane = new ControlPlane();
-    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0)
+    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0, 0).withRestPort(0)
         .withRestPollTimeout(Duration.ofSeconds(3)));
   }
 
@@ -56,7 +56,7 @@ class RestJsonTest {
   }
 
   private CompletableFuture<HttpResponse<String>> post(String path, String json) {
-    HttpRequest request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + proxy.adminPort() + path))
+    HttpRequest request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + proxy.restPort().orElseThrow() + path))
         .POST(HttpRequest.BodyPublishers.ofString(json))
         .header("Content-Type", "application/json")
         .build();
@@ -154,7 +154,7 @@ class RestJsonTest {
   @Test
   void onlyPostIsAccepted() throws Exception {
     HttpResponse<String> response = http.send(
-        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + proxy.adminPort() + "/v3/discovery:clusters")).build(),
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + proxy.restPort().orElseThrow() + "/v3/discovery:clusters")).build(),
         HttpResponse.BodyHandlers.ofString());
 
     assertThat(response.statusCode()).isEqualTo(405);

@@ -36,7 +36,7 @@ class SotwAdsTest {
   @BeforeEach
   void start() throws Exception {
     controlPlane = new ControlPlane();
-    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0));
+    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0, 0));
     client = XdsTestClient.sotwAds(proxy.xdsPort());
   }
 

@@ -56,7 +56,7 @@ class TiersTest {
   /** A proxy of the lower tier: its upstream is {@code upper}, spoken to in {@code between}. */
   private XdsProxy lowerTier(XdsProxy upper, Protocol between) throws Exception {
     return opened.add(XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream("127.0.0.1:" + upper.xdsPort())
-        .withUpstreamProtocol(between).withPorts(0, 0)));
+        .withUpstreamProtocol(between).withPorts(0, 0, 0)));
   }
 
   /**
@@ -69,7 +69,7 @@ class TiersTest {
       throws Exception {
     UpstreamControlPlane top = opened.add(cell.create());
     XdsProxy global = opened.add(XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(top.target())
-        .withUpstreamProtocol(cell.upstream()).withPorts(0, 0)));
+        .withUpstreamProtocol(cell.upstream()).withPorts(0, 0, 0)));
     XdsProxy regional = lowerTier(global, cell.upstream());
     XdsProxy zonal = lowerTier(regional, cell.upstream());
     Backend first = opened.add(new Backend("first"));
@@ -108,7 +108,7 @@ class TiersTest {
 
   private Scripted scripted(Protocol between) throws Exception {
     ScriptedControlPlane top = opened.add(new ScriptedControlPlane());
-    XdsProxy global = opened.add(XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(top.target()).withPorts(0, 0)));
+    XdsProxy global = opened.add(XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(top.target()).withPorts(0, 0, 0)));
     return new Scripted(top, global, lowerTier(global, between));
   }
 

@@ -47,7 +47,7 @@ class TlsTest {
   Path dir;
 
   private static ProxyConfig servingExamples(ServerTls tls) {
-    return ProxyConfig.DEFAULTS.withResourcesDir(Path.of("../deploy/examples/resources")).withPorts(0, 0).withTls(tls);
+    return ProxyConfig.DEFAULTS.withResourcesDir(Path.of("../deploy/examples/resources")).withPorts(0, 0, 0).withTls(tls);
   }
 
   private static ChannelCredentials trusting(Path ca) throws IOException {
@@ -162,7 +162,7 @@ class TlsTest {
     ServerCredentials credentials = TlsServerCredentials.newBuilder()
         .keyManager(controlPlaneCertificate.cert().toFile(), controlPlaneCertificate.key().toFile()).build();
     try (ControlPlane controlPlane = new ControlPlane(credentials);
-        XdsProxy proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0)
+        XdsProxy proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0, 0)
             .withUpstreamTls(UpstreamTls.PLAINTEXT.withCa(ca.pem())))) {
       controlPlane.setSnapshot("fleet", clusterSnapshot());
 
@@ -183,7 +183,7 @@ class TlsTest {
         .clientAuth(TlsServerCredentials.ClientAuth.REQUIRE)
         .build();
     try (ControlPlane controlPlane = new ControlPlane(credentials);
-        XdsProxy proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0)
+        XdsProxy proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0, 0)
             .withUpstreamTls(UpstreamTls.PLAINTEXT.withCa(ca.pem())
                 .withClientCertificate(proxyCertificate.cert(), proxyCertificate.key())
                 .withAuthority("localhost")))) {

@@ -36,7 +36,7 @@ class TtlTest {
   @BeforeEach
   void start() throws Exception {
     upstream = new ScriptedControlPlane();
-    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(upstream.target()).withPorts(0, 0));
+    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(upstream.target()).withPorts(0, 0, 0));
   }
 
   @AfterEach

@@ -28,7 +28,7 @@ class UpstreamOutageTest {
         Backend first = new Backend("first");
         Backend second = new Backend("second");
         XdsProxy proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target())
-            .withUpstreamProtocol(cell.upstream()).withPorts(0, 0))) {
+            .withUpstreamProtocol(cell.upstream()).withPorts(0, 0, 0))) {
       controlPlane.setSnapshot("fleet", Resources.greeterAt(first.port(), "1"));
       try (XdsClientChannel early = new XdsClientChannel(proxy.xdsPort(), "early", "fleet", "greeter")) {
         await().atMost(WAIT).ignoreExceptions().until(early::whoAmI, "first"::equals);

@@ -44,7 +44,7 @@ class VariantTranslationTest {
   void start() throws Exception {
     controlPlane = new ControlPlane();
     proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target())
-        .withUpstreamProtocol(AdsUpstream.Protocol.DELTA).withPorts(0, 0));
+        .withUpstreamProtocol(AdsUpstream.Protocol.DELTA).withPorts(0, 0, 0));
   }
 
   @AfterEach
