@@ -468,47 +468,6 @@ class DeployManifestsTest {
   }
 
   @Test
-  void theDockerfileBuildsInTwoStagesAndRunsTheJarAsNonRootOnTheDefaultPorts() throws IOException {
-    List<String[]> instructions = dockerfile();
-    List<String> stages = arguments(instructions, "FROM");
-    assertThat(stages).as("FROM lines").hasSize(2);
-    assertThat(stages.get(0)).startsWith("maven:3.9-eclipse-temurin-17 ").containsIgnoringCase(" AS ");
-    String buildStage = stages.get(0).split("\\s+")[2];
-    assertThat(stages.get(1)).startsWith("eclipse-temurin:17-jre");
-    assertThat(arguments(instructions, "RUN")).anySatisfy(run -> assertThat(run).contains("mvn").contains("-DskipTests").endsWith("package"));
-
-    String user = dockerUser();
-    assertThat(user.split(":")[0]).as("USER").matches("[1-9][0-9]*");
-
-    Set<Integer> exposed = arguments(instructions, "EXPOSE").stream().flatMap(line -> Arrays.stream(line.split("\\s+")))
-        .map(Integer::valueOf).collect(Collectors.toSet());
-    assertThat(exposed).containsExactlyInAnyOrder(ProxyConfig.DEFAULTS.xdsPort(), ProxyConfig.DEFAULTS.monitoringPort());
-
-    String workdir = arguments(instructions, "WORKDIR").get(arguments(instructions, "WORKDIR").size() - 1);
-    Map<String, String> copies = new LinkedHashMap<>();
-    for (String copy : arguments(instructions, "COPY")) {
-      String[] words = copy.split("\\s+");
-      copies.put(words[words.length - 2], words[words.length - 1]);
-      if (copy.startsWith("--from=")) {
-        assertThat(copy).startsWith("--from=" + buildStage + " ");
-      }
-    }
-    String jar = copies.get("/src/downstream-server/target/xds-proxy.jar");
-    assertThat(jar).as("where the image puts the jar the build stage made").isNotNull();
-    assertThat(Files.readString(Path.of("pom.xml"))).as("the jar the pom builds")
-        .contains("<outputFile>${project.build.directory}/xds-proxy.jar</outputFile>");
-    assertThat(copies.get("deploy/examples/resources")).as("the example resources, at the default resources-dir")
-        .isEqualTo(Path.of(workdir).resolve(ProxyConfig.DEFAULTS.resourcesDir()).toString());
-
-    List<String> entrypoint = new ArrayList<>();
-    JsonParser.parseString(arguments(instructions, "ENTRYPOINT").get(0)).getAsJsonArray()
-        .forEach(word -> entrypoint.add(word.getAsString()));
-    assertThat(entrypoint.get(0)).isEqualTo("java");
-    assertThat(entrypoint.subList(entrypoint.indexOf("-jar"), entrypoint.size())).containsExactly("-jar", jar);
-    assertThat(entrypoint).anySatisfy(flag -> assertThat(flag).startsWith("-XX:MaxRAMPercentage="));
-  }
-
-  @Test
   void theDashboardQueriesOnlyExportedMetricsAndShowsEveryOne() throws IOException {
     JsonObject dashboard = JsonParser.parseString(Files.readString(DEPLOY.resolve("grafana/xds-proxy-dashboard.json")))
         .getAsJsonObject();
