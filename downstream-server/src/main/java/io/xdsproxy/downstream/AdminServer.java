@@ -3,11 +3,14 @@ package io.xdsproxy.downstream;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpHandler;
 import com.sun.net.httpserver.HttpServer;
+import com.sun.net.httpserver.HttpsConfigurator;
+import com.sun.net.httpserver.HttpsServer;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.Executor;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
@@ -21,8 +24,16 @@ final class AdminServer implements AutoCloseable {
 
   private final HttpServer server;
 
-  AdminServer(InetSocketAddress address, Map<String, HttpHandler> handlers, Executor executor) throws IOException {
-    server = HttpServer.create(address, 0);
+  /** Plain HTTP, or HTTPS when {@code tls} is given (only the REST-JSON port, as the xDS port is). */
+  AdminServer(InetSocketAddress address, Map<String, HttpHandler> handlers, Executor executor,
+      Optional<HttpsConfigurator> tls) throws IOException {
+    if (tls.isPresent()) {
+      HttpsServer https = HttpsServer.create(address, 0);
+      https.setHttpsConfigurator(tls.get());
+      server = https;
+    } else {
+      server = HttpServer.create(address, 0);
+    }
     server.setExecutor(executor);
     handlers.forEach(server::createContext);
     server.start();
@@ -50,7 +61,8 @@ final class AdminServer implements AutoCloseable {
     return server.getAddress().getPort();
   }
 
-  private static void reply(HttpExchange exchange, int status, String body) throws IOException {
+  /** Answers with the text {@code body}, plain text unless the handler set a Content-Type. */
+  static void reply(HttpExchange exchange, int status, String body) throws IOException {
     byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
     if (!exchange.getResponseHeaders().containsKey("Content-Type")) {
       exchange.getResponseHeaders().set("Content-Type", "text/plain; charset=utf-8");

@@ -1,12 +1,11 @@
 package io.xdsproxy.downstream;
 
 import com.sun.net.httpserver.HttpHandler;
+import com.sun.net.httpserver.HttpsConfigurator;
 import io.grpc.Server;
-import io.grpc.ServerCredentials;
 import io.grpc.ServerInterceptors;
 import io.grpc.ServerServiceDefinition;
 import io.grpc.Status;
-import io.grpc.TlsServerCredentials;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
 import io.grpc.netty.NettyServerBuilder;
 import io.grpc.protobuf.services.HealthStatusManager;
@@ -33,7 +32,6 @@ import io.xdsproxy.downstream.xds.Serving;
 import io.xdsproxy.downstream.xds.StreamMetrics;
 import io.xdsproxy.upstream.fs.FileSystemSource;
 import io.xdsproxy.upstream.grpc.AdsUpstream;
-import io.xdsproxy.upstream.grpc.TlsFiles;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.time.Clock;
@@ -107,10 +105,12 @@ public final class XdsProxy implements AutoCloseable {
     AdminServer restStarted = null;
     try {
       InetSocketAddress xdsAddress = new InetSocketAddress(config.xdsPort());
-      NettyServerBuilder builder = config.tls().enabled()
-          ? NettyServerBuilder.forAddress(xdsAddress, credentials(config.tls(), timer))
+      Optional<XdsPortTls> tls = XdsPortTls.load(config.tls(), timer);
+      NettyServerBuilder builder = tls.isPresent()
+          ? NettyServerBuilder.forAddress(xdsAddress, tls.get().grpc())
           : NettyServerBuilder.forAddress(xdsAddress);
-      PeerInterceptor peers = new PeerInterceptor(config.tls().nodeIdPattern().map(NodeIdPattern::new));
+      Optional<NodeIdPattern> nodeIdPattern = config.tls().nodeIdPattern().map(NodeIdPattern::new);
+      PeerInterceptor peers = new PeerInterceptor(nodeIdPattern);
       builder.addService(ServerInterceptors.intercept(ads, peers));
       builder.addService(health.getHealthService());
       builder.addService(new ClientStatusDiscovery(clients));
@@ -131,17 +131,21 @@ public final class XdsProxy implements AutoCloseable {
           .build(), "xDS", config.xdsPort());
       Map<String, HttpHandler> monitoring = new HashMap<>(AdminServer.probes(this::ready));
       monitoring.put("/metrics", AdminServer.text(meters::scrape, "text/plain; version=0.0.4; charset=utf-8"));
-      monitoringStarted = http("monitoring HTTP", new InetSocketAddress(config.monitoringPort()), monitoring);
+      monitoringStarted = http("monitoring HTTP", new InetSocketAddress(config.monitoringPort()), monitoring,
+          Optional.empty());
       Map<String, HttpHandler> debug = new HashMap<>();
-      debug.put("/config_dump", AdminServer.text(new ConfigDump(groups)::json, "application/json"));
+      debug.put("/config_dump", new ConfigDump(groups));
       debug.put("/clients", AdminServer.text(() -> ConfigDump.GSON.toJson(Map.of("clients", clients.statuses())) + "\n",
           "application/json"));
-      adminStarted = http("admin HTTP", new InetSocketAddress(config.adminAddress(), config.adminPort()), debug);
+      adminStarted = http("admin HTTP", new InetSocketAddress(config.adminAddress(), config.adminPort()), debug,
+          Optional.empty());
       if (config.restPort().isPresent()) {
-        RestDiscovery rest = new RestDiscovery(groups, pool, timer, config.restPollTimeout());
+        // REST-JSON is xDS too: the xDS port's TLS, client certificates and node id check, or none of them.
+        RestDiscovery rest = new RestDiscovery(groups, pool, timer, config.restPollTimeout(), nodeIdPattern);
         Map<String, HttpHandler> handlers = new HashMap<>();
         RestDiscovery.PATHS.forEach((path, type) -> handlers.put(path, rest.handler(type)));
-        restStarted = http("REST-JSON xDS", new InetSocketAddress(config.restPort().get()), handlers);
+        restStarted = http("REST-JSON xDS", new InetSocketAddress(config.restPort().get()), handlers,
+            tls.isPresent() ? Optional.of(tls.get().https()) : Optional.empty());
       }
     } catch (IOException | RuntimeException e) {
       if (started != null) {
@@ -172,23 +176,10 @@ public final class XdsProxy implements AutoCloseable {
     return !closing && !pool.isShutdown() && upstream.reached();
   }
 
-  /**
-   * TLS for the xDS port: the server's certificate, and with a client CA, client certificates
-   * required. The files are polled on {@code timer} and a change is used for new connections.
-   */
-  private static ServerCredentials credentials(ServerTls tls, ScheduledExecutorService timer) throws IOException {
-    TlsServerCredentials.Builder credentials = TlsServerCredentials.newBuilder()
-        .keyManager(TlsFiles.identity(tls.cert().orElseThrow(), tls.key().orElseThrow(), timer).manager());
-    if (tls.clientCa().isPresent()) {
-      credentials.trustManager(TlsFiles.trust(tls.clientCa().get(), false, timer).manager())
-          .clientAuth(TlsServerCredentials.ClientAuth.REQUIRE);
-    }
-    return credentials.build();
-  }
-
-  private AdminServer http(String what, InetSocketAddress address, Map<String, HttpHandler> handlers) throws IOException {
+  private AdminServer http(String what, InetSocketAddress address, Map<String, HttpHandler> handlers,
+      Optional<HttpsConfigurator> tls) throws IOException {
     try {
-      return new AdminServer(address, handlers, pool);
+      return new AdminServer(address, handlers, pool, tls);
     } catch (IOException e) {
       throw new IOException("cannot listen for " + what + " on " + address + ": " + e.getMessage(), e);
     }

@@ -26,7 +26,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-/** "REST-JSON polling subscriptions" on the admin port, fed by java-control-plane. */
+/** "REST-JSON polling subscriptions" on the plaintext REST port, fed by java-control-plane. */
 class RestJsonTest {
 
   private static final Duration WAIT = Duration.ofSeconds(10);
@@ -158,5 +158,15 @@ class RestJsonTest {
         HttpResponse.BodyHandlers.ofString());
 
     assertThat(response.statusCode()).isEqualTo(405);
+  }
+
+  @Test
+  void secretsAreRefusedOnAPlaintextPortSayingWhichFlagsAreNeeded() throws Exception {
+    HttpResponse<String> response = post("/v3/discovery:secrets", "{" + NODE + ", \"resource_names\": [\"cert\"]}")
+        .get(10, TimeUnit.SECONDS);
+
+    assertThat(response.statusCode()).isEqualTo(403);
+    assertThat(response.body()).contains("--tls-cert").contains("--tls-client-ca").contains("--tls-node-id-pattern");
+    assertThat(proxy.groups().groups()).as("node groups after the refusal").isEmpty();
   }
 }

@@ -97,6 +97,11 @@ public record TypeUrl(String url) implements Comparable<TypeUrl> {
     return new TypeUrl(url);
   }
 
+  /** The v3 types the spec lists, in push order. */
+  public static List<TypeUrl> known() {
+    return PUSH_ORDER;
+  }
+
   public boolean isKnown() {
     return BY_URL.containsKey(url);
   }

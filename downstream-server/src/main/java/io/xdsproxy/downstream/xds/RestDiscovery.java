@@ -4,10 +4,12 @@ import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.util.JsonFormat;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpHandler;
+import com.sun.net.httpserver.HttpsExchange;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.xdsproxy.core.ApiTypes;
 import io.xdsproxy.core.GroupWatcher;
+import io.xdsproxy.core.LimitedLog;
 import io.xdsproxy.core.NodeGroup;
 import io.xdsproxy.core.NodeGrouping.UngroupableNodeException;
 import io.xdsproxy.core.NodeGroups;
@@ -29,8 +31,10 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import javax.net.ssl.SSLSession;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.slf4j.event.Level;
 
 /**
  * REST-JSON polling ("REST-JSON polling subscriptions"): {@code POST /v3/discovery:<type>} with a
@@ -40,10 +44,18 @@ import org.slf4j.LoggerFactory;
  *
  * <p>A poll is a one-request SotW stream: it holds its node group and a subscription while it waits,
  * and nothing after. No thread waits with it: the answer is written from the group's notification.
+ *
+ * <p>The caller is checked as a gRPC stream's client is ({@link PeerInterceptor}): with a node id
+ * pattern, the node it names must be one its TLS client certificate allows, or it gets {@code 403}.
+ * Secrets are stricter over REST than over gRPC: they are answered only to a caller that check let
+ * through, because a REST port is easily reached by what was never meant to be an xDS client. Both
+ * checks come before the node is grouped, so a refused caller opens no group and no upstream session.
  */
 public final class RestDiscovery {
 
   private static final Logger log = LoggerFactory.getLogger(RestDiscovery.class);
+  /** A caller refused in a loop must not flood the log. */
+  private static final LimitedLog refusals = LimitedLog.of(log, Level.WARN, 100, Duration.ofSeconds(10));
 
   /** Largest request body read; a DiscoveryRequest is a node and some names. */
   static final int MAX_REQUEST_BYTES = 1024 * 1024;
@@ -62,12 +74,19 @@ public final class RestDiscovery {
   private final Executor pool;
   private final ScheduledExecutorService timer;
   private final Duration longPollTimeout;
+  private final Optional<NodeIdPattern> nodeIdPattern;
 
-  public RestDiscovery(NodeGroups groups, Executor pool, ScheduledExecutorService timer, Duration longPollTimeout) {
+  /**
+   * @param nodeIdPattern the xDS port's {@code --tls-node-id-pattern}, checked against the client
+   *     certificate of the HTTPS exchange; empty: any node, and no Secrets
+   */
+  public RestDiscovery(NodeGroups groups, Executor pool, ScheduledExecutorService timer, Duration longPollTimeout,
+      Optional<NodeIdPattern> nodeIdPattern) {
     this.groups = groups;
     this.pool = pool;
     this.timer = timer;
     this.longPollTimeout = longPollTimeout;
+    this.nodeIdPattern = nodeIdPattern;
   }
 
   /** The handler of {@code type}'s path. */
@@ -110,6 +129,12 @@ public final class RestDiscovery {
       reply(exchange, 400, "a REST DiscoveryRequest must carry the node\n");
       return;
     }
+    Optional<String> refusal = refusal(type, request.getNode().getId(), exchange);
+    if (refusal.isPresent()) {
+      refusals.log("refused REST {} poll from {}: {}", type.shortName(), exchange.getRemoteAddress(), refusal.get());
+      reply(exchange, 403, refusal.get() + "\n");
+      return;
+    }
     NodeGroup group;
     try {
       group = groups.acquire(request.getNode());
@@ -118,6 +143,20 @@ public final class RestDiscovery {
       return;
     }
     new Poll(type, request, group, exchange).start();
+  }
+
+  /** Empty when the caller of {@code exchange} may poll {@code type} as node {@code nodeId}; else why not. */
+  private Optional<String> refusal(TypeUrl type, String nodeId, HttpExchange exchange) {
+    if (nodeIdPattern.isEmpty()) {
+      return type.equals(TypeUrl.SECRET)
+          ? Optional.of("Secrets are served over REST-JSON only to a client authenticated by its certificate and node"
+              + " id: the proxy needs --tls-cert, --tls-key, --tls-client-ca and --tls-node-id-pattern (node '"
+              + nodeId + "')")
+          : Optional.empty();
+    }
+    // Over plain HTTP there is no certificate, and the pattern refuses every node.
+    SSLSession session = exchange instanceof HttpsExchange https ? https.getSSLSession() : null;
+    return nodeIdPattern.get().forSession(session).refusal(nodeId);
   }
 
   /** One long poll: a watcher of its group until it answers. */
