@@ -272,21 +272,21 @@ public final class Compare {
   }
 
   /** The proxy's JVM and its ports. */
-  record Proxy(JavaProcess process, int xdsPort, int adminPort) {}
+  record Proxy(JavaProcess process, int xdsPort, int monitoringPort) {}
 
   /** Starts the proxy's jar in its own JVM, fed by the control plane on {@code planePort}; returns once it is healthy. */
   static Proxy startProxy(Path jar, List<String> jvm, int planePort, Path log) throws IOException, InterruptedException {
     int port = freePort();
-    int admin = freePort();
+    int monitoring = freePort();
     JavaProcess process = JavaProcess.start("xds-proxy", jvm, List.of("-jar", jar.toString(),
-        "--upstream", "127.0.0.1:" + planePort, "--xds-port", Integer.toString(port), "--monitoring-port", Integer.toString(admin), "--admin-port", "0"), log);
+        "--upstream", "127.0.0.1:" + planePort, "--xds-port", Integer.toString(port), "--monitoring-port", Integer.toString(monitoring), "--admin-port", "0"), log);
     try {
       awaitHealthy(admin, Duration.ofSeconds(60));
     } catch (RuntimeException | InterruptedException e) {
       process.close();
       throw e;
     }
-    return new Proxy(process, port, admin);
+    return new Proxy(process, port, monitoring);
   }
 
   static void await(IntSupplier count, int wanted, Duration timeout, String what) throws InterruptedException {
@@ -299,12 +299,12 @@ public final class Compare {
     }
   }
 
-  private static void awaitHealthy(int adminPort, Duration timeout) throws InterruptedException {
+  private static void awaitHealthy(int monitoringPort, Duration timeout) throws InterruptedException {
     HttpClient http = HttpClient.newHttpClient();
     long deadline = System.nanoTime() + timeout.toNanos();
     while (System.nanoTime() < deadline) {
       try {
-        if (http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + adminPort + "/healthz")).build(),
+        if (http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + monitoringPort + "/healthz")).build(),
             HttpResponse.BodyHandlers.discarding()).statusCode() == 200) {
           return;
         }
