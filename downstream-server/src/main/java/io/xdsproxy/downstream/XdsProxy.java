@@ -134,6 +134,7 @@ public final class XdsProxy implements AutoCloseable {
       monitoringStarted = http("monitoring HTTP", new InetSocketAddress(config.monitoringPort()), monitoring);
       Map<String, HttpHandler> debug = new HashMap<>();
       debug.put("/config_dump", AdminServer.text(new ConfigDump(groups)::json, "application/json"));
+      debug.put("/logging", new LogLevels());
       debug.put("/clients", AdminServer.text(() -> ConfigDump.GSON.toJson(Map.of("clients", clients.statuses())) + "\n",
           "application/json"));
       adminStarted = http("admin HTTP", new InetSocketAddress(config.adminAddress(), config.adminPort()), debug);

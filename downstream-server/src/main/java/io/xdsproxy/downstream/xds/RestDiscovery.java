@@ -8,6 +8,7 @@ import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.xdsproxy.core.ApiTypes;
 import io.xdsproxy.core.GroupWatcher;
+import io.xdsproxy.core.LogFields;
 import io.xdsproxy.core.NodeGroup;
 import io.xdsproxy.core.NodeGrouping.UngroupableNodeException;
 import io.xdsproxy.core.NodeGroups;
@@ -76,7 +77,8 @@ public final class RestDiscovery {
       try {
         poll(type, exchange);
       } catch (IOException | RuntimeException e) {
-        log.warn("REST {} poll from {} failed: {}", type.shortName(), exchange.getRemoteAddress(), e.toString());
+        LogFields.NONE.type(type).peer(exchange.getRemoteAddress()).addTo(log.atWarn())
+            .log("REST {} poll from {} failed: {}", type.shortName(), exchange.getRemoteAddress(), e.toString());
         exchange.close();
       }
     };
@@ -200,7 +202,9 @@ public final class RestDiscovery {
           reply(exchange, status, body);
         }
       } catch (IOException e) {
-        log.debug("REST poll from {}: the client left before its answer: {}", exchange.getRemoteAddress(), e.toString());
+        LogFields.NONE.node(request.getNode().getId()).group(group.key()).type(type).peer(exchange.getRemoteAddress())
+            .addTo(log.atDebug())
+            .log("REST poll from {}: the client left before its answer: {}", exchange.getRemoteAddress(), e.toString());
         exchange.close();
       }
     }
