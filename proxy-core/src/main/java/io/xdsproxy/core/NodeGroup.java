@@ -217,8 +217,8 @@ public final class NodeGroup {
 
   private void expire(TypeUrl type, XdsResource resource) {
     if (!closed && store.snapshot(type).get(resource.name()) == resource) {
-      lapses.log(LogFields.NONE.group(key).type(type), "group {}: the TTL of {} '{}' lapsed without a heartbeat; it is removed", key, type.shortName(),
-          resource.name());
+      lapses.log(LogFields.NONE.group(key).type(type), "group {}: the TTL of {} '{}' lapsed without a heartbeat; it is removed",
+          key, type.shortName(), resource.name());
       metrics.expired(type);
       apply(List.of(ResourceUpdate.partial(type, List.of(), Set.of(resource.name()), false)), System.nanoTime());
     }

@@ -632,7 +632,8 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
       try {
         task.run();
       } catch (RuntimeException e) {
-        errors.log(fields(), "{} stream from {} (node '{}') failed; closing it", variant, peer, node == null ? "?" : node.getId(), e);
+        errors.log(fields(), "{} stream from {} (node '{}') failed; closing it", variant, peer,
+            node == null ? "?" : node.getId(), e);
         fail(Status.INTERNAL.withDescription("xds-proxy failed to serve this stream: " + e));
       }
     };

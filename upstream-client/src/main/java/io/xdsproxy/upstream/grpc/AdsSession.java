@@ -381,7 +381,8 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
     try {
       type = TypeUrl.parse(typeUrl);
     } catch (IllegalArgumentException e) {
-      limitedWarnings.log(fields(), "group {}: upstream {} sent a response with a bad type_url, ignored: {}", group, target, e.getMessage());
+      limitedWarnings.log(fields(), "group {}: upstream {} sent a response with a bad type_url, ignored: {}", group, target,
+          e.getMessage());
       return Optional.empty();
     }
     S state = types.get(type);
@@ -443,8 +444,8 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
     Duration delay = context.backoff().delay(failedAttempts, context.random());
     // Failover: the next stream goes to the control plane's next address, round the list.
     targetIndex = (targetIndex + 1) % context.targets().size();
-    streamEnds.log(fields(), "group {}: upstream stream to {} ended ({}: {}); reconnecting to {} in {} ms, the last good state is served"
-            + " meanwhile", group, target, status.getCode(), status.getDescription(), context.targets().get(targetIndex),
+    streamEnds.log(fields(), "group {}: upstream stream to {} ended ({}: {}); reconnecting to {} in {} ms, the last good state"
+            + " is served meanwhile", group, target, status.getCode(), status.getDescription(), context.targets().get(targetIndex),
         delay.toMillis());
     later(delay, this::openStream);
   }
