@@ -281,7 +281,7 @@ public final class Compare {
     JavaProcess process = JavaProcess.start("xds-proxy", jvm, List.of("-jar", jar.toString(),
         "--upstream", "127.0.0.1:" + planePort, "--xds-port", Integer.toString(port), "--monitoring-port", Integer.toString(monitoring), "--admin-port", "0"), log);
     try {
-      awaitHealthy(admin, Duration.ofSeconds(60));
+      awaitHealthy(monitoring, Duration.ofSeconds(60));
     } catch (RuntimeException | InterruptedException e) {
       process.close();
       throw e;

@@ -4,9 +4,11 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.PrintWriter;
+import java.io.Writer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -31,14 +33,19 @@ final class JavaProcess implements AutoCloseable {
   private final PrintWriter input;
   private final BlockingQueue<String> lines = new LinkedBlockingQueue<>();
 
-  private JavaProcess(String name, Process process) {
+  private JavaProcess(String name, Process process, Path log) {
     this.name = name;
     this.process = process;
     this.input = new PrintWriter(process.getOutputStream(), true, StandardCharsets.UTF_8);
+    // The proxy logs to stdout: each line is copied to the log too, appended as the process's stderr is.
     Thread reader = new Thread(() -> {
-      try (BufferedReader output = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+      try (BufferedReader output = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+          Writer copy = Files.newBufferedWriter(log, StandardCharsets.UTF_8, StandardOpenOption.CREATE,
+              StandardOpenOption.APPEND)) {
         for (String line = output.readLine(); line != null; line = output.readLine()) {
           lines.add(line);
+          copy.write(line + "\n");
+          copy.flush();
         }
       } catch (IOException e) {
         // the process ended
@@ -48,14 +55,15 @@ final class JavaProcess implements AutoCloseable {
     reader.start();
   }
 
-  /** Starts {@code java JVM_OPTIONS ARGUMENTS}; its stderr goes to {@code log}. */
+  /** Starts {@code java JVM_OPTIONS ARGUMENTS}; its stdout and stderr go to {@code log}, which starts empty. */
   static JavaProcess start(String name, List<String> jvmOptions, List<String> arguments, Path log) throws IOException {
     List<String> command = new ArrayList<>();
     command.add(JAVA.toString());
     command.addAll(jvmOptions);
     command.addAll(arguments);
-    Process process = new ProcessBuilder(command).redirectError(log.toFile()).start();
-    return new JavaProcess(name, process);
+    Files.write(log, new byte[0]);
+    Process process = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
+    return new JavaProcess(name, process, log);
   }
 
   /** Sends a line on the process's stdin. */

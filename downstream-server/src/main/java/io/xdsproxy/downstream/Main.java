@@ -1,6 +1,9 @@
 package io.xdsproxy.downstream;
 
 import io.xdsproxy.downstream.ProxyConfig.ConfigException;
+import io.xdsproxy.downstream.logging.JsonLineEncoder;
+import io.xdsproxy.downstream.logging.Logs;
+import io.xdsproxy.downstream.logging.TextLineEncoder;
 import java.io.IOException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -37,6 +40,9 @@ public final class Main {
       System.exit(2);
       return;
     }
+    // Before the proxy starts: its first lines are already in the format and at the levels asked for.
+    Logs.configure(config.logFormat() == ProxyConfig.LogFormat.JSON ? new JsonLineEncoder() : new TextLineEncoder(),
+        config.logLevels());
     XdsProxy proxy;
     try {
       proxy = XdsProxy.start(config);

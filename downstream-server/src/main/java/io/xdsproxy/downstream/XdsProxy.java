@@ -135,6 +135,7 @@ public final class XdsProxy implements AutoCloseable {
           Optional.empty());
       Map<String, HttpHandler> debug = new HashMap<>();
       debug.put("/config_dump", new ConfigDump(groups));
+      debug.put("/logging", new LogLevels());
       debug.put("/clients", AdminServer.text(() -> ConfigDump.GSON.toJson(Map.of("clients", clients.statuses())) + "\n",
           "application/json"));
       adminStarted = http("admin HTTP", new InetSocketAddress(config.adminAddress(), config.adminPort()), debug,

@@ -218,7 +218,6 @@ class ReplicasTest {
           Path.of(System.getProperty("java.home"), "bin", "java").toString(),
           // A small proxy: quick to start, and four of them fit beside the build on two cores.
           "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-          "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
           "-cp", System.getProperty("java.class.path"),
           Main.class.getName(),
           "--upstream", controlPlane.target(),

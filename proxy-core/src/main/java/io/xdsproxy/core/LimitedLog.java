@@ -38,6 +38,15 @@ public final class LimitedLog {
 
   /** Logs as SLF4J would, unless this period's lines are used up. */
   public void log(String format, Object... arguments) {
+    log(LogFields.NONE, format, arguments);
+  }
+
+  /**
+   * Logs as SLF4J would, with {@code fields} as the line's key-value pairs, unless this period's
+   * lines are used up. The line that counts what was left out has no fields: the lines it stands for
+   * were about other nodes and groups.
+   */
+  public void log(LogFields fields, String format, Object... arguments) {
     long left = admit();
     if (left < 0) {
       return;
@@ -45,7 +54,7 @@ public final class LimitedLog {
     if (left > 0) {
       log.atLevel(level).log("({} similar lines left out in the last {} s)", left, Duration.ofNanos(periodNanos).toSeconds());
     }
-    log.atLevel(level).log(format, arguments);
+    fields.addTo(log.atLevel(level)).log(format, arguments);
   }
 
   /**

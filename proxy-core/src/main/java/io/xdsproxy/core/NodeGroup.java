@@ -156,7 +156,7 @@ public final class NodeGroup {
     List<TypeSnapshot> changed = new ArrayList<>();
     for (ResourceUpdate update : updates) {
       store.apply(update, receivedAt).ifPresent(snapshot -> {
-        log.debug("group {}: {}", key, snapshot);
+        LogFields.NONE.group(key).type(snapshot.type()).addTo(log.atDebug()).log("group {}: {}", key, snapshot);
         changed.add(snapshot);
         armTtls(snapshot, update);
         metrics.stored(update.type());
@@ -217,8 +217,8 @@ public final class NodeGroup {
 
   private void expire(TypeUrl type, XdsResource resource) {
     if (!closed && store.snapshot(type).get(resource.name()) == resource) {
-      lapses.log("group {}: the TTL of {} '{}' lapsed without a heartbeat; it is removed", key, type.shortName(),
-          resource.name());
+      lapses.log(LogFields.NONE.group(key).type(type), "group {}: the TTL of {} '{}' lapsed without a heartbeat; it is removed",
+          key, type.shortName(), resource.name());
       metrics.expired(type);
       apply(List.of(ResourceUpdate.partial(type, List.of(), Set.of(resource.name()), false)), System.nanoTime());
     }

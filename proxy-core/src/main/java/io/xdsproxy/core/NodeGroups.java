@@ -97,7 +97,8 @@ public final class NodeGroups implements AutoCloseable {
       if (group == null) {
         Node upstreamNode = upstreamNodeOf.apply(k, node);
         group = new NodeGroup(k, upstreamNode, pool, timer, source, metrics);
-        log.info("node group {} opened for node '{}', seen upstream as node '{}' (upstream: {})", k, node.getId(),
+        LogFields.NONE.node(node.getId()).group(k).addTo(log.atInfo()).log(
+            "node group {} opened for node '{}', seen upstream as node '{}' (upstream: {})", k, node.getId(),
             upstreamNode.getId(), source.describe());
       }
       full[0] = group.references >= maxStreams;
@@ -148,7 +149,8 @@ public final class NodeGroups implements AutoCloseable {
     });
     if (idle[0]) {
       group.close();
-      log.info("node group {} closed after {} without streams", group.key(), idleGrace);
+      LogFields.NONE.group(group.key()).addTo(log.atInfo())
+          .log("node group {} closed after {} without streams", group.key(), idleGrace);
     }
   }
 

@@ -8,6 +8,7 @@ import io.xdsproxy.core.ClientFeatures;
 import io.xdsproxy.core.ClusterEndpoints;
 import io.xdsproxy.core.GroupWatcher;
 import io.xdsproxy.core.LimitedLog;
+import io.xdsproxy.core.LogFields;
 import io.xdsproxy.core.NodeGroup;
 import io.xdsproxy.core.NodeGrouping.UngroupableNodeException;
 import io.xdsproxy.core.NodeGroups;
@@ -253,7 +254,7 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
     if (!paced) {
       paced = true;
       serving.metrics().limited("request_rate");
-      refusals.log("node '{}' group {}: requests come faster than {} a second; the stream is read at that rate",
+      refusals.log(fields(), "node '{}' group {}: requests come faster than {} a second; the stream is read at that rate",
           nodeId, group == null ? "?" : group.key(), rate);
     }
     serving.timer().schedule(() -> executor.execute(() -> {
@@ -309,7 +310,7 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
   /** Ends the stream for going past the limit {@code limit} (the metric's label), counted and logged. */
   private void refuse(String limit, Status code, String why) {
     serving.metrics().limited(limit);
-    refusals.log("refused {} stream from {}: {}", variant, peer, why);
+    refusals.log(fields(), "refused {} stream from {}: {}", variant, peer, why);
     fail(code.withDescription(why));
   }
 
@@ -371,7 +372,7 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
       try {
         group = serving.groups().acquire(requestNode, limits().maxStreamsPerGroup());
       } catch (UngroupableNodeException e) {
-        failures.log("refused {} stream from {}: {}", variant(), peer, e.getMessage());
+        failures.log(fields(), "refused {} stream from {}: {}", variant(), peer, e.getMessage());
         fail(Status.FAILED_PRECONDITION.withDescription(e.getMessage()));
         return false;
       } catch (NodeGroups.GroupFullException e) {
@@ -382,7 +383,7 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
       node = requestNode;
       serving.metrics().opened(protocol, service);
       serving.clients().opened(this);
-      opens.log("stream opened: node '{}' group {} from {} ({})", node.getId(), group.key(), peer, variant());
+      opens.log(fields(), "stream opened: node '{}' group {} from {} ({})", node.getId(), group.key(), peer, variant());
     } else if (hasNode && !requestNode.equals(node)) {
       // "The node identifier should always be identical if present more than once on the stream."
       fail(Status.INVALID_ARGUMENT.withDescription(
@@ -412,6 +413,14 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
       fail(Status.INVALID_ARGUMENT.withDescription(e.getMessage() + " (node '" + node.getId() + "')"));
       return Optional.empty();
     }
+  }
+
+  /**
+   * What this stream's log lines are about, as far as it is known yet: the client's node, its group
+   * and address. A line about one type adds {@link LogFields#type}.
+   */
+  final LogFields fields() {
+    return LogFields.NONE.node(nodeId).group(group == null ? null : group.key()).peer(peer);
   }
 
   /** Ends the stream with {@code status}, on its executor. */
@@ -623,7 +632,8 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
       try {
         task.run();
       } catch (RuntimeException e) {
-        errors.log("{} stream from {} (node '{}') failed; closing it", variant, peer, node == null ? "?" : node.getId(), e);
+        errors.log(fields(), "{} stream from {} (node '{}') failed; closing it", variant, peer,
+            node == null ? "?" : node.getId(), e);
         fail(Status.INTERNAL.withDescription("xds-proxy failed to serve this stream: " + e));
       }
     };
@@ -632,7 +642,7 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
   /** Ends the stream with {@code status}, logged with the node. */
   final void fail(Status status) {
     if (!closed) {
-      failures.log("{} stream from {} (node '{}') ended: {}", variant(), peer, node == null ? "?" : node.getId(),
+      failures.log(fields(), "{} stream from {} (node '{}') ended: {}", variant(), peer, node == null ? "?" : node.getId(),
           status.getDescription());
       responses.onError(status.asRuntimeException());
     }
@@ -653,7 +663,7 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
       group.leave(this);
       serving.groups().release(group);
       if (why != null) {
-        closes.log("stream closed: node '{}' group {} from {}: {}", node.getId(), group.key(), peer, why);
+        closes.log(fields(), "stream closed: node '{}' group {} from {}: {}", node.getId(), group.key(), peer, why);
       }
     }
   }

@@ -46,8 +46,8 @@ public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, Encod
       state.ack();
     } else if (state.isLatest(request.getResponseNonce())) {
       state.nack(request.getErrorDetail().getMessage());
-      nacks.log("NACK from node '{}' group {} for {} (nonce {}): {}", node().getId(), group().key(), type.shortName(),
-          request.getResponseNonce(), request.getErrorDetail().getMessage());
+      nacks.log(fields().type(type), "NACK from node '{}' group {} for {} (nonce {}): {}", node().getId(), group().key(),
+          type.shortName(), request.getResponseNonce(), request.getErrorDetail().getMessage());
     }
     int names = request.getResourceNamesSubscribeCount() + request.getResourceNamesUnsubscribeCount()
         + request.getInitialResourceVersionsCount();

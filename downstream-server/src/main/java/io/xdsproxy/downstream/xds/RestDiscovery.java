@@ -10,6 +10,7 @@ import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.xdsproxy.core.ApiTypes;
 import io.xdsproxy.core.GroupWatcher;
 import io.xdsproxy.core.LimitedLog;
+import io.xdsproxy.core.LogFields;
 import io.xdsproxy.core.NodeGroup;
 import io.xdsproxy.core.NodeGrouping.UngroupableNodeException;
 import io.xdsproxy.core.NodeGroups;
@@ -95,7 +96,8 @@ public final class RestDiscovery {
       try {
         poll(type, exchange);
       } catch (IOException | RuntimeException e) {
-        log.warn("REST {} poll from {} failed: {}", type.shortName(), exchange.getRemoteAddress(), e.toString());
+        LogFields.NONE.type(type).peer(exchange.getRemoteAddress()).addTo(log.atWarn())
+            .log("REST {} poll from {} failed: {}", type.shortName(), exchange.getRemoteAddress(), e.toString());
         exchange.close();
       }
     };
@@ -131,7 +133,8 @@ public final class RestDiscovery {
     }
     Optional<String> refusal = refusal(type, request.getNode().getId(), exchange);
     if (refusal.isPresent()) {
-      refusals.log("refused REST {} poll from {}: {}", type.shortName(), exchange.getRemoteAddress(), refusal.get());
+      refusals.log(LogFields.NONE.node(request.getNode().getId()).type(type).peer(exchange.getRemoteAddress()),
+          "refused REST {} poll from {}: {}", type.shortName(), exchange.getRemoteAddress(), refusal.get());
       reply(exchange, 403, refusal.get() + "\n");
       return;
     }
@@ -239,7 +242,9 @@ public final class RestDiscovery {
           reply(exchange, status, body);
         }
       } catch (IOException e) {
-        log.debug("REST poll from {}: the client left before its answer: {}", exchange.getRemoteAddress(), e.toString());
+        LogFields.NONE.node(request.getNode().getId()).group(group.key()).type(type).peer(exchange.getRemoteAddress())
+            .addTo(log.atDebug())
+            .log("REST poll from {}: the client left before its answer: {}", exchange.getRemoteAddress(), e.toString());
         exchange.close();
       }
     }

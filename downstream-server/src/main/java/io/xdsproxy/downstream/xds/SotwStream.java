@@ -42,14 +42,14 @@ public final class SotwStream extends ClientStream<DiscoveryRequest, EncodedResp
         : request.hasErrorDetail() ? Reply.NACK : Reply.ACK);
     if (!current) {
       // "Requests become stale": the client will ask again when it has seen the newer response.
-      log.debug("node '{}' {}: ignoring request with stale nonce {}", node().getId(), type.shortName(),
-          request.getResponseNonce());
+      fields().type(type).addTo(log.atDebug()).log("node '{}' {}: ignoring request with stale nonce {}", node().getId(),
+          type.shortName(), request.getResponseNonce());
       return;
     }
     if (request.hasErrorDetail()) {
       state.nack(request.getErrorDetail().getMessage());
-      nacks.log("NACK from node '{}' group {} for {} (nonce {}): {}", node().getId(), group().key(), type.shortName(),
-          request.getResponseNonce(), request.getErrorDetail().getMessage());
+      nacks.log(fields().type(type), "NACK from node '{}' group {} for {} (nonce {}): {}", node().getId(), group().key(),
+          type.shortName(), request.getResponseNonce(), request.getErrorDetail().getMessage());
     } else if (state.asksAgain(request.getResourceNamesList(), request.getVersionInfo())) {
       if (state.askedAgain()) {
         group().refetch(type);

@@ -11,6 +11,7 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.xdsproxy.core.ClusterEndpoints;
 import io.xdsproxy.core.Interest;
 import io.xdsproxy.core.LimitedLog;
+import io.xdsproxy.core.LogFields;
 import io.xdsproxy.core.NodeGroupKey;
 import io.xdsproxy.core.ResourceUpdate;
 import io.xdsproxy.core.SerialExecutor;
@@ -313,7 +314,7 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
    * it. The last resort, counted, since the upstream then sends the group everything again.
    */
   final void reopenStream(String why) {
-    log.info("group {}: reopening the stream to {}: {}", group, target, why);
+    fields().addTo(log.atInfo()).log("group {}: reopening the stream to {}: {}", group, target, why);
     abandoned.increment();
     connected.set(0);
     if (stream != null) {
@@ -360,10 +361,18 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
         .build();
   }
 
-  /** Logs a NACK sent upstream. */
-  final void logNack(com.google.rpc.Status detail) {
+  /** Logs a NACK of {@code type} sent upstream. */
+  final void logNack(TypeUrl type, com.google.rpc.Status detail) {
     nacks.increment();
-    limitedWarnings.log("group {}: NACK to upstream {}: {}", group, target, detail.getMessage());
+    limitedWarnings.log(fields().type(type), "group {}: NACK to upstream {}: {}", group, target, detail.getMessage());
+  }
+
+  /**
+   * What this session's log lines are about: the node it is upstream and its group, and the control
+   * plane's address it is on (or will be); a line about one type adds {@link LogFields#type}.
+   */
+  private LogFields fields() {
+    return LogFields.NONE.node(node.getId()).group(group).peer(target);
   }
 
   /** The type a response names, if the session asked for it; logged and empty otherwise. */
@@ -372,12 +381,14 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
     try {
       type = TypeUrl.parse(typeUrl);
     } catch (IllegalArgumentException e) {
-      limitedWarnings.log("group {}: upstream {} sent a response with a bad type_url, ignored: {}", group, target, e.getMessage());
+      limitedWarnings.log(fields(), "group {}: upstream {} sent a response with a bad type_url, ignored: {}", group, target,
+          e.getMessage());
       return Optional.empty();
     }
     S state = types.get(type);
     if (state == null) {
-      limitedWarnings.log("group {}: upstream {} sent {} which the proxy never asked for; ignored", group, target, type);
+      limitedWarnings.log(fields().type(type), "group {}: upstream {} sent {} which the proxy never asked for; ignored",
+          group, target, type);
     }
     return Optional.ofNullable(state);
   }
@@ -433,8 +444,8 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
     Duration delay = context.backoff().delay(failedAttempts, context.random());
     // Failover: the next stream goes to the control plane's next address, round the list.
     targetIndex = (targetIndex + 1) % context.targets().size();
-    streamEnds.log("group {}: upstream stream to {} ended ({}: {}); reconnecting to {} in {} ms, the last good state is served"
-            + " meanwhile", group, target, status.getCode(), status.getDescription(), context.targets().get(targetIndex),
+    streamEnds.log(fields(), "group {}: upstream stream to {} ended ({}: {}); reconnecting to {} in {} ms, the last good state"
+            + " is served meanwhile", group, target, status.getCode(), status.getDescription(), context.targets().get(targetIndex),
         delay.toMillis());
     later(delay, this::openStream);
   }
@@ -448,7 +459,7 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
     try {
       context.timer().schedule(() -> executor.execute(task), delay.toMillis(), TimeUnit.MILLISECONDS);
     } catch (RejectedExecutionException shuttingDown) {
-      log.debug("group {}: not scheduled, the proxy is shutting down", group);
+      fields().addTo(log.atDebug()).log("group {}: not scheduled, the proxy is shutting down", group);
     }
   }
 
@@ -471,7 +482,7 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
   private void armNotFoundTimer(S state, String name) {
     later(context.notFoundTimeout(), () -> {
       if (!closed && state.interest.names().contains(name) && !state.received.contains(name)) {
-        notFound.log("group {}: upstream {} has not sent {} '{}' within {}; it is taken not to exist",
+        notFound.log(fields().type(state.type), "group {}: upstream {} has not sent {} '{}' within {}; it is taken not to exist",
             group, target, state.type.shortName(), name, context.notFoundTimeout());
         publish(state, ResourceUpdate.partial(state.type, List.of(), Set.of(name), false));
       }

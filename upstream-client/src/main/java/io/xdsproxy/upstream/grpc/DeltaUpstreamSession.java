@@ -190,7 +190,7 @@ final class DeltaUpstreamSession
       }
     } catch (InvalidResourceException e) {
       com.google.rpc.Status detail = rejection(state.type, "response " + response.getNonce(), e.getMessage());
-      logNack(detail);
+      logNack(state.type, detail);
       send(DeltaDiscoveryRequest.newBuilder()
           .setTypeUrl(state.type.url())
           .setResponseNonce(response.getNonce())

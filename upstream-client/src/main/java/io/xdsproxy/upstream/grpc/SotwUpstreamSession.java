@@ -144,7 +144,7 @@ final class SotwUpstreamSession
       decoded = ResourceDecoder.decode(state.type, response.getResourcesList(), state.decoded::get);
     } catch (InvalidResourceException e) {
       com.google.rpc.Status detail = rejection(state.type, "version " + response.getVersionInfo(), e.getMessage());
-      logNack(detail);
+      logNack(state.type, detail);
       state.nonce = response.getNonce();
       request(state, detail);
       return;
