@@ -214,7 +214,7 @@ public final class XdsProxy implements AutoCloseable {
     return monitoringServer.port();
   }
 
-  /** Where the debug endpoints are served: {@code /config_dump}, {@code /clients}. */
+  /** Where the debug endpoints are served: {@code /config_dump}, {@code /clients}, {@code /logging}. */
   public int adminPort() {
     return admin.port();
   }
