@@ -97,6 +97,11 @@ public record TypeUrl(String url) implements Comparable<TypeUrl> {
     return new TypeUrl(url);
   }
 
+  /** The known v3 types, in push order: every label value a metric by type has before any traffic. */
+  public static List<TypeUrl> known() {
+    return PUSH_ORDER;
+  }
+
   public boolean isKnown() {
     return BY_URL.containsKey(url);
   }
