@@ -589,7 +589,7 @@ public record ProxyConfig(
     return file;
   }
 
-  /** The PEM private key file a setting names, checked to hold a PKCS#8 key. */
+  /** The PEM private key file a setting names, checked to hold a key the proxy reads (see TlsFiles#privateKey). */
   private static Path privateKey(Setting setting) throws ConfigException {
     Path file = Path.of(setting.value());
     try {
