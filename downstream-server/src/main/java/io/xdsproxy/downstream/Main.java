@@ -32,6 +32,10 @@ public final class Main {
       System.out.println(ProxyConfig.USAGE);
       return;
     }
+    if (args.length == 1 && args[0].equals("--version")) {
+      System.out.println(BuildInfo.CURRENT.describe());
+      return;
+    }
     ProxyConfig config;
     try {
       config = ProxyConfig.parse(args);
@@ -55,8 +59,8 @@ public final class Main {
     String xdsSecurity = !config.tls().enabled() ? "plaintext"
         : config.tls().clientCa().isEmpty() ? "TLS"
         : "mutual TLS" + config.tls().nodeIdPattern().map(pattern -> ", node ids checked by " + pattern).orElse("");
-    log.info("xds-proxy listening for xDS on port {} ({}), monitoring HTTP on port {}, admin HTTP on {}:{}{}; upstream: {}",
-        proxy.xdsPort(), xdsSecurity, proxy.monitoringPort(), config.adminAddress(), proxy.adminPort(),
+    log.info("xds-proxy {} (revision {}) listening for xDS on port {} ({}), monitoring HTTP on port {}, admin HTTP on"
+        + " {}:{}{}; upstream: {}", BuildInfo.CURRENT.version(), BuildInfo.CURRENT.revision(), proxy.xdsPort(), xdsSecurity, proxy.monitoringPort(), config.adminAddress(), proxy.adminPort(),
         proxy.restPort().map(port -> ", REST-JSON xDS on port " + port).orElse(""), proxy.describeUpstream());
     // SIGTERM (Kubernetes' way to stop a pod) and SIGINT drain, then exit 0; any other way out closes.
     for (String name : new String[] {"TERM", "INT"}) {

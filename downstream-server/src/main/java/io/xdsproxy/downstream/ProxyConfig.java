@@ -145,14 +145,15 @@ public record ProxyConfig(
         --drain-time D              on SIGTERM, how long open streams get to leave (default 15s)
         --max-connection-age D      how long a client connection lives before GOAWAY (default 30m)
         --tls-cert FILE             TLS on the xDS port: the server's certificate chain (PEM), with
-        --tls-key FILE              its PKCS#8 private key (PEM); both or neither
+        --tls-key FILE              its private key (PEM: PKCS#8, PKCS#1 RSA or SEC1 EC); both or
+                                    neither
         --tls-client-ca FILE        mTLS: clients must present a certificate of these CAs (PEM)
         --tls-node-id-pattern P     with mTLS, a regex the node id must match, where {san} is one of
                                     the client certificate's URI or DNS names (a SPIFFE id)
         --upstream-tls B            true: TLS to the control plane, trusting the JVM's trust store
         --upstream-ca FILE          TLS to the control plane, trusting these CAs (PEM)
         --upstream-cert FILE        mTLS to the control plane: the proxy's certificate chain (PEM),
-        --upstream-key FILE         with its PKCS#8 private key (PEM); both or neither
+        --upstream-key FILE         with its private key (PEM, as --tls-key); both or neither
         --upstream-authority NAME   the name the control plane's certificate must carry, sent as
                                     :authority (default: the host of --upstream)
         --upstream-keepalive-time D   a PING to the control plane after this long without news
@@ -169,6 +170,7 @@ public record ProxyConfig(
         --max-streams-per-node N    streams one node id may have open, 0 for no limit (default 0)
         --max-requests-per-second N   the rate a stream's requests are read at, at most; 0 for no
                                     limit (default 100)
+        --version                   prints the version and the git revision it was built from
       D is a duration: 500ms, 15s, 5m, 1h.""";
 
   static final List<String> KEYS = List.of("upstream", "upstream-protocol", "upstream-backoff-initial",
@@ -587,7 +589,7 @@ public record ProxyConfig(
     return file;
   }
 
-  /** The PEM private key file a setting names, checked to hold a PKCS#8 key. */
+  /** The PEM private key file a setting names, checked to hold a key the proxy reads (see TlsFiles#privateKey). */
   private static Path privateKey(Setting setting) throws ConfigException {
     Path file = Path.of(setting.value());
     try {

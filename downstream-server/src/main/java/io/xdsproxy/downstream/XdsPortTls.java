@@ -6,7 +6,9 @@ import io.grpc.ServerCredentials;
 import io.grpc.TlsServerCredentials;
 import io.grpc.util.AdvancedTlsX509KeyManager;
 import io.grpc.util.AdvancedTlsX509TrustManager;
+import io.micrometer.core.instrument.MeterRegistry;
 import io.xdsproxy.upstream.grpc.TlsFiles;
+import io.xdsproxy.upstream.grpc.TlsMetrics;
 import java.io.IOException;
 import java.security.GeneralSecurityException;
 import java.util.Optional;
@@ -33,18 +35,21 @@ final class XdsPortTls {
   }
 
   /**
-   * The material {@code tls} names, its files polled on {@code timer}; empty when TLS is off.
+   * The material {@code tls} names, its files polled on {@code timer}; empty when TLS is off. The
+   * certificates' expiry and the changes that did not load are measured in {@code meters} (uses
+   * {@code server} and {@code client-ca}).
    *
    * @throws IOException naming a file that cannot be read or parsed
    */
-  static Optional<XdsPortTls> load(ServerTls tls, ScheduledExecutorService timer) throws IOException {
+  static Optional<XdsPortTls> load(ServerTls tls, ScheduledExecutorService timer, MeterRegistry meters)
+      throws IOException {
     if (!tls.enabled()) {
       return Optional.empty();
     }
-    AdvancedTlsX509KeyManager identity = TlsFiles.identity(tls.cert().orElseThrow(), tls.key().orElseThrow(), timer)
-        .manager();
+    AdvancedTlsX509KeyManager identity = TlsFiles.identity(tls.cert().orElseThrow(), tls.key().orElseThrow(), timer,
+        new TlsMetrics(meters, "server")).manager();
     Optional<AdvancedTlsX509TrustManager> clientCa = tls.clientCa().isPresent()
-        ? Optional.of(TlsFiles.trust(tls.clientCa().get(), false, timer).manager())
+        ? Optional.of(TlsFiles.trust(tls.clientCa().get(), false, timer, new TlsMetrics(meters, "client-ca")).manager())
         : Optional.empty();
     return Optional.of(new XdsPortTls(identity, clientCa));
   }

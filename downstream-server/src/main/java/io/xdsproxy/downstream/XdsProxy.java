@@ -8,8 +8,15 @@ import io.grpc.ServerServiceDefinition;
 import io.grpc.Status;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
 import io.grpc.netty.NettyServerBuilder;
+import io.grpc.protobuf.services.ChannelzService;
 import io.grpc.protobuf.services.HealthStatusManager;
+import io.grpc.protobuf.services.ProtoReflectionService;
+import io.grpc.protobuf.services.ProtoReflectionServiceV1;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.binder.BaseUnits;
 import io.micrometer.core.instrument.binder.jvm.ClassLoaderMetrics;
+import io.micrometer.core.instrument.binder.jvm.ExecutorServiceMetrics;
 import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
 import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
 import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
@@ -18,6 +25,7 @@ import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
 import io.micrometer.core.instrument.binder.system.UptimeMetrics;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.netty.util.internal.PlatformDependent;
 import io.xdsproxy.core.NodeGroupRule;
 import io.xdsproxy.core.NodeGroups;
 import io.xdsproxy.core.UpstreamSource;
@@ -36,6 +44,7 @@ import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -43,6 +52,7 @@ import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -55,6 +65,8 @@ public final class XdsProxy implements AutoCloseable {
 
   /** How long a connection past its maximum age keeps its streams after GOAWAY: xDS streams never end by themselves. */
   static final Duration CONNECTION_AGE_GRACE = Duration.ofSeconds(10);
+  /** The most entries one channelz answer lists (the servers, a server's sockets). */
+  private static final int CHANNELZ_PAGE_SIZE = 100;
   private static final Logger log = LoggerFactory.getLogger(XdsProxy.class);
 
   private final ExecutorService pool;
@@ -73,10 +85,16 @@ public final class XdsProxy implements AutoCloseable {
 
   private XdsProxy(ProxyConfig config) throws IOException {
     pool = Executors.newFixedThreadPool(Math.max(2, Runtime.getRuntime().availableProcessors()), threads("xds-proxy-worker"));
-    timer = Executors.newSingleThreadScheduledExecutor(threads("xds-proxy-timer"));
+    // Not Executors' single-thread wrapper, which would hide the pool from the executor metrics.
+    timer = new ScheduledThreadPoolExecutor(1, threads("xds-proxy-timer"));
     meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     List.of(new JvmMemoryMetrics(), new JvmGcMetrics(), new JvmThreadMetrics(), new ClassLoaderMetrics(),
-        new ProcessorMetrics(), new UptimeMetrics(), new FileDescriptorMetrics()).forEach(binder -> binder.bindTo(meters));
+        new ProcessorMetrics(), new UptimeMetrics(), new FileDescriptorMetrics(),
+        // Queued tasks that grow on the worker pool mean the proxy is behind on its streams.
+        new ExecutorServiceMetrics(pool, "xds-proxy-worker", List.of()),
+        new ExecutorServiceMetrics(timer, "xds-proxy-timer", List.of()))
+        .forEach(binder -> binder.bindTo(meters));
+    bindProcessMeters(meters);
     try {
       upstream = !config.upstream().isEmpty()
           ? new AdsUpstream(config.upstream(), config.upstreamProtocol(), pool, timer, config.upstreamBackoff(),
@@ -96,16 +114,19 @@ public final class XdsProxy implements AutoCloseable {
         config.groupIdleGrace(),
         meters);
     clients = new Clients();
-    Serving serving = new Serving(groups, pool, new StreamMetrics(meters), clients, Clock.systemUTC(), timer,
-        config.limits());
+    StreamMetrics streamMetrics = new StreamMetrics(meters);
+    Serving serving = new Serving(groups, pool, streamMetrics, clients, Clock.systemUTC(), timer, config.limits());
     ServerServiceDefinition ads = AggregatedDiscoveryService.definition(serving);
+    List<ServerServiceDefinition> perType = PerTypeServices.definitions(serving);
+    List<ServerServiceDefinition> xds = new ArrayList<>(perType);
+    xds.add(ads);
     Server started = null;
     AdminServer monitoringStarted = null;
     AdminServer adminStarted = null;
     AdminServer restStarted = null;
     try {
       InetSocketAddress xdsAddress = new InetSocketAddress(config.xdsPort());
-      Optional<XdsPortTls> tls = XdsPortTls.load(config.tls(), timer);
+      Optional<XdsPortTls> tls = XdsPortTls.load(config.tls(), timer, meters);
       NettyServerBuilder builder = tls.isPresent()
           ? NettyServerBuilder.forAddress(xdsAddress, tls.get().grpc())
           : NettyServerBuilder.forAddress(xdsAddress);
@@ -114,8 +135,13 @@ public final class XdsProxy implements AutoCloseable {
       builder.addService(ServerInterceptors.intercept(ads, peers));
       builder.addService(health.getHealthService());
       builder.addService(new ClientStatusDiscovery(clients));
-      PerTypeServices.definitions(serving)
-          .forEach(service -> builder.addService(ServerInterceptors.intercept(service, peers)));
+      perType.forEach(service -> builder.addService(ServerInterceptors.intercept(service, peers)));
+      // So that grpcurl lists and describes the services without their protos, and shows the
+      // server's connections and calls (channelz).
+      builder.addService(ProtoReflectionServiceV1.newInstance());
+      builder.addService(ProtoReflectionService.newInstance());
+      builder.addService(ChannelzService.newInstance(CHANNELZ_PAGE_SIZE));
+      builder.addStreamTracerFactory(streamMetrics.endedStreams(xds));
       started = listen(builder
           .executor(pool)
           // xDS requests are small: a huge one is an attack or a bug (gRPC ends it with RESOURCE_EXHAUSTED).
@@ -175,6 +201,30 @@ public final class XdsProxy implements AutoCloseable {
    */
   public boolean ready() {
     return !closing && !pool.isShutdown() && upstream.reached();
+  }
+
+  /**
+   * The build this is ({@code xds_proxy_build_info}, 1, its version and revision as labels, to join on),
+   * and the direct memory Netty counts: every buffer it allocates outside the heap, for any
+   * allocator, the arenas of the pooled allocator grpc-netty uses included. Those arenas keep what
+   * they once took, so the value follows the peak traffic, not the current; with its maximum
+   * ({@code -XX:MaxDirectMemorySize}, by default the heap's maximum) an alert can tell a pod that
+   * will soon fail to allocate.
+   */
+  private static void bindProcessMeters(MeterRegistry meters) {
+    Gauge.builder("xds.proxy.build.info", () -> 1)
+        .description("The build of the proxy: its version and the git revision it was built from, as labels")
+        .tag("version", BuildInfo.CURRENT.version())
+        .tag("revision", BuildInfo.CURRENT.revision())
+        .register(meters);
+    Gauge.builder("netty.direct.memory.used", PlatformDependent::usedDirectMemory)
+        .description("Direct memory Netty allocated and has not freed, its pooled allocators' arenas included")
+        .baseUnit(BaseUnits.BYTES)
+        .register(meters);
+    Gauge.builder("netty.direct.memory.max", PlatformDependent::maxDirectMemory)
+        .description("The most direct memory Netty may allocate")
+        .baseUnit(BaseUnits.BYTES)
+        .register(meters);
   }
 
   private AdminServer http(String what, InetSocketAddress address, Map<String, HttpHandler> handlers,

@@ -53,6 +53,17 @@ class CommandLineTest {
   }
 
   @Test
+  void versionPrintsTheVersionAndTheRevisionOfTheBuildAndExitsZero() throws Exception {
+    Ended ended = run("--version");
+
+    assertThat(ended.exitCode()).isZero();
+    assertThat(ended.lines()).singleElement().asString()
+        .matches("xds-proxy \\d+\\.\\d+\\.\\d+\\S* \\(revision \\S+\\)")
+        .isEqualTo("xds-proxy " + BuildInfo.CURRENT.version() + " (revision " + BuildInfo.CURRENT.revision() + ")")
+        .doesNotContain("${");
+  }
+
+  @Test
   void anUnknownFlagIsOneLineOfErrorAndExitCode2() throws Exception {
     Ended ended = run("--xds-prot", "1");
 
@@ -113,6 +124,7 @@ class CommandLineTest {
         seen.add(line);
       }
       assertThat(line).as("a 'listening' line after %s", seen).isNotNull()
+          .contains("xds-proxy " + BuildInfo.CURRENT.version() + " (revision " + BuildInfo.CURRENT.revision() + ")")
           .contains("monitoring HTTP on port " + monitoring)
           .contains("admin HTTP on 127.0.0.1:")
           .contains("upstream: resources directory")

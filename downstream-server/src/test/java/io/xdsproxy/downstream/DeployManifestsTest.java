@@ -85,6 +85,15 @@ class DeployManifestsTest {
       "xds_do_not_cache_relays_total",
       "xds_ttl_expiries_total",
       "xds_downstream_limited_total",
+      "xds_downstream_streams_ended_total",
+      "xds_proxy_build_info",
+      "xds_tls_certificate_expiration_timestamp_seconds",
+      "xds_tls_reload_failures_total",
+      "executor_queued_tasks",
+      "executor_active_threads",
+      "executor_pool_size_threads",
+      "netty_direct_memory_used_bytes",
+      "netty_direct_memory_max_bytes",
       "jvm_memory_used_bytes",
       "jvm_gc_pause_seconds",
       "process_cpu_usage",
@@ -98,10 +107,18 @@ class DeployManifestsTest {
    * name added here, or to {@link #SCRAPED_WITH_AN_UPSTREAM} if only an upstream makes it. Not here:
    * the fan-out latency (only an update after a client subscribed makes one), do_not_cache relays
    * and TTL expiries (only such resources make them), and streams limited (only a client past a
-   * limit makes one); MetricsTest, and LimitsTest for the last, scrape each with its value.
+   * limit makes one); MetricsTest, and LimitsTest for the last, scrape each with its value. Nor the
+   * TLS meters, exported only for the TLS files configured (TlsTest scrapes them).
    */
   private static final List<String> SCRAPED_AFTER_ONE_CLIENT = List.of(
       "xds_downstream_streams",
+      "xds_downstream_streams_ended_total",
+      "xds_proxy_build_info",
+      "executor_queued_tasks",
+      "executor_active_threads",
+      "executor_pool_size_threads",
+      "netty_direct_memory_used_bytes",
+      "netty_direct_memory_max_bytes",
       "xds_downstream_requests_total",
       "xds_downstream_acks_total",
       "xds_downstream_nacks_total",
@@ -121,7 +138,7 @@ class DeployManifestsTest {
       "xds_upstream_reconnects_total",
       "xds_upstream_nacks_total");
 
-  private static final Pattern METRIC_NAME = Pattern.compile("\\b(?:xds|jvm|process)_[a-z0-9_]+");
+  private static final Pattern METRIC_NAME = Pattern.compile("\\b(?:xds|jvm|process|executor|netty)_[a-z0-9_]+");
 
   /** Every object of every file under deploy/kubernetes, with the file it came from. */
   private static final List<Manifest> manifests = new ArrayList<>();

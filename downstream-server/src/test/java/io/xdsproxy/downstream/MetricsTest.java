@@ -9,9 +9,13 @@ import com.google.protobuf.util.Durations;
 import com.google.rpc.Status;
 import io.envoyproxy.envoy.config.cluster.v3.Cluster;
 import io.envoyproxy.envoy.config.endpoint.v3.ClusterLoadAssignment;
+import io.envoyproxy.envoy.service.discovery.v3.AggregatedDiscoveryServiceGrpc;
+import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.Resource;
+import io.grpc.ManagedChannel;
+import io.grpc.ManagedChannelBuilder;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.downstream.testing.XdsTestClient;
 import io.xdsproxy.upstream.testing.ScriptedControlPlane;
@@ -20,6 +24,8 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -51,6 +57,88 @@ class MetricsTest {
     assertThat(response.statusCode()).isEqualTo(200);
     assertThat(response.headers().firstValue("Content-Type")).hasValueSatisfying(type -> assertThat(type).startsWith("text/plain"));
     return response.body();
+  }
+
+  @Test
+  void anIdleProxyExportsEverySeriesKnownInAdvanceAtZero() throws Exception {
+    List<String> expected = new ArrayList<>();
+    for (String service : List.of("ads", "envoy.config.listener.v3.Listener", "envoy.config.route.v3.RouteConfiguration",
+        "envoy.config.route.v3.ScopedRouteConfiguration", "envoy.config.cluster.v3.Cluster",
+        "envoy.config.endpoint.v3.ClusterLoadAssignment", "envoy.extensions.transport_sockets.tls.v3.Secret",
+        "envoy.service.runtime.v3.Runtime")) {
+      expected.add("xds_downstream_streams{protocol=\"sotw\",service=\"" + service + "\"} 0.0");
+      expected.add("xds_downstream_streams{protocol=\"delta\",service=\"" + service + "\"} 0.0");
+    }
+    // Virtual hosts are served incrementally only.
+    expected.add("xds_downstream_streams{protocol=\"delta\",service=\"envoy.config.route.v3.VirtualHost\"} 0.0");
+    for (TypeUrl type : TypeUrl.known()) {
+      String label = "{type=\"" + type.shortName() + "\"}";
+      for (String counter : List.of("xds_downstream_requests_total", "xds_downstream_acks_total",
+          "xds_downstream_nacks_total", "xds_downstream_responses_total", "xds_downstream_sent_bytes_total",
+          "xds_do_not_cache_relays_total", "xds_ttl_expiries_total", "xds_store_resources", "xds_store_bytes")) {
+        expected.add(counter + label + " 0.0");
+      }
+      expected.add("xds_fanout_latency_seconds_count" + label + " 0");
+    }
+    for (String limit : List.of("names_per_request", "name_length", "streams_per_group", "streams_per_node",
+        "request_rate")) {
+      expected.add("xds_downstream_limited_total{limit=\"" + limit + "\"} 0.0");
+    }
+    for (io.grpc.Status.Code code : io.grpc.Status.Code.values()) {
+      expected.add("xds_downstream_streams_ended_total{status=\"" + code.name() + "\"} 0.0");
+    }
+    expected.add("xds_proxy_build_info{revision=\"" + BuildInfo.CURRENT.revision() + "\",version=\""
+        + BuildInfo.CURRENT.version() + "\"} 1");
+    for (String pool : List.of("xds-proxy-worker", "xds-proxy-timer")) {
+      for (String meter : List.of("executor_queued_tasks", "executor_active_threads", "executor_pool_size_threads",
+          "executor_completed_tasks_total")) {
+        expected.add(meter + "{name=\"" + pool + "\"} ");
+      }
+    }
+
+    String metrics = scrape();
+
+    assertThat(metrics).contains(expected);
+    assertThat(BuildInfo.CURRENT.version()).as("the version Maven wrote into build.properties").matches("\\d+\\.\\d+\\.\\d+.*");
+    assertThat(gauge(metrics, "netty_direct_memory_max_bytes")).isPositive();
+    assertThat(gauge(metrics, "netty_direct_memory_used_bytes")).isNotNegative();
+  }
+
+  /** The value of the one series of {@code name}, a metric without labels. */
+  private static double gauge(String metrics, String name) {
+    return metrics.lines().filter(line -> line.startsWith(name + " ")).findFirst()
+        .map(line -> Double.parseDouble(line.substring(name.length() + 1)))
+        .orElseThrow(() -> new AssertionError("no " + name + " in:\n" + metrics));
+  }
+
+  @Test
+  void endedStreamsAreCountedByTheStatusTheyEndedWith() throws Exception {
+    ManagedChannel channel = ManagedChannelBuilder.forAddress("127.0.0.1", proxy.xdsPort()).usePlaintext().build();
+    try (var cancelled = new XdsTestClient<>(channel, AggregatedDiscoveryServiceGrpc.getStreamAggregatedResourcesMethod());
+        var nameless = XdsTestClient.deltaAds(proxy.xdsPort());
+        var huge = XdsTestClient.sotwAds(proxy.xdsPort())) {
+      cancelled.send(DiscoveryRequest.newBuilder().setNode(node("n1", "fleet")).setTypeUrl(TypeUrl.CLUSTER.url()).build());
+      upstream.nextRequest(WAIT);
+      await().atMost(WAIT).untilAsserted(() -> assertThat(scrape())
+          .contains("xds_downstream_streams{protocol=\"sotw\",service=\"ads\"} 1.0"));
+      cancelled.cancel();
+      // The proxy ends a stream whose first request names no node.
+      nameless.send(DeltaDiscoveryRequest.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).build());
+      assertThat(nameless.awaitEnd(WAIT).getCode()).isEqualTo(io.grpc.Status.Code.INVALID_ARGUMENT);
+      // gRPC ends one whose request is larger than --max-request-bytes, before the proxy sees it.
+      huge.send(DiscoveryRequest.newBuilder().setNode(node("n2", "fleet")).addResourceNames(
+          "x".repeat(ProxyConfig.DEFAULTS.limits().maxRequestBytes())).setTypeUrl(TypeUrl.CLUSTER.url()).build());
+      assertThat(huge.awaitEnd(WAIT).getCode()).isEqualTo(io.grpc.Status.Code.RESOURCE_EXHAUSTED);
+
+      await().atMost(WAIT).untilAsserted(() -> assertThat(scrape())
+          .contains("xds_downstream_streams_ended_total{status=\"CANCELLED\"} 1.0")
+          .contains("xds_downstream_streams_ended_total{status=\"INVALID_ARGUMENT\"} 1.0")
+          .contains("xds_downstream_streams_ended_total{status=\"RESOURCE_EXHAUSTED\"} 1.0")
+          .contains("xds_downstream_streams_ended_total{status=\"OK\"} 0.0")
+          .contains("xds_downstream_streams{protocol=\"sotw\",service=\"ads\"} 0.0"));
+    } finally {
+      channel.shutdownNow();
+    }
   }
 
   @Test

@@ -2,6 +2,7 @@ package io.xdsproxy.downstream;
 
 import static io.xdsproxy.downstream.testing.XdsTestClient.node;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import io.envoyproxy.controlplane.cache.v3.Snapshot;
@@ -23,13 +24,27 @@ import io.xdsproxy.upstream.testing.ControlPlane;
 import io.xdsproxy.upstream.testing.TestCertificates;
 import io.xdsproxy.upstream.testing.TestCertificates.Ca;
 import io.xdsproxy.upstream.testing.TestCertificates.Issued;
+import io.xdsproxy.upstream.testing.TestCertificates.Leaf;
 import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.security.PrivateKey;
+import java.security.cert.CertificateFactory;
+import java.security.cert.X509Certificate;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
+import org.bouncycastle.jce.provider.BouncyCastleProvider;
+import org.bouncycastle.openssl.PEMKeyPair;
+import org.bouncycastle.openssl.PEMParser;
+import org.bouncycastle.openssl.jcajce.JcaPEMKeyConverter;
+import org.bouncycastle.openssl.jcajce.JcaPEMWriter;
+import org.bouncycastle.openssl.jcajce.JcePEMEncryptorBuilder;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -190,7 +205,107 @@ class TlsTest {
       controlPlane.setSnapshot("fleet", clusterSnapshot());
 
       assertClusterServed(proxy);
+      String metrics = scrape(proxy);
+      assertThat(metric(metrics, "xds_tls_certificate_expiration_timestamp_seconds{use=\"upstream-client\"}"))
+          .isEqualTo(earliestExpiry(proxyCertificate.cert()));
+      assertThat(metric(metrics, "xds_tls_certificate_expiration_timestamp_seconds{use=\"upstream-ca\"}"))
+          .isEqualTo(earliestExpiry(ca.pem()));
+      assertThat(metrics).as("the xDS port is plaintext").doesNotContain("use=\"server\"");
     }
+  }
+
+  @Test
+  void keysAsCertManagerWritesThemByDefaultServeTls() throws Exception {
+    Ca ca = TestCertificates.ca("xds", dir);
+    for (String algorithm : List.of("RSA", "EC")) {
+      Issued server = ca.issue("proxy-" + algorithm, Leaf.DEFAULT.withKey(algorithm, true));
+      assertThat(Files.readString(server.key())).as("cert-manager's default encoding of an %s key", algorithm)
+          .startsWith("-----BEGIN " + algorithm + " PRIVATE KEY-----");
+      ProxyConfig config = ProxyConfig.parse(new String[] {"--tls-cert", server.cert().toString(), "--tls-key",
+          server.key().toString()});
+
+      try (XdsProxy proxy = XdsProxy.start(config.withResourcesDir(Path.of("../deploy/examples/resources"))
+          .withPorts(0, 0, 0))) {
+        assertThat(firstResponse(proxy.xdsPort(), trusting(ca.pem()), "client-" + algorithm))
+            .as("a TLS client of a proxy with a traditional %s key", algorithm).isPresent();
+      }
+    }
+  }
+
+  @Test
+  void anEncryptedKeyIsRefusedSayingHowToDecryptIt() throws Exception {
+    Issued server = TestCertificates.ca("xds", dir).issue("proxy", Leaf.DEFAULT.withKey("RSA", true));
+    Path encrypted = dir.resolve("encrypted.key");
+    try (var reader = new PEMParser(Files.newBufferedReader(server.key()));
+        var writer = new JcaPEMWriter(Files.newBufferedWriter(encrypted))) {
+      PrivateKey key = new JcaPEMKeyConverter().getKeyPair((PEMKeyPair) reader.readObject()).getPrivate();
+      writer.writeObject(key, new JcePEMEncryptorBuilder("AES-128-CBC").setProvider(new BouncyCastleProvider())
+          .build("secret".toCharArray()));
+    }
+
+    assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--tls-cert", server.cert().toString(), "--tls-key",
+        encrypted.toString()}))
+        .isInstanceOf(ProxyConfig.ConfigException.class)
+        .hasMessageContaining("--tls-key").hasMessageContaining("encrypted").hasMessageContaining("openssl pkey");
+  }
+
+  @Test
+  void theCertificatesExpiryFollowsReloadsAndAChangeThatDoesNotLoadIsCounted() throws Exception {
+    Ca ca = TestCertificates.ca("xds", dir);
+    Ca clients = TestCertificates.ca("clients", dir);
+    Path cert = dir.resolve("tls.crt");
+    Path key = dir.resolve("tls.key");
+    Issued first = ca.issue("proxy", Leaf.DEFAULT.validFor(Duration.ofHours(2)));
+    replace(first, cert, key);
+    try (XdsProxy proxy = XdsProxy.start(servingExamples(ServerTls.of(cert, key).withClientCa(clients.pem())))) {
+      String serverExpiry = "xds_tls_certificate_expiration_timestamp_seconds{use=\"server\"}";
+      String failures = "xds_tls_reload_failures_total{use=\"server\"}";
+      assertThat(metric(scrape(proxy), serverExpiry)).as("the leaf, which expires before its CA")
+          .isEqualTo(earliestExpiry(first.cert())).isEqualTo(expiry(first.cert()));
+      assertThat(metric(scrape(proxy), "xds_tls_certificate_expiration_timestamp_seconds{use=\"client-ca\"}"))
+          .isEqualTo(earliestExpiry(clients.pem()));
+      assertThat(metric(scrape(proxy), failures)).isZero();
+
+      Issued renewed = ca.issue("proxy", Leaf.DEFAULT.validFor(Duration.ofHours(3)));
+      replace(renewed, cert, key);
+      await().atMost(WAIT).untilAsserted(() ->
+          assertThat(metric(scrape(proxy), serverExpiry)).isEqualTo(expiry(renewed.cert())));
+
+      Files.writeString(cert, "not a certificate\n");
+      await().atMost(WAIT).untilAsserted(() -> assertThat(metric(scrape(proxy), failures)).isEqualTo(1.0));
+      assertThat(metric(scrape(proxy), serverExpiry)).as("the renewed certificate stays in use")
+          .isEqualTo(expiry(renewed.cert()));
+    }
+  }
+
+  private static String scrape(XdsProxy proxy) throws Exception {
+    return HttpClient.newHttpClient().send(
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + proxy.monitoringPort() + "/metrics")).build(),
+        HttpResponse.BodyHandlers.ofString()).body();
+  }
+
+  /** The value of {@code series} (a name and its labels, as exported) in {@code metrics}. */
+  private static double metric(String metrics, String series) {
+    return metrics.lines().filter(line -> line.startsWith(series + " ")).findFirst()
+        .map(line -> Double.parseDouble(line.substring(series.length() + 1)))
+        .orElseThrow(() -> new AssertionError("no " + series + " in:\n" + metrics));
+  }
+
+  private static List<X509Certificate> certificates(Path pem) throws Exception {
+    try (var in = Files.newInputStream(pem)) {
+      return CertificateFactory.getInstance("X.509").generateCertificates(in).stream()
+          .map(X509Certificate.class::cast).toList();
+    }
+  }
+
+  /** The first certificate's notAfter, in Unix seconds. */
+  private static double expiry(Path pem) throws Exception {
+    return certificates(pem).get(0).getNotAfter().toInstant().getEpochSecond();
+  }
+
+  /** The earliest notAfter of the file's certificates, in Unix seconds. */
+  private static double earliestExpiry(Path pem) throws Exception {
+    return certificates(pem).stream().mapToLong(c -> c.getNotAfter().toInstant().getEpochSecond()).min().orElseThrow();
   }
 
   private static Snapshot clusterSnapshot() {

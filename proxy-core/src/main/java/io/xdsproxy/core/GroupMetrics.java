@@ -22,6 +22,13 @@ final class GroupMetrics {
     this.meters = meters;
     this.groups = groups;
     Gauge.builder("xds.node.groups", groups, g -> g.groups().size()).description("Open node groups").register(meters);
+    // Every known type's series exist from the start, at zero, so that an idle replica exports them
+    // and a rate or an alert over them has a value before the first resource of a type.
+    for (TypeUrl type : TypeUrl.known()) {
+      stored(type);
+      relays(type);
+      expiries(type);
+    }
   }
 
   /** A group stored a snapshot of {@code type}: the store's size of that type is measured from now on. */
@@ -43,13 +50,21 @@ final class GroupMetrics {
 
   /** {@code count} resources marked do_not_cache came from the upstream and were passed on to the streams. */
   void relayedUncacheable(TypeUrl type, int count) {
-    counter("xds.do.not.cache.relays", "Resources marked do_not_cache relayed from the upstream to the streams", type)
-        .increment(count);
+    relays(type).increment(count);
+  }
+
+  private Counter relays(TypeUrl type) {
+    return counter("xds.do.not.cache.relays", "Resources marked do_not_cache relayed from the upstream to the streams",
+        type);
   }
 
   /** A resource's TTL lapsed without a heartbeat and it left the store. */
   void expired(TypeUrl type) {
-    counter("xds.ttl.expiries", "Resources removed because their TTL lapsed without a heartbeat", type).increment();
+    expiries(type).increment();
+  }
+
+  private Counter expiries(TypeUrl type) {
+    return counter("xds.ttl.expiries", "Resources removed because their TTL lapsed without a heartbeat", type);
   }
 
   private Counter counter(String name, String description, TypeUrl type) {

@@ -97,7 +97,7 @@ public record TypeUrl(String url) implements Comparable<TypeUrl> {
     return new TypeUrl(url);
   }
 
-  /** The v3 types the spec lists, in push order. */
+  /** The known v3 types, in push order: every label value a metric by type has before any traffic. */
   public static List<TypeUrl> known() {
     return PUSH_ORDER;
   }

@@ -7,6 +7,7 @@ import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.grpc.MethodDescriptor;
 import io.grpc.ServerServiceDefinition;
+import io.grpc.ServiceDescriptor;
 import io.grpc.stub.ServerCalls;
 import java.util.Optional;
 
@@ -21,14 +22,28 @@ public final class AggregatedDiscoveryService {
 
   /** The service to add to the xDS server, its SotW method as {@link #sotw} makes it. */
   public static ServerServiceDefinition definition(Serving serving) {
-    return ServerServiceDefinition.builder(AggregatedDiscoveryServiceGrpc.SERVICE_NAME)
-        .addMethod(sotw(AggregatedDiscoveryServiceGrpc.getStreamAggregatedResourcesMethod()),
-            ServerCalls.asyncBidiStreamingCall(
-                responses -> new SotwStream(responses, serving, Optional.empty(), PeerInterceptor.currentPeer())))
-        .addMethod(delta(AggregatedDiscoveryServiceGrpc.getDeltaAggregatedResourcesMethod()),
-            ServerCalls.asyncBidiStreamingCall(
-                responses -> new DeltaStream(responses, serving, Optional.empty(), PeerInterceptor.currentPeer())))
+    MethodDescriptor<DiscoveryRequest, EncodedResponse> sotw = sotw(AggregatedDiscoveryServiceGrpc.getStreamAggregatedResourcesMethod());
+    MethodDescriptor<DeltaDiscoveryRequest, EncodedResponse> delta =
+        delta(AggregatedDiscoveryServiceGrpc.getDeltaAggregatedResourcesMethod());
+    serving.metrics().serves(SotwStream.PROTOCOL, "ads");
+    serving.metrics().serves(DeltaStream.PROTOCOL, "ads");
+    return ServerServiceDefinition.builder(
+            describedAs(AggregatedDiscoveryServiceGrpc.getServiceDescriptor()).addMethod(sotw).addMethod(delta).build())
+        .addMethod(sotw, ServerCalls.asyncBidiStreamingCall(
+            responses -> new SotwStream(responses, serving, Optional.empty(), PeerInterceptor.currentPeer())))
+        .addMethod(delta, ServerCalls.asyncBidiStreamingCall(
+            responses -> new DeltaStream(responses, serving, Optional.empty(), PeerInterceptor.currentPeer())))
         .build();
+  }
+
+  /**
+   * A service of {@code generated}'s name with its schema, the proto file that defines it, so that
+   * gRPC server reflection describes it ({@code grpcurl list}, {@code describe}) although its methods
+   * are built here, with this proxy's marshallers; the methods, made with {@code toBuilder}, keep
+   * their generated schema too.
+   */
+  static ServiceDescriptor.Builder describedAs(ServiceDescriptor generated) {
+    return ServiceDescriptor.newBuilder(generated.getName()).setSchemaDescriptor(generated.getSchemaDescriptor());
   }
 
   /**

@@ -16,6 +16,8 @@ import org.slf4j.LoggerFactory;
 public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, EncodedResponse, DeltaTypeState> {
 
   private static final Logger log = LoggerFactory.getLogger(DeltaStream.class);
+  /** The variant's name in logs; lower-cased, its {@code protocol} label in metrics. */
+  static final String PROTOCOL = "Delta";
 
   /**
    * @param fixedType the type of a per-type service, empty for ADS
@@ -23,7 +25,7 @@ public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, Encod
    */
   public DeltaStream(
       StreamObserver<EncodedResponse> responses, Serving serving, Optional<TypeUrl> fixedType, SocketAddress peer) {
-    super("Delta", responses, serving, fixedType, peer);
+    super(PROTOCOL, responses, serving, fixedType, peer);
   }
 
   @Override

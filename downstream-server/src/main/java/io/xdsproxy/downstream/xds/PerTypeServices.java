@@ -14,6 +14,7 @@ import io.envoyproxy.envoy.service.runtime.v3.RuntimeDiscoveryServiceGrpc;
 import io.envoyproxy.envoy.service.secret.v3.SecretDiscoveryServiceGrpc;
 import io.grpc.MethodDescriptor;
 import io.grpc.ServerServiceDefinition;
+import io.grpc.ServiceDescriptor;
 import io.grpc.stub.ServerCalls;
 import io.xdsproxy.core.TypeUrl;
 import java.util.List;
@@ -29,30 +30,30 @@ public final class PerTypeServices {
 
   private PerTypeServices() {}
 
-  /** One service: its name, its type, and its two streaming methods (no SotW for VHDS). */
+  /** One service: its generated descriptor, its type, and its two streaming methods (no SotW for VHDS). */
   private record Service(
-      String name,
+      ServiceDescriptor generated,
       TypeUrl type,
       MethodDescriptor<DiscoveryRequest, DiscoveryResponse> sotw,
       MethodDescriptor<DeltaDiscoveryRequest, DeltaDiscoveryResponse> delta) {}
 
   private static final List<Service> SERVICES = List.of(
-      new Service(ListenerDiscoveryServiceGrpc.SERVICE_NAME, TypeUrl.LISTENER,
+      new Service(ListenerDiscoveryServiceGrpc.getServiceDescriptor(), TypeUrl.LISTENER,
           ListenerDiscoveryServiceGrpc.getStreamListenersMethod(), ListenerDiscoveryServiceGrpc.getDeltaListenersMethod()),
-      new Service(RouteDiscoveryServiceGrpc.SERVICE_NAME, TypeUrl.ROUTE,
+      new Service(RouteDiscoveryServiceGrpc.getServiceDescriptor(), TypeUrl.ROUTE,
           RouteDiscoveryServiceGrpc.getStreamRoutesMethod(), RouteDiscoveryServiceGrpc.getDeltaRoutesMethod()),
-      new Service(ScopedRoutesDiscoveryServiceGrpc.SERVICE_NAME, TypeUrl.SCOPED_ROUTE,
+      new Service(ScopedRoutesDiscoveryServiceGrpc.getServiceDescriptor(), TypeUrl.SCOPED_ROUTE,
           ScopedRoutesDiscoveryServiceGrpc.getStreamScopedRoutesMethod(),
           ScopedRoutesDiscoveryServiceGrpc.getDeltaScopedRoutesMethod()),
-      new Service(VirtualHostDiscoveryServiceGrpc.SERVICE_NAME, TypeUrl.VIRTUAL_HOST,
+      new Service(VirtualHostDiscoveryServiceGrpc.getServiceDescriptor(), TypeUrl.VIRTUAL_HOST,
           null, VirtualHostDiscoveryServiceGrpc.getDeltaVirtualHostsMethod()),
-      new Service(ClusterDiscoveryServiceGrpc.SERVICE_NAME, TypeUrl.CLUSTER,
+      new Service(ClusterDiscoveryServiceGrpc.getServiceDescriptor(), TypeUrl.CLUSTER,
           ClusterDiscoveryServiceGrpc.getStreamClustersMethod(), ClusterDiscoveryServiceGrpc.getDeltaClustersMethod()),
-      new Service(EndpointDiscoveryServiceGrpc.SERVICE_NAME, TypeUrl.ENDPOINT,
+      new Service(EndpointDiscoveryServiceGrpc.getServiceDescriptor(), TypeUrl.ENDPOINT,
           EndpointDiscoveryServiceGrpc.getStreamEndpointsMethod(), EndpointDiscoveryServiceGrpc.getDeltaEndpointsMethod()),
-      new Service(SecretDiscoveryServiceGrpc.SERVICE_NAME, TypeUrl.SECRET,
+      new Service(SecretDiscoveryServiceGrpc.getServiceDescriptor(), TypeUrl.SECRET,
           SecretDiscoveryServiceGrpc.getStreamSecretsMethod(), SecretDiscoveryServiceGrpc.getDeltaSecretsMethod()),
-      new Service(RuntimeDiscoveryServiceGrpc.SERVICE_NAME, TypeUrl.RUNTIME,
+      new Service(RuntimeDiscoveryServiceGrpc.getServiceDescriptor(), TypeUrl.RUNTIME,
           RuntimeDiscoveryServiceGrpc.getStreamRuntimeMethod(), RuntimeDiscoveryServiceGrpc.getDeltaRuntimeMethod()));
 
   /** The definitions to add to the xDS server. */
@@ -62,12 +63,22 @@ public final class PerTypeServices {
 
   private static ServerServiceDefinition definition(Service service, Serving serving) {
     Optional<TypeUrl> type = Optional.of(service.type());
-    ServerServiceDefinition.Builder definition = ServerServiceDefinition.builder(service.name());
+    ServiceDescriptor.Builder descriptor = AggregatedDiscoveryService.describedAs(service.generated());
+    MethodDescriptor<DiscoveryRequest, EncodedResponse> sotw = null;
     if (service.sotw() != null) {
-      definition.addMethod(AggregatedDiscoveryService.sotw(service.sotw()), ServerCalls.asyncBidiStreamingCall(
+      sotw = AggregatedDiscoveryService.sotw(service.sotw());
+      descriptor.addMethod(sotw);
+      serving.metrics().serves(SotwStream.PROTOCOL, service.type().shortName());
+    }
+    MethodDescriptor<DeltaDiscoveryRequest, EncodedResponse> delta = AggregatedDiscoveryService.delta(service.delta());
+    descriptor.addMethod(delta);
+    serving.metrics().serves(DeltaStream.PROTOCOL, service.type().shortName());
+    ServerServiceDefinition.Builder definition = ServerServiceDefinition.builder(descriptor.build());
+    if (sotw != null) {
+      definition.addMethod(sotw, ServerCalls.asyncBidiStreamingCall(
           responses -> new SotwStream(responses, serving, type, PeerInterceptor.currentPeer())));
     }
-    definition.addMethod(AggregatedDiscoveryService.delta(service.delta()), ServerCalls.asyncBidiStreamingCall(
+    definition.addMethod(delta, ServerCalls.asyncBidiStreamingCall(
         responses -> new DeltaStream(responses, serving, type, PeerInterceptor.currentPeer())));
     return definition.build();
   }

@@ -16,6 +16,8 @@ import org.slf4j.LoggerFactory;
 public final class SotwStream extends ClientStream<DiscoveryRequest, EncodedResponse, SotwTypeState> {
 
   private static final Logger log = LoggerFactory.getLogger(SotwStream.class);
+  /** The variant's name in logs; lower-cased, its {@code protocol} label in metrics. */
+  static final String PROTOCOL = "SotW";
 
   /**
    * @param fixedType the type of a per-type service, empty for ADS
@@ -23,7 +25,7 @@ public final class SotwStream extends ClientStream<DiscoveryRequest, EncodedResp
    */
   public SotwStream(
       StreamObserver<EncodedResponse> responses, Serving serving, Optional<TypeUrl> fixedType, SocketAddress peer) {
-    super("SotW", responses, serving, fixedType, peer);
+    super(PROTOCOL, responses, serving, fixedType, peer);
   }
 
   @Override

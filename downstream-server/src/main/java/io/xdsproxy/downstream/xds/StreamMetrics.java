@@ -1,31 +1,71 @@
 package io.xdsproxy.downstream.xds;
 
+import io.grpc.Metadata;
+import io.grpc.ServerServiceDefinition;
+import io.grpc.ServerStreamTracer;
+import io.grpc.Status;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import io.xdsproxy.core.TypeUrl;
 import java.time.Duration;
+import java.util.Collection;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
+import java.util.stream.Collectors;
 
 /**
  * The downstream side's meters, named by Prometheus conventions once exported ({@code xds_} prefix,
- * {@code _total} for counters): open streams by protocol variant and service; by type the requests,
- * ACKs, NACKs, responses and bytes sent; and the fan-out latency, from an upstream update reaching
- * the proxy to a response carrying it written to a client, one observation per response so written
- * (the histogram's top is the last client reached).
+ * {@code _total} for counters): open streams by protocol variant and service, and streams ended by
+ * gRPC status; by type the requests, ACKs, NACKs, responses and bytes sent; streams ended or paced
+ * by limit; and the fan-out latency, from an upstream update reaching the proxy to a response
+ * carrying it written to a client, one observation per response so written (the histogram's top is
+ * the last client reached).
+ *
+ * <p>Every label value known in advance (each service and variant served, each known type, each
+ * limit, each status code) is registered at zero when the proxy starts: an idle replica exports the
+ * series, so the autoscaler reads 0 streams rather than nothing, and a rate or an alert over a
+ * counter sees its first increment.
  */
 public final class StreamMetrics {
+
+  /** The values of {@code xds_downstream_limited_total}'s {@code limit} label, one per {@link Limits} check. */
+  static final List<String> LIMITS =
+      List.of("names_per_request", "name_length", "streams_per_group", "streams_per_node", "request_rate");
 
   private final MeterRegistry meters;
   private final Map<String, AtomicInteger> open = new ConcurrentHashMap<>();
   private final Map<TypeUrl, TypeMeters> byType = new ConcurrentHashMap<>();
+  private final Map<String, Counter> limited;
+  private final Map<Status.Code, Counter> ended = new EnumMap<>(Status.Code.class);
 
   public StreamMetrics(MeterRegistry meters) {
     this.meters = meters;
+    TypeUrl.known().forEach(this::of);
+    this.limited = LIMITS.stream().collect(Collectors.toUnmodifiableMap(Function.identity(), limit ->
+        Counter.builder("xds.downstream.limited")
+            .description("Downstream streams ended, or paced, for going past a limit")
+            .tag("limit", limit)
+            .register(meters)));
+    for (Status.Code code : Status.Code.values()) {
+      ended.put(code, Counter.builder("xds.downstream.streams.ended")
+          .description("Downstream xDS streams ended, by the gRPC status they ended with")
+          .tag("status", code.name())
+          .register(meters));
+    }
+  }
+
+  /** Streams of {@code protocol} ("SotW", "Delta") are served on {@code service} ("ads" or a type): counted from zero. */
+  void serves(String protocol, String service) {
+    streams(protocol.toLowerCase(Locale.ROOT), service);
   }
 
   /** A stream of {@code protocol} ("sotw", "delta") on {@code service} ("ads" or a type) was identified. */
@@ -49,6 +89,32 @@ public final class StreamMetrics {
     });
   }
 
+  /**
+   * Counts each stream of {@code services} as it ends, by the status the transport ended it with:
+   * one the client cancelled, one the proxy ended (a limit, a bad request, the drain) and one gRPC
+   * ended by itself (a request larger than the limit) alike, whether or not it got as far as naming
+   * its node. Other calls on the port (health, CSDS, reflection) are not counted.
+   */
+  public ServerStreamTracer.Factory endedStreams(Collection<ServerServiceDefinition> services) {
+    Set<String> methods = services.stream()
+        .flatMap(service -> service.getMethods().stream())
+        .map(method -> method.getMethodDescriptor().getFullMethodName())
+        .collect(Collectors.toUnmodifiableSet());
+    ServerStreamTracer counting = new ServerStreamTracer() {
+      @Override
+      public void streamClosed(Status status) {
+        ended.get(status.getCode()).increment();
+      }
+    };
+    ServerStreamTracer notCounting = new ServerStreamTracer() {};
+    return new ServerStreamTracer.Factory() {
+      @Override
+      public ServerStreamTracer newServerStreamTracer(String fullMethodName, Metadata headers) {
+        return methods.contains(fullMethodName) ? counting : notCounting;
+      }
+    };
+  }
+
   void request(TypeUrl type) {
     of(type).requests().increment();
   }
@@ -61,16 +127,13 @@ public final class StreamMetrics {
     of(type).acks().increment();
   }
 
-  /**
-   * A stream was ended, or paced, for going past the limit {@code limit} ("names_per_request",
-   * "name_length", "streams_per_group", "streams_per_node", "request_rate").
-   */
+  /** A stream was ended, or paced, for going past the limit {@code limit}, one of {@link #LIMITS}. */
   void limited(String limit) {
-    Counter.builder("xds.downstream.limited")
-        .description("Downstream streams ended, or paced, for going past a limit")
-        .tag("limit", limit)
-        .register(meters)
-        .increment();
+    Counter counter = limited.get(limit);
+    if (counter == null) {
+      throw new IllegalArgumentException("limit '" + limit + "' is not one of " + LIMITS);
+    }
+    counter.increment();
   }
 
   /** A response of {@code bytes} encoded bytes was written. */

@@ -93,7 +93,7 @@ public final class AdsUpstream implements UpstreamSource {
       MeterRegistry meters,
       UpstreamTls tls,
       Keepalive keepalive) throws IOException {
-    this(targets, protocol, pool, timer, backoff, notFoundTimeout, meters, transport(tls, timer), keepalive);
+    this(targets, protocol, pool, timer, backoff, notFoundTimeout, meters, transport(tls, timer, meters), keepalive);
   }
 
   private AdsUpstream(
@@ -136,7 +136,8 @@ public final class AdsUpstream implements UpstreamSource {
     return builder;
   }
 
-  private static Transport transport(UpstreamTls tls, ScheduledExecutorService timer) throws IOException {
+  private static Transport transport(UpstreamTls tls, ScheduledExecutorService timer, MeterRegistry meters)
+      throws IOException {
     if (!tls.enabled()) {
       return new Transport(InsecureChannelCredentials.create(), tls.authority(), List.of());
     }
@@ -147,12 +148,13 @@ public final class AdsUpstream implements UpstreamSource {
     TlsChannelCredentials.Builder credentials = TlsChannelCredentials.newBuilder();
     try {
       if (tls.ca().isPresent()) {
-        var trust = TlsFiles.trust(tls.ca().get(), true, timer);
+        var trust = TlsFiles.trust(tls.ca().get(), true, timer, new TlsMetrics(meters, "upstream-ca"));
         watched.add(trust);
         credentials.trustManager(trust.manager());
       }
       if (tls.cert().isPresent()) {
-        var identity = TlsFiles.identity(tls.cert().get(), tls.key().get(), timer);
+        var identity = TlsFiles.identity(tls.cert().get(), tls.key().get(), timer,
+            new TlsMetrics(meters, "upstream-client"));
         watched.add(identity);
         credentials.keyManager(identity.manager());
       }

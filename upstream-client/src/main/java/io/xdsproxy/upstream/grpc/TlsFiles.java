@@ -52,32 +52,68 @@ public final class TlsFiles {
   }
 
   /**
-   * A key manager presenting the certificate chain in {@code certFile} with the PKCS#8 private key
-   * in {@code keyFile}, re-read every {@link #POLL} on {@code timer}.
+   * What a watched set of files tells as it is loaded, for metrics: the certificates now in use,
+   * and each change that did not load (the previous files staying in use).
+   */
+  public interface Listener {
+    /** Tells nothing. */
+    Listener NONE = new Listener() {
+      @Override
+      public void loaded(List<X509Certificate> certificates) {}
+
+      @Override
+      public void failed() {}
+    };
+
+    /** {@code certificates} are in use from now on: at start, and after each change that loaded. */
+    void loaded(List<X509Certificate> certificates);
+
+    /** A change to the files did not load; the last good ones stay in use. */
+    void failed();
+  }
+
+  /** {@link #identity(Path, Path, ScheduledExecutorService, Listener)}, telling no one. */
+  public static Watched<AdvancedTlsX509KeyManager> identity(Path certFile, Path keyFile, ScheduledExecutorService timer)
+      throws IOException {
+    return identity(certFile, keyFile, timer, Listener.NONE);
+  }
+
+  /**
+   * A key manager presenting the certificate chain in {@code certFile} with the private key in
+   * {@code keyFile} (PEM: PKCS#8, PKCS#1 or SEC1, see {@link PemKeys}), re-read every {@link #POLL}
+   * on {@code timer}; {@code listener} hears of the chain in use and of changes that did not load.
    *
    * @throws IOException naming the file that cannot be read or parsed, or both when they do not match
    */
-  public static Watched<AdvancedTlsX509KeyManager> identity(Path certFile, Path keyFile, ScheduledExecutorService timer)
-      throws IOException {
+  public static Watched<AdvancedTlsX509KeyManager> identity(Path certFile, Path keyFile, ScheduledExecutorService timer,
+      Listener listener) throws IOException {
     AdvancedTlsX509KeyManager manager = new AdvancedTlsX509KeyManager();
-    Poller poller = new Poller(List.of(certFile, keyFile), contents -> {
+    Poller poller = new Poller(List.of(certFile, keyFile), listener, contents -> {
       X509Certificate[] chain = certificates(certFile, contents.get(0));
       PrivateKey key = privateKey(keyFile, contents.get(1));
       checkPair(chain[0], key, certFile, keyFile);
       manager.updateIdentityCredentials(chain, key);
+      return List.of(chain);
     });
     return new Watched<>(manager, poller, poller.start(timer));
+  }
+
+  /** {@link #trust(Path, boolean, ScheduledExecutorService, Listener)}, telling no one. */
+  public static Watched<AdvancedTlsX509TrustManager> trust(Path caFile, boolean checkHostName,
+      ScheduledExecutorService timer) throws IOException {
+    return trust(caFile, checkHostName, timer, Listener.NONE);
   }
 
   /**
    * A trust manager trusting the CA certificates in {@code caFile}, re-read every {@link #POLL} on
    * {@code timer}. With {@code checkHostName} the peer's certificate must also name the host
-   * connected to (a client's check of its server).
+   * connected to (a client's check of its server). {@code listener} hears of the CA certificates in
+   * use and of changes that did not load.
    *
    * @throws IOException naming the file when it cannot be read or holds no certificate
    */
   public static Watched<AdvancedTlsX509TrustManager> trust(Path caFile, boolean checkHostName,
-      ScheduledExecutorService timer) throws IOException {
+      ScheduledExecutorService timer, Listener listener) throws IOException {
     AdvancedTlsX509TrustManager manager;
     try {
       manager = AdvancedTlsX509TrustManager.newBuilder()
@@ -88,12 +124,14 @@ public final class TlsFiles {
     } catch (GeneralSecurityException e) {
       throw new IOException("cannot make a trust manager: " + e.getMessage(), e);
     }
-    Poller poller = new Poller(List.of(caFile), contents -> {
+    Poller poller = new Poller(List.of(caFile), listener, contents -> {
+      X509Certificate[] cas = certificates(caFile, contents.get(0));
       try {
-        manager.updateTrustCredentials(certificates(caFile, contents.get(0)));
+        manager.updateTrustCredentials(cas);
       } catch (GeneralSecurityException e) {
         throw new IOException(caFile + ": " + e.getMessage(), e);
       }
+      return List.of(cas);
     });
     return new Watched<>(manager, poller, poller.start(timer));
   }
@@ -108,9 +146,10 @@ public final class TlsFiles {
   }
 
   /**
-   * The PKCS#8 private key in the PEM file {@code file}.
+   * The private key in the PEM file {@code file}: PKCS#8, PKCS#1 (RSA) or SEC1 (EC), unencrypted.
    *
-   * @throws IOException naming the file when it cannot be read or holds no such key
+   * @throws IOException naming the file when it cannot be read or holds no such key, and what to do
+   *     about an encrypted key or one that cannot be converted
    */
   public static PrivateKey privateKey(Path file) throws IOException {
     return privateKey(file, read(file));
@@ -151,17 +190,7 @@ public final class TlsFiles {
   }
 
   private static PrivateKey privateKey(Path file, byte[] pem) throws IOException {
-    String text = new String(pem, StandardCharsets.US_ASCII);
-    if (!text.contains("-----BEGIN PRIVATE KEY-----")) {
-      throw new IOException(file + " holds no PKCS#8 PEM private key (-----BEGIN PRIVATE KEY-----)"
-          + (text.contains("-----BEGIN RSA PRIVATE KEY-----") || text.contains("-----BEGIN EC PRIVATE KEY-----")
-              ? "; convert it with: openssl pkcs8 -topk8 -nocrypt -in " + file : ""));
-    }
-    try {
-      return CertificateUtils.getPrivateKey(new ByteArrayInputStream(pem));
-    } catch (IOException | GeneralSecurityException | RuntimeException e) {
-      throw new IOException(file + " holds no RSA or EC private key that can be read: " + e.getMessage(), e);
-    }
+    return PemKeys.read(file, pem);
   }
 
   /** Signs with {@code key} and verifies with {@code leaf}'s public key: they belong together. */
@@ -194,50 +223,69 @@ public final class TlsFiles {
     }
   }
 
-  /** What to do with the files' contents; throws when they do not load. */
+  /** What to do with the files' contents; returns the certificates now in use, throws when they do not load. */
   private interface Load {
-    void load(List<byte[]> contents) throws IOException;
+    List<X509Certificate> load(List<byte[]> contents) throws IOException;
   }
 
   /** Reads a set of files now and then, and loads them when their contents change. */
   private static final class Poller implements Runnable {
     private final List<Path> files;
+    private final Listener listener;
     private final Load load;
     /** The contents last tried, loaded or not: a bad change is logged once, not every second. */
     private List<byte[]> tried;
     /** The last problem logged, so that a file missing for a while is logged once too. */
     private String reported;
 
-    Poller(List<Path> files, Load load) {
+    Poller(List<Path> files, Listener listener, Load load) {
       this.files = files;
+      this.listener = listener;
       this.load = load;
     }
 
     /** Loads the files now, failing if they do not load, then polls them on {@code timer}. */
     ScheduledFuture<?> start(ScheduledExecutorService timer) throws IOException {
       tried = readAll();
-      load.load(tried);
+      listener.loaded(load.load(tried));
       return timer.scheduleWithFixedDelay(this, POLL.toMillis(), POLL.toMillis(), TimeUnit.MILLISECONDS);
     }
 
     /** Synchronized: the timer and {@link Watched#pollNow} may both call it. */
     @Override
     public synchronized void run() {
+      List<byte[]> contents;
       try {
-        List<byte[]> contents = readAll();
-        if (same(contents, tried)) {
-          return;
+        contents = readAll();
+      } catch (IOException e) {
+        // A file missing for a while fails every poll: logged and counted once, not every second.
+        if (report(e)) {
+          listener.failed();
         }
-        tried = contents;
-        load.load(contents);
+        return;
+      }
+      if (same(contents, tried)) {
+        return;
+      }
+      tried = contents;
+      try {
+        listener.loaded(load.load(contents));
         reported = null;
         log.info("TLS files reloaded: {}", files);
       } catch (IOException | RuntimeException e) {
-        if (!String.valueOf(e.getMessage()).equals(reported)) {
-          reported = String.valueOf(e.getMessage());
-          log.warn("TLS files {} changed but do not load, keeping the previous ones: {}", files, reported);
-        }
+        report(e);
+        listener.failed();
       }
+    }
+
+    /** Logs {@code e} unless it was the last problem logged; returns whether it was logged. */
+    private boolean report(Exception e) {
+      if (String.valueOf(e.getMessage()).equals(reported)) {
+        return false;
+      }
+      reported = String.valueOf(e.getMessage());
+      log.warn("TLS files {} changed but do not load, keeping the previous ones: {}", files, reported);
+      return true;
     }
 
     private List<byte[]> readAll() throws IOException {

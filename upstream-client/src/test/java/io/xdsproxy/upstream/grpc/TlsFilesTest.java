@@ -7,13 +7,22 @@ import io.grpc.util.AdvancedTlsX509KeyManager;
 import io.xdsproxy.upstream.testing.TestCertificates;
 import io.xdsproxy.upstream.testing.TestCertificates.Ca;
 import io.xdsproxy.upstream.testing.TestCertificates.Issued;
+import io.xdsproxy.upstream.testing.TestCertificates.Leaf;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.security.KeyPairGenerator;
 import java.security.cert.X509Certificate;
+import java.security.spec.ECGenParameterSpec;
+import java.util.List;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import org.bouncycastle.jce.provider.BouncyCastleProvider;
+import org.bouncycastle.openssl.PKCS8Generator;
+import org.bouncycastle.openssl.jcajce.JcaPEMWriter;
+import org.bouncycastle.openssl.jcajce.JcaPKCS8Generator;
+import org.bouncycastle.openssl.jcajce.JceOpenSSLPKCS8EncryptorBuilder;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -94,5 +103,77 @@ class TlsFilesTest {
         .isInstanceOf(IOException.class).hasMessageContaining(one.key().toString()).hasMessageContaining("no PEM certificate");
     assertThatThrownBy(() -> TlsFiles.identity(one.cert(), other.key(), timer))
         .isInstanceOf(IOException.class).hasMessageContaining("is not the key of the certificate");
+  }
+
+  @Test
+  void traditionalRsaAndEcKeysAreReadAsTheKeysOfTheirCertificates() throws Exception {
+    Ca ca = TestCertificates.ca("ca", dir);
+    for (String algorithm : List.of("RSA", "EC")) {
+      Issued issued = ca.issue(algorithm.toLowerCase(java.util.Locale.ROOT), Leaf.DEFAULT.withKey(algorithm, true));
+
+      // Signs with the key read and verifies with the certificate's public key.
+      TlsFiles.checkPair(issued.cert(), issued.key());
+      assertThat(TlsFiles.privateKey(issued.key()).getAlgorithm()).isEqualTo(algorithm);
+    }
+  }
+
+  @Test
+  void anEcKeyThatDoesNotNameItsCurveIsRefusedNamingTheCertManagerSetting() throws Exception {
+    Path key = dir.resolve("no-curve.key");
+    KeyPairGenerator generator = KeyPairGenerator.getInstance("EC");
+    generator.initialize(new ECGenParameterSpec("secp256r1"));
+    // The JDK's EC key leaves its curve to its PKCS#8 wrapper: written as SEC1, it has none.
+    try (var writer = new JcaPEMWriter(Files.newBufferedWriter(key))) {
+      writer.writeObject(generator.generateKeyPair().getPrivate());
+    }
+    assertThat(Files.readString(key)).startsWith("-----BEGIN EC PRIVATE KEY-----");
+
+    assertThatThrownBy(() -> TlsFiles.privateKey(key)).isInstanceOf(IOException.class)
+        .hasMessageContaining(key.toString()).hasMessageContaining("spec.privateKey.encoding: PKCS8");
+  }
+
+  @Test
+  void anEncryptedPkcs8KeyIsRefusedSayingHowToDecryptIt() throws Exception {
+    Path key = dir.resolve("encrypted.key");
+    KeyPairGenerator generator = KeyPairGenerator.getInstance("RSA");
+    generator.initialize(2048);
+    try (var writer = new JcaPEMWriter(Files.newBufferedWriter(key))) {
+      writer.writeObject(new JcaPKCS8Generator(generator.generateKeyPair().getPrivate(),
+          new JceOpenSSLPKCS8EncryptorBuilder(PKCS8Generator.AES_256_CBC).setProvider(new BouncyCastleProvider())
+              .setPassword("secret".toCharArray()).build()));
+    }
+    assertThat(Files.readString(key)).startsWith("-----BEGIN ENCRYPTED PRIVATE KEY-----");
+
+    assertThatThrownBy(() -> TlsFiles.privateKey(key)).isInstanceOf(IOException.class)
+        .hasMessageContaining(key.toString()).hasMessageContaining("encrypted").hasMessageContaining("openssl pkey");
+  }
+
+  @Test
+  void theListenerHearsOfTheCertificatesInUseAndOfEachChangeThatDoesNotLoad() throws Exception {
+    Path caFile = dir.resolve("ca.pem");
+    copy(TestCertificates.ca("first", dir).pem(), caFile);
+    List<String> heard = new java.util.concurrent.CopyOnWriteArrayList<>();
+    TlsFiles.Listener listener = new TlsFiles.Listener() {
+      @Override
+      public void loaded(List<X509Certificate> certificates) {
+        heard.add(certificates.get(0).getSubjectX500Principal().getName());
+      }
+
+      @Override
+      public void failed() {
+        heard.add("failed");
+      }
+    };
+    try (var watched = TlsFiles.trust(caFile, false, timer, listener)) {
+      Files.writeString(caFile, "half a certificate");
+      watched.pollNow().run();
+      watched.pollNow().run();
+      Files.writeString(caFile, "another half");
+      watched.pollNow().run();
+      copy(TestCertificates.ca("second", dir).pem(), caFile);
+      watched.pollNow().run();
+
+      assertThat(heard).containsExactly("CN=first", "failed", "failed", "CN=second");
+    }
   }
 }
