@@ -34,17 +34,18 @@ import org.yaml.snakeyaml.Yaml;
 final class DeployedPod {
 
   private final List<Map<String, Object>> objects;
-  private final Map<String, Map<String, String>> secrets;
+  private final Map<String, Map<String, String>> external;
   private final Path root;
 
   /**
    * @param objects the rendered objects: one Deployment, and the ConfigMaps its volumes name
-   * @param secrets the contents of the Secrets its volumes name, by name, then key
+   * @param external the contents of the Secrets, and ConfigMaps not among {@code objects}, that its
+   *     volumes name (an operator's certificates and CA bundles), by name, then key
    * @param root an empty directory standing for the container's filesystem
    */
-  DeployedPod(List<Map<String, Object>> objects, Map<String, Map<String, String>> secrets, Path root) {
+  DeployedPod(List<Map<String, Object>> objects, Map<String, Map<String, String>> external, Path root) {
     this.objects = objects;
-    this.secrets = secrets;
+    this.external = external;
     this.root = root;
   }
 
@@ -197,18 +198,18 @@ final class DeployedPod {
       Map<String, Object> volume = volume((String) mount.get("name"));
       Map<String, String> data;
       Map<String, Object> source;
-      if (volume.containsKey("configMap")) {
+      if (volume.containsKey("configMap") && isRendered("ConfigMap", str(volume, "configMap", "name"))) {
         source = map(volume, "configMap");
         data = new LinkedHashMap<>();
         for (var entry : map(named("ConfigMap", str(source, "name")), "data").entrySet()) {
           data.put(entry.getKey(), rebase((String) entry.getValue(), mountPaths));
         }
-      } else if (volume.containsKey("secret")) {
-        source = map(volume, "secret");
-        String name = str(source, "secretName");
-        assertThat(secrets).as("Secrets the test gives (the pod mounts %s, and would not start without it)", name)
+      } else if (volume.containsKey("configMap") || volume.containsKey("secret")) {
+        source = volume.containsKey("secret") ? map(volume, "secret") : map(volume, "configMap");
+        String name = volume.containsKey("secret") ? str(source, "secretName") : str(source, "name");
+        assertThat(external).as("Secrets and ConfigMaps the test gives (the pod mounts %s, and would not start without it)", name)
             .containsKey(name);
-        data = secrets.get(name);
+        data = external.get(name);
       } else {
         Files.createDirectories(file(mountPath));
         continue;
@@ -256,6 +257,10 @@ final class DeployedPod {
     List<Map<String, Object>> found = objects.stream().filter(object -> kind.equals(object.get("kind"))).toList();
     assertThat(found).as("objects of kind %s", kind).hasSize(1);
     return found.get(0);
+  }
+
+  private boolean isRendered(String kind, String name) {
+    return objects.stream().anyMatch(object -> kind.equals(object.get("kind")) && name.equals(get(object, "metadata", "name")));
   }
 
   private Map<String, Object> named(String kind, String name) {
