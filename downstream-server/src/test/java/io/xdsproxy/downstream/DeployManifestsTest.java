@@ -1,6 +1,14 @@
 package io.xdsproxy.downstream;
 
+import static io.xdsproxy.downstream.DeploymentChecks.httpGet;
 import static io.xdsproxy.downstream.testing.XdsTestClient.node;
+import static io.xdsproxy.downstream.testing.Yamls.cast;
+import static io.xdsproxy.downstream.testing.Yamls.documents;
+import static io.xdsproxy.downstream.testing.Yamls.get;
+import static io.xdsproxy.downstream.testing.Yamls.list;
+import static io.xdsproxy.downstream.testing.Yamls.map;
+import static io.xdsproxy.downstream.testing.Yamls.str;
+import static io.xdsproxy.downstream.testing.Yamls.strings;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -17,14 +25,13 @@ import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.downstream.testing.XdsTestClient;
+import io.xdsproxy.downstream.testing.Yamls;
 import io.xdsproxy.upstream.grpc.AdsUpstream;
 import io.xdsproxy.upstream.testing.ScriptedControlPlane;
 import java.io.IOException;
 import java.io.Reader;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -35,12 +42,16 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -140,8 +151,13 @@ class DeployManifestsTest {
 
   private static final Pattern METRIC_NAME = Pattern.compile("\\b(?:xds|jvm|process|executor|netty)_[a-z0-9_]+");
 
-  /** Every object of every file under deploy/kubernetes, with the file it came from. */
+  /**
+   * Every object the kustomization makes (what its resources hold, and the ConfigMaps its generators
+   * make, named without kustomize's hash suffix), with the file it comes from.
+   */
   private static final List<Manifest> manifests = new ArrayList<>();
+  /** Every file the kustomization, and the kustomizations it includes, read. */
+  private static final Set<Path> kustomizationFiles = new TreeSet<>();
 
   private record Manifest(Path file, Map<String, Object> object) {
     String kind() {
@@ -155,29 +171,55 @@ class DeployManifestsTest {
 
   @TempDir
   Path dir;
+  /** The pod the Deployment makes, with the generated ConfigMap mounted; one per test. */
+  private DeployedPod pod;
 
   @BeforeAll
-  static void readEveryManifest() throws IOException {
-    List<Path> files;
-    try (Stream<Path> list = Files.list(KUBERNETES)) {
-      files = list.sorted().toList();
-    }
-    assertThat(files).as("files under %s", KUBERNETES).isNotEmpty();
-    for (Path file : files) {
-      assertThat(file.getFileName().toString()).as("every file under deploy/kubernetes is YAML").endsWith(".yaml");
-      try (Reader reader = Files.newBufferedReader(file)) {
-        for (Object document : new Yaml().loadAll(reader)) {
-          if (document != null) {
-            assertThat(document).as("a document of %s", file).isInstanceOf(Map.class);
-            manifests.add(new Manifest(file, cast(document)));
-          }
-        }
+  static void readTheKustomization() throws IOException {
+    read(KUBERNETES);
+  }
+
+  /**
+   * Reads the kustomization in {@code directory} as kustomize would: its resources, files or
+   * kustomizations of their own, and its configMapGenerators' ConfigMaps.
+   */
+  private static void read(Path directory) throws IOException {
+    Path file = directory.resolve("kustomization.yaml");
+    Map<String, Object> kustomization = documents(Files.readString(file), file.toString()).get(0);
+    manifests.add(new Manifest(file, kustomization));
+    kustomizationFiles.add(file.normalize());
+    for (Object resource : kustomization.containsKey("resources") ? list(kustomization, "resources") : List.of()) {
+      Path path = directory.resolve((String) resource);
+      if (Files.isDirectory(path)) {
+        read(path);
+        continue;
       }
+      assertThat(path).as("a resource of %s", file).isRegularFile();
+      kustomizationFiles.add(path.normalize());
+      for (Map<String, Object> object : documents(Files.readString(path), path.toString())) {
+        manifests.add(new Manifest(path, object));
+      }
+    }
+    for (Object item : kustomization.containsKey("configMapGenerator") ? list(kustomization, "configMapGenerator") : List.of()) {
+      Map<String, Object> data = new LinkedHashMap<>();
+      Path source = file;
+      for (String entry : strings(item, "files")) {
+        String[] keyAndFile = entry.split("=", 2);
+        source = directory.resolve(keyAndFile[keyAndFile.length - 1]);
+        assertThat(source).as("a file of %s's configMapGenerator %s", file, get(item, "name")).isRegularFile();
+        kustomizationFiles.add(source.normalize());
+        data.put(keyAndFile.length == 2 ? keyAndFile[0] : source.getFileName().toString(), Files.readString(source));
+      }
+      Map<String, Object> options = Yamls.has(item, "options") ? map(item, "options") : Map.of();
+      Map<String, Object> metadata = new LinkedHashMap<>();
+      metadata.put("name", get(item, "name"));
+      metadata.put("labels", options.getOrDefault("labels", Map.of()));
+      manifests.add(new Manifest(source, Map.of("apiVersion", "v1", "kind", "ConfigMap", "metadata", metadata, "data", data)));
     }
   }
 
   @Test
-  void everyManifestIsAKubernetesObjectWithoutANamespaceListedInTheKustomization() throws IOException {
+  void everyObjectIsAKubernetesObjectWithoutANamespaceAndEveryFileIsTheKustomizations() throws IOException {
     Map<String, String> apiVersions = new LinkedHashMap<>();
     for (Manifest manifest : manifests) {
       Map<String, Object> object = manifest.object();
@@ -199,49 +241,110 @@ class DeployManifestsTest {
         "Service", "v1",
         "HorizontalPodAutoscaler", "autoscaling/v2",
         "PodDisruptionBudget", "policy/v1",
+        "NetworkPolicy", "networking.k8s.io/v1",
         "ServiceMonitor", "monitoring.coreos.com/v1",
+        "PrometheusRule", "monitoring.coreos.com/v1",
         "Kustomization", "kustomize.config.k8s.io/v1beta1"));
 
-    Set<String> otherFiles;
+    // A file under deploy/kubernetes that the kustomization does not read would never be applied.
+    Set<Path> files;
     try (Stream<Path> list = Files.list(KUBERNETES)) {
-      otherFiles = list.map(file -> file.getFileName().toString())
-          .filter(name -> !name.equals("kustomization.yaml"))
-          .collect(Collectors.toCollection(TreeSet::new));
+      files = list.map(Path::normalize).collect(Collectors.toCollection(TreeSet::new));
     }
-    assertThat(strings(one("Kustomization").object(), "resources")).as("the kustomization's resources")
-        .containsExactlyInAnyOrderElementsOf(otherFiles);
+    assertThat(kustomizationFiles).as("the files the kustomization reads").containsAll(files);
+  }
+
+  /**
+   * The config file is a file of its own, made a ConfigMap by a generator (its name hashed, so that a
+   * change rolls the pods), and the dashboard a ConfigMap Grafana's sidecar loads: labelled for it,
+   * unhashed so that a change replaces it, and the very JSON of deploy/grafana.
+   */
+  @Test
+  void theConfigFileAndTheDashboardAreGeneratedConfigMapsTheOneRollingThePodsTheOtherLoadedByGrafana() throws IOException {
+    Map<String, Object> kustomization = kustomization(KUBERNETES);
+    Map<String, Object> configGenerator = cast(list(kustomization, "configMapGenerator").get(0));
+    assertThat(configGenerator).as("the config file's generator: hashed names roll the pods")
+        .doesNotContainKey("behavior");
+    assertThat(Yamls.has(configGenerator, "options", "disableNameSuffixHash")).isFalse();
+    assertThat(pod().configMap()).as("the ConfigMap mounted at --config").containsEntry("metadata", map(
+        manifests.stream().filter(m -> m.kind().equals("ConfigMap") && m.name().equals(get(configGenerator, "name")))
+            .findFirst().orElseThrow().object(), "metadata"));
+
+    Path grafana = DEPLOY.resolve("grafana");
+    assertThat(strings(kustomization, "resources")).as("the kustomization's resources").contains("../grafana");
+    Map<String, Object> dashboardGenerator = cast(list(kustomization(grafana), "configMapGenerator").get(0));
+    assertThat(strings(dashboardGenerator, "files")).containsExactly("xds-proxy-dashboard.json");
+    assertThat(map(dashboardGenerator, "options")).containsEntry("disableNameSuffixHash", true);
+    Map<String, Object> dashboard = configMap(str(dashboardGenerator, "name"));
+    assertThat(map(dashboard, "metadata", "labels")).containsEntry("grafana_dashboard", "1");
+    assertThat(map(dashboard, "data")).containsExactly(
+        Map.entry("xds-proxy-dashboard.json", Files.readString(grafana.resolve("xds-proxy-dashboard.json"))));
+  }
+
+  /**
+   * kustomize itself, where kubectl is installed, makes the objects this test reads: the same kinds
+   * and names, the generated ConfigMaps' data, and the config's hashed name in the Deployment.
+   */
+  @Test
+  void kubectlKustomizeMakesTheObjectsThisTestReads() throws Exception {
+    Optional<String> output = kubectlKustomize(KUBERNETES);
+    Assumptions.assumeTrue(output.isPresent(), "kubectl is not installed: kustomize's own output is not checked");
+    List<Map<String, Object>> objects = documents(output.get(), "kubectl kustomize " + KUBERNETES);
+
+    Map<String, Map<String, Object>> built = new TreeMap<>();
+    for (Map<String, Object> object : objects) {
+      built.put(object.get("kind") + "/" + str(object, "metadata", "name"), object);
+    }
+    String configMapName = str(list(kustomization(KUBERNETES), "configMapGenerator").get(0), "name");
+    String hashed = built.keySet().stream().filter(key -> key.matches("ConfigMap/" + Pattern.quote(configMapName) + "-[a-z0-9]{10}"))
+        .findFirst().orElseThrow(() -> new AssertionError("no hashed ConfigMap " + configMapName + " in " + built.keySet()));
+    Map<String, Map<String, Object>> read = new TreeMap<>();
+    for (Manifest manifest : manifests) {
+      if (!manifest.kind().equals("Kustomization")) {
+        String key = manifest.kind() + "/" + manifest.name();
+        read.put(key.equals("ConfigMap/" + configMapName) ? hashed : key, manifest.object());
+      }
+    }
+    assertThat(built.keySet()).as("what kustomize makes, against what this test reads")
+        .containsExactlyInAnyOrderElementsOf(read.keySet());
+    for (var entry : read.entrySet()) {
+      Map<String, Object> object = built.get(entry.getKey());
+      if (entry.getKey().startsWith("ConfigMap/")) {
+        assertThat(map(object, "data")).as("%s's data", entry.getKey()).isEqualTo(map(entry.getValue(), "data"));
+        assertThat(map(object, "metadata", "labels")).isEqualTo(map(entry.getValue(), "metadata", "labels"));
+      } else if (!entry.getKey().startsWith("Deployment/")) {
+        assertThat(object).as("%s as kustomize makes it", entry.getKey()).isEqualTo(entry.getValue());
+      }
+    }
+    DeployedPod builtPod = new DeployedPod(objects, Map.of(), dir.resolve("built"));
+    assertThat(str(builtPod.volume((String) builtPod.configMount().get("name")), "configMap", "name"))
+        .as("the ConfigMap the built Deployment mounts at --config").isEqualTo(hashed.substring("ConfigMap/".length()));
+    assertThat(builtPod.config()).as("the built pod's config").isEqualTo(pod().config());
   }
 
   @Test
   void theConfigMapsConfigStartsARealProxyThatAnswersTheProbesAndServesTheMetrics() throws Exception {
-    ProxyConfig config = configMapConfig();
-    Map<String, Object> container = container();
-    Map<String, Object> pod = map(one("Deployment").object(), "spec", "template");
+    ProxyConfig config = pod().config();
 
     try (XdsProxy proxy = XdsProxy.start(config.withUpstream().withResourcesDir(DEPLOY.resolve("examples/resources"))
         .withPorts(0, 0, 0))) {
-      for (String probe : List.of("livenessProbe", "readinessProbe", "startupProbe")) {
-        if (container.containsKey(probe)) {
-          String path = str(container, probe, "httpGet", "path");
-          await().atMost(WAIT).untilAsserted(() -> assertThat(get(proxy, path).statusCode()).as("GET %s", path).isEqualTo(200));
-        }
-      }
-      String metricsPath = str(pod, "metadata", "annotations", "prometheus.io/path");
-      HttpResponse<String> metrics = get(proxy, metricsPath);
+      DeploymentChecks.probesAnswer(pod(), proxy);
+      String metricsPath = str(pod().pod(), "metadata", "annotations", "prometheus.io/path");
+      HttpResponse<String> metrics = httpGet(proxy, metricsPath);
       assertThat(metrics.statusCode()).as("GET %s", metricsPath).isEqualTo(200);
       assertThat(metrics.body()).contains("xds_");
 
       serveOneClient(proxy);
       // A collection, so that the GC pause timer has had a pause to record.
       System.gc();
-      await().atMost(WAIT).untilAsserted(() -> assertThat(scrapedNames(get(proxy, metricsPath).body()))
+      await().atMost(WAIT).untilAsserted(() -> assertThat(scrapedNames(httpGet(proxy, metricsPath).body()))
           .containsAll(SCRAPED_AFTER_ONE_CLIENT));
     }
   }
 
   @Test
   void theConfigMapsUpstreamSettingsOpenARealUpstreamSessionAndItsMetrics() throws Exception {
-    ProxyConfig config = configMapConfig();
+    ProxyConfig config = pod().config();
     try (ScriptedControlPlane controlPlane = new ScriptedControlPlane();
         XdsProxy proxy = XdsProxy.start(config.withUpstream(controlPlane.target()).withPorts(0, 0, 0));
         var client = XdsTestClient.sotwAds(proxy.xdsPort())) {
@@ -252,135 +355,54 @@ class DeployManifestsTest {
         assertThat(controlPlane.nextRequest(WAIT)).as("the proxy's SotW request upstream").isNotNull();
       }
 
-      await().atMost(WAIT).untilAsserted(() -> assertThat(get(proxy, "/readyz").statusCode()).isEqualTo(200));
-      await().atMost(WAIT).untilAsserted(() -> assertThat(scrapedNames(get(proxy, "/metrics").body()))
+      await().atMost(WAIT).untilAsserted(() -> assertThat(httpGet(proxy, "/readyz").statusCode()).isEqualTo(200));
+      await().atMost(WAIT).untilAsserted(() -> assertThat(scrapedNames(httpGet(proxy, "/metrics").body()))
           .containsAll(SCRAPED_WITH_AN_UPSTREAM));
     }
   }
 
   @Test
   void theDeploymentsPortsProbesAnnotationsAndDrainAreTheConfigsOwn() throws Exception {
-    ProxyConfig config = configMapConfig();
-    Map<String, Object> deployment = one("Deployment").object();
-    Map<String, Object> pod = map(deployment, "spec", "template");
-    Map<String, Object> container = container();
-    Map<String, Integer> ports = containerPorts();
-
-    assertThat(ports.values()).as("container ports").containsExactlyInAnyOrder(config.xdsPort(), config.monitoringPort());
-    assertThat(str(container, "livenessProbe", "httpGet", "path")).isEqualTo("/healthz");
-    assertThat(str(container, "readinessProbe", "httpGet", "path")).isEqualTo("/readyz");
-    for (String probe : List.of("livenessProbe", "readinessProbe", "startupProbe")) {
-      if (container.containsKey(probe)) {
-        assertThat(port(get(container, probe, "httpGet", "port"), ports)).as("%s's port", probe).isEqualTo(config.monitoringPort());
-      }
-    }
-
-    Map<String, Object> annotations = map(pod, "metadata", "annotations");
-    assertThat(annotations).containsEntry("prometheus.io/scrape", "true")
-        .containsEntry("prometheus.io/port", String.valueOf(config.monitoringPort()))
-        .containsEntry("prometheus.io/path", "/metrics");
-
-    // The proxy reads its config file where the ConfigMap is mounted.
-    String configKey = configMapKey();
-    String configPath = configArgument();
-    Map<String, Object> mount = null;
-    for (Object item : list(container, "volumeMounts")) {
-      Map<String, Object> candidate = cast(item);
-      String mountPath = (String) candidate.get("mountPath");
-      String file = candidate.containsKey("subPath") ? mountPath : mountPath + "/" + configKey;
-      if (file.equals(configPath)) {
-        mount = candidate;
-      }
-    }
-    assertThat(mount).as("a volume mount that puts the ConfigMap's %s at --config %s", configKey, configPath).isNotNull();
-    String volumeName = (String) mount.get("name");
-    Map<String, Object> volume = list(pod, "spec", "volumes").stream().map(DeployManifestsTest::cast)
-        .filter(v -> volumeName.equals(v.get("name"))).findFirst().orElseThrow();
-    assertThat(str(volume, "configMap", "name")).isEqualTo(one("ConfigMap").name());
-    if (mount.containsKey("subPath")) {
-      assertThat(mount.get("subPath")).isEqualTo(configKey);
-    }
-
-    // On SIGTERM the pod sleeps in preStop, then the proxy drains for drain-time, then exits.
-    long preStopSeconds = 0;
-    if (container.containsKey("lifecycle")) {
-      List<String> command = strings(container, "lifecycle", "preStop", "exec", "command");
-      assertThat(command).hasSize(2).first().isEqualTo("sleep");
-      preStopSeconds = Long.parseLong(command.get(1));
-    }
-    int grace = (Integer) get(pod, "spec", "terminationGracePeriodSeconds");
-    assertThat(Duration.ofSeconds(grace)).as("terminationGracePeriodSeconds against preStop %ss and drain-time %s",
-        preStopSeconds, config.drainTime()).isGreaterThan(config.drainTime().plusSeconds(preStopSeconds));
-
-    Map<String, Object> podLabels = map(pod, "metadata", "labels");
-    assertThat(podLabels).containsAllEntriesOf(map(deployment, "spec", "selector", "matchLabels"));
-    for (Object constraint : list(pod, "spec", "topologySpreadConstraints")) {
-      assertThat(podLabels).containsAllEntriesOf(map(constraint, "labelSelector", "matchLabels"));
-    }
-    for (Object term : list(pod, "spec", "affinity", "podAntiAffinity", "preferredDuringSchedulingIgnoredDuringExecution")) {
-      assertThat(podLabels).containsAllEntriesOf(map(term, "podAffinityTerm", "labelSelector", "matchLabels"));
-    }
-    assertThat(map(container, "resources", "requests")).containsKeys("cpu", "memory");
-    assertThat(map(container, "resources", "limits")).containsKey("memory");
+    ProxyConfig config = pod().config();
+    DeploymentChecks.portsProbesAndDrain(pod(), config);
+    DeploymentChecks.scrapeAnnotations(pod(), config);
+    DeploymentChecks.spreadAndResources(pod());
+    assertThat(pod().configText()).as("the config file the pod reads at --config")
+        .isEqualTo(Files.readString(KUBERNETES.resolve("xds-proxy.yaml")));
   }
 
   @Test
   void theContainerRunsAsTheImagesNonRootUserOnAReadOnlyRootFilesystem() throws IOException {
-    Map<String, Object> podSecurity = map(one("Deployment").object(), "spec", "template", "spec", "securityContext");
-    Map<String, Object> security = map(container(), "securityContext");
-
-    assertThat(podSecurity).containsEntry("runAsNonRoot", true);
-    assertThat(podSecurity.get("runAsUser")).as("the pod's runAsUser is the image's USER")
-        .isEqualTo(Integer.parseInt(dockerUser().split(":")[0]));
-    assertThat(security).containsEntry("readOnlyRootFilesystem", true).containsEntry("allowPrivilegeEscalation", false);
-    assertThat(strings(security, "capabilities", "drop")).contains("ALL");
+    DeploymentChecks.securityContext(pod(), Integer.parseInt(dockerUser().split(":")[0]));
   }
 
   @Test
-  void theServiceHpaPdbAndServiceMonitorPointAtTheDeploymentsPods() throws Exception {
-    ProxyConfig config = configMapConfig();
-    Map<String, Object> deployment = one("Deployment").object();
-    Map<String, Object> podLabels = map(deployment, "spec", "template", "metadata", "labels");
-    Map<String, Integer> ports = containerPorts();
-
+  void theServiceHpaPdbServiceMonitorAndNetworkPolicyPointAtTheDeploymentsPods() throws Exception {
+    ProxyConfig config = pod().config();
     Map<String, Object> service = one("Service").object();
-    assertThat(podLabels).as("pods the Service selects").containsAllEntriesOf(map(service, "spec", "selector"));
-    Map<String, Integer> servicePorts = new LinkedHashMap<>();
-    for (Object item : list(service, "spec", "ports")) {
-      Map<String, Object> servicePort = cast(item);
-      int target = port(servicePort.get("targetPort"), ports);
-      assertThat(ports.values()).as("Service port %s's targetPort", servicePort.get("name")).contains(target);
-      servicePorts.put((String) servicePort.get("name"), target);
-      if (target == config.xdsPort()) {
-        assertThat(servicePort).as("the xDS port").containsEntry("appProtocol", "grpc");
-      }
-    }
-    assertThat(servicePorts.values()).containsExactlyInAnyOrder(config.xdsPort(), config.monitoringPort());
+    Map<String, Integer> servicePorts = DeploymentChecks.service(pod(), config, service);
+    DeploymentChecks.serviceMonitor(config, service, servicePorts, one("ServiceMonitor").object());
+    DeploymentChecks.podDisruptionBudget(pod(), one("PodDisruptionBudget").object());
 
-    Map<String, Object> monitor = one("ServiceMonitor").object();
-    assertThat(map(service, "metadata", "labels")).as("the Service the ServiceMonitor selects")
-        .containsAllEntriesOf(map(monitor, "spec", "selector", "matchLabels"));
-    for (Object item : list(monitor, "spec", "endpoints")) {
-      Map<String, Object> endpoint = cast(item);
-      assertThat(servicePorts).as("the Service's ports by name").containsKey((String) endpoint.get("port"));
-      assertThat(servicePorts.get(endpoint.get("port"))).as("the scraped port").isEqualTo(config.monitoringPort());
-      assertThat(endpoint).containsEntry("path", "/metrics");
-    }
+    Map<Integer, Map<String, Object>> rules = DeploymentChecks.networkPolicy(pod(), config, one("NetworkPolicy").object());
+    assertThat(list(rules.get(config.xdsPort()), "from")).as("who may reach the xDS port")
+        .allSatisfy(peer -> assertThat(map(peer)).containsOnlyKeys("namespaceSelector"));
+    assertThat(list(rules.get(config.monitoringPort()), "from")).as("who may reach the monitoring port")
+        .containsExactly(Map.of("namespaceSelector", Map.of("matchLabels", Map.of("kubernetes.io/metadata.name", "monitoring"))));
 
     Map<String, Object> hpa = one("HorizontalPodAutoscaler").object();
     assertThat(map(hpa, "spec", "scaleTargetRef")).containsEntry("apiVersion", "apps/v1")
         .containsEntry("kind", "Deployment").containsEntry("name", one("Deployment").name());
     assertThat((Integer) get(hpa, "spec", "minReplicas")).isGreaterThanOrEqualTo(2)
-        .isLessThanOrEqualTo((Integer) get(deployment, "spec", "replicas"));
+        .isLessThanOrEqualTo((Integer) get(pod().deployment(), "spec", "replicas"));
 
-    Map<String, Object> pdb = one("PodDisruptionBudget").object();
-    assertThat(podLabels).as("pods the PodDisruptionBudget selects").containsAllEntriesOf(map(pdb, "spec", "selector", "matchLabels"));
-    assertThat(map(pdb, "spec")).containsEntry("maxUnavailable", 1);
-
-    // Comments name metrics too (the HPA's Pods metric): they must be ones the proxy exports.
+    // Comments name metrics too (the HPA's Pods metric): they must be ones the proxy exports. The
+    // alerting rules' metrics, some only exported with TLS, are AlertRulesTest's.
     for (Manifest manifest : manifests) {
-      assertThat(metricNames(Files.readString(manifest.file()))).as("metrics named in %s", manifest.file())
-          .isSubsetOf(METRICS);
+      if (!manifest.kind().equals("PrometheusRule")) {
+        assertThat(metricNames(Files.readString(manifest.file()))).as("metrics named in %s", manifest.file())
+            .isSubsetOf(METRICS);
+      }
     }
   }
 
@@ -405,7 +427,7 @@ class DeployManifestsTest {
         assertThat(metric.get("type")).as("the autoscaler's other metrics").isEqualTo("Resource");
         String resource = str(metric, "resource", "name");
         if (str(metric, "resource", "target", "type").equals("Utilization")) {
-          assertThat(map(container(), "resources", "requests")).as("what a %s utilization is a share of", resource)
+          assertThat(map(pod().container(), "resources", "requests")).as("what a %s utilization is a share of", resource)
               .containsKey(resource);
         }
       }
@@ -431,7 +453,7 @@ class DeployManifestsTest {
       seriesByMetric.put(metric, series);
     }
 
-    try (XdsProxy proxy = XdsProxy.start(configMapConfig().withUpstream().withResourcesDir(DEPLOY.resolve("examples/resources"))
+    try (XdsProxy proxy = XdsProxy.start(pod().config().withUpstream().withResourcesDir(DEPLOY.resolve("examples/resources"))
         .withPorts(0, 0, 0))) {
       try (var sotwAds = XdsTestClient.sotwAds(proxy.xdsPort());
           var deltaAds = XdsTestClient.deltaAds(proxy.xdsPort());
@@ -445,15 +467,15 @@ class DeployManifestsTest {
         assertThat(deltaAds.next(WAIT)).as("Delta ADS: %s", deltaAds.transcript()).isNotNull();
 
         for (var entry : seriesByMetric.entrySet()) {
-          String body = get(proxy, "/metrics").body();
+          String body = httpGet(proxy, "/metrics").body();
           assertThat(samples(body, entry.getValue())).as("the series of %s in a scrape of the proxy:%n%s", entry.getKey(), body)
               .hasSizeGreaterThan(1);
-          await().atMost(WAIT).untilAsserted(() -> assertThat(perPod(get(proxy, "/metrics").body(), entry.getValue()))
+          await().atMost(WAIT).untilAsserted(() -> assertThat(perPod(httpGet(proxy, "/metrics").body(), entry.getValue()))
               .as("%s of a pod with three streams open (SotW ADS, SotW CDS, Delta ADS)", entry.getKey()).isEqualTo(3));
         }
       }
       for (var entry : seriesByMetric.entrySet()) {
-        await().atMost(WAIT).untilAsserted(() -> assertThat(perPod(get(proxy, "/metrics").body(), entry.getValue()))
+        await().atMost(WAIT).untilAsserted(() -> assertThat(perPod(httpGet(proxy, "/metrics").body(), entry.getValue()))
             .as("%s once they are closed", entry.getKey()).isZero());
       }
     }
@@ -473,7 +495,7 @@ class DeployManifestsTest {
         assertThat(guide.contains(target)).as("%s names the Pods metric's target, %s", SCALING_GUIDE, target).isTrue();
       }
     }
-    String limit = str(container(), "resources", "limits", "memory");
+    String limit = str(pod().container(), "resources", "limits", "memory");
     Matcher quantity = Pattern.compile("([0-9]+)([MG])i").matcher(limit);
     assertThat(quantity.matches()).as("the memory limit %s, in Mi or Gi", limit).isTrue();
     String limitInGuide = quantity.group(1) + " " + quantity.group(2) + "iB";
@@ -528,74 +550,36 @@ class DeployManifestsTest {
 
   // The ConfigMap, the Deployment and the files they name.
 
-  /**
-   * The proxy's configuration as the pod starts it: the Deployment's arguments, with the ConfigMap's
-   * config file written where {@code --config} points, parsed as Main parses them. A key the proxy
-   * does not know fails here, naming its line.
-   */
-  private ProxyConfig configMapConfig() throws IOException {
-    String key = configMapKey();
-    String text = str(one("ConfigMap").object(), "data", key);
-    Path file = Files.writeString(dir.resolve(key), text);
-    List<String> args = new ArrayList<>(strings(container(), "args"));
-    String configPath = configArgument();
-    args.replaceAll(arg -> arg.equals(configPath) ? file.toString() : arg.equals("--config=" + configPath) ? "--config=" + file : arg);
-    ProxyConfig config;
+  private DeployedPod pod() {
+    if (pod == null) {
+      List<Map<String, Object>> objects = manifests.stream().map(Manifest::object).toList();
+      pod = new DeployedPod(objects, Map.of(), dir.resolve("pod"));
+    }
+    return pod;
+  }
+
+  private static Map<String, Object> kustomization(Path directory) {
+    Path file = directory.resolve("kustomization.yaml").normalize();
+    return manifests.stream().filter(manifest -> manifest.file().normalize().equals(file)).findFirst().orElseThrow().object();
+  }
+
+  private static Map<String, Object> configMap(String name) {
+    return manifests.stream().filter(manifest -> manifest.kind().equals("ConfigMap") && manifest.name().equals(name))
+        .findFirst().orElseThrow(() -> new AssertionError("no ConfigMap " + name)).object();
+  }
+
+  /** What {@code kubectl kustomize} makes of {@code directory}; empty if kubectl is not installed. */
+  private static Optional<String> kubectlKustomize(Path directory) throws IOException, InterruptedException {
+    Process kubectl;
     try {
-      config = ProxyConfig.parse(args.toArray(String[]::new));
-    } catch (ProxyConfig.ConfigException e) {
-      throw new AssertionError("the container's args " + strings(container(), "args") + " with the ConfigMap's " + key
-          + " (" + one("ConfigMap").file() + ") are refused as the proxy would refuse them: " + e.getMessage(), e);
+      kubectl = new ProcessBuilder("kubectl", "kustomize", directory.toString()).redirectErrorStream(true).start();
+    } catch (IOException notInstalled) {
+      return Optional.empty();
     }
-    Map<String, Object> keys = cast(new Yaml().load(text));
-    assertThat(keys.keySet()).as("the keys of the ConfigMap's %s", key).isSubsetOf(ProxyConfig.KEYS);
-    return config;
-  }
-
-  /** The ConfigMap's one key: the config file's name. */
-  private static String configMapKey() {
-    Map<String, Object> data = map(one("ConfigMap").object(), "data");
-    assertThat(data).as("the ConfigMap holds one config file").hasSize(1);
-    return data.keySet().iterator().next();
-  }
-
-  /** The path the container is given with {@code --config}. */
-  private static String configArgument() {
-    List<String> args = strings(container(), "args");
-    for (int i = 0; i < args.size(); i++) {
-      if (args.get(i).equals("--config") && i + 1 < args.size()) {
-        return args.get(i + 1);
-      } else if (args.get(i).startsWith("--config=")) {
-        return args.get(i).substring("--config=".length());
-      }
-    }
-    throw new AssertionError("the container's args have no --config: " + args);
-  }
-
-  private static Map<String, Object> container() {
-    List<Object> containers = list(one("Deployment").object(), "spec", "template", "spec", "containers");
-    assertThat(containers).as("the Deployment's containers").hasSize(1);
-    return cast(containers.get(0));
-  }
-
-  /** The container's ports, by name. */
-  private static Map<String, Integer> containerPorts() {
-    Map<String, Integer> ports = new LinkedHashMap<>();
-    for (Object item : list(container(), "ports")) {
-      Map<String, Object> port = cast(item);
-      assertThat(port).as("a container port").containsKeys("name", "containerPort");
-      ports.put((String) port.get("name"), (Integer) port.get("containerPort"));
-    }
-    return ports;
-  }
-
-  /** A probe's or Service's port, given by number or by the name of a container port. */
-  private static int port(Object port, Map<String, Integer> containerPorts) {
-    if (port instanceof Integer number) {
-      return number;
-    }
-    assertThat(containerPorts).as("container ports by name").containsKey((String) port);
-    return containerPorts.get(port);
+    String output = new String(kubectl.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    assertThat(kubectl.waitFor(60, TimeUnit.SECONDS)).as("kubectl kustomize ends").isTrue();
+    assertThat(kubectl.exitValue()).as("kubectl kustomize %s:%n%s", directory, output).isZero();
+    return Optional.of(output);
   }
 
   private static Manifest one(String kind) {
@@ -699,7 +683,7 @@ class DeployManifestsTest {
       client.send(DiscoveryRequest.newBuilder().setTypeUrl(TypeUrl.ENDPOINT.url()).addResourceNames("example-cluster")
           .setResponseNonce(endpoints.getNonce()).setErrorDetail(Status.newBuilder().setCode(3).setMessage("rejected by the test"))
           .build());
-      await().atMost(WAIT).untilAsserted(() -> assertThat(get(proxy, "/metrics").body())
+      await().atMost(WAIT).untilAsserted(() -> assertThat(httpGet(proxy, "/metrics").body())
           .as("the NACK counted").contains("xds_downstream_nacks_total{"));
     }
   }
@@ -708,12 +692,6 @@ class DeployManifestsTest {
     return node("sidecar~10.0.0.1~client-0.default~default.svc.cluster.local", "example").toBuilder()
         .setLocality(Locality.newBuilder().setRegion("region").setZone("zone-a").setSubZone("rack-1"))
         .build();
-  }
-
-  private static HttpResponse<String> get(XdsProxy proxy, String path) throws IOException, InterruptedException {
-    return HttpClient.newHttpClient().send(
-        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + proxy.monitoringPort() + path)).timeout(WAIT).build(),
-        HttpResponse.BodyHandlers.ofString());
   }
 
   // Metric names.
@@ -768,44 +746,5 @@ class DeployManifestsTest {
         collectPanels(panel.getAsJsonArray("panels"), into);
       }
     }
-  }
-
-  // Walking parsed YAML: a missing field fails naming its path.
-
-  private static Object get(Object node, String... path) {
-    Object at = node;
-    for (int i = 0; i < path.length; i++) {
-      assertThat(at).as("%s is a mapping", String.join(".", Arrays.asList(path).subList(0, i))).isInstanceOf(Map.class);
-      Map<String, Object> mapping = cast(at);
-      assertThat(mapping).as("%s", String.join(".", Arrays.asList(path).subList(0, i + 1))).containsKey(path[i]);
-      at = mapping.get(path[i]);
-    }
-    return at;
-  }
-
-  private static Map<String, Object> map(Object node, String... path) {
-    return cast(get(node, path));
-  }
-
-  @SuppressWarnings("unchecked")
-  private static List<Object> list(Object node, String... path) {
-    Object found = get(node, path);
-    assertThat(found).as("%s is a list", String.join(".", path)).isInstanceOf(List.class);
-    return (List<Object>) found;
-  }
-
-  private static List<String> strings(Object node, String... path) {
-    return list(node, path).stream().map(String::valueOf).toList();
-  }
-
-  private static String str(Object node, String... path) {
-    Object found = get(node, path);
-    assertThat(found).as("%s is a string", String.join(".", path)).isInstanceOf(String.class);
-    return (String) found;
-  }
-
-  @SuppressWarnings("unchecked")
-  private static Map<String, Object> cast(Object node) {
-    return (Map<String, Object>) node;
   }
 }
