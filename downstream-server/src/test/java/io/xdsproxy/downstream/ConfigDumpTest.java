@@ -9,6 +9,7 @@ import com.google.gson.JsonParser;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.downstream.testing.XdsTestClient;
+import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -43,13 +44,7 @@ class ConfigDumpTest {
           name: shop
           type: EDS
         """);
-    Files.writeString(resources.resolve("secrets.yaml"), """
-        resources:
-        - "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret
-          name: shop-cert
-          tls_certificate:
-            private_key: { inline_string: "%s" }
-        """.formatted(PRIVATE_KEY));
+    writeSecret(resources);
     try (XdsProxy proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withResourcesDir(resources).withPorts(0, 0, 0));
         var client = XdsTestClient.sotwAds(proxy.xdsPort())) {
       client.send(DiscoveryRequest.newBuilder().setNode(node("n1", "shop-fleet")).setTypeUrl(TypeUrl.CLUSTER.url()).build());
@@ -92,13 +87,7 @@ class ConfigDumpTest {
         - "@type": type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment
           cluster_name: shop
         """);
-    Files.writeString(resources.resolve("secrets.yaml"), """
-        resources:
-        - "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret
-          name: shop-cert
-          tls_certificate:
-            private_key: { inline_string: "%s" }
-        """.formatted(PRIVATE_KEY));
+    writeSecret(resources);
   }
 
   /** A proxy serving the resources directory, with a client of each of {@code groups} in its group. */
@@ -218,5 +207,16 @@ class ConfigDumpTest {
           assertThat(resource.getAsJsonObject().getAsJsonObject("resource").get("type").getAsString()).isEqualTo("EDS"));
       assertThat(response.body()).endsWith("}\n");
     }
+  }
+
+  /** A Secret whose private key a dump must never show. */
+  private static void writeSecret(Path resources) throws IOException {
+    Files.writeString(resources.resolve("secrets.yaml"), """
+        resources:
+        - "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret
+          name: shop-cert
+          tls_certificate:
+            private_key: { inline_string: "%s" }
+        """.formatted(PRIVATE_KEY));
   }
 }

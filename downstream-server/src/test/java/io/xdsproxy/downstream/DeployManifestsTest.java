@@ -633,25 +633,10 @@ class DeployManifestsTest {
 
   // The Dockerfile.
 
-  /** The Dockerfile's instructions, each as {keyword, arguments}, with comments and continuations undone. */
+  /** The Dockerfile's instructions, each as {keyword, arguments}. */
   private static List<String[]> dockerfile() throws IOException {
-    List<String[]> instructions = new ArrayList<>();
-    StringBuilder line = new StringBuilder();
-    for (String raw : Files.readAllLines(DEPLOY.resolve("Dockerfile"))) {
-      String trimmed = raw.strip();
-      if (trimmed.startsWith("#") || trimmed.isEmpty()) {
-        continue;
-      }
-      if (trimmed.endsWith("\\")) {
-        line.append(trimmed, 0, trimmed.length() - 1).append(' ');
-        continue;
-      }
-      line.append(trimmed);
-      String[] parts = line.toString().split("\\s+", 2);
-      instructions.add(new String[] {parts[0].toUpperCase(), parts.length > 1 ? parts[1].strip() : ""});
-      line.setLength(0);
-    }
-    return instructions;
+    return DockerImageTest.instructions(DEPLOY.resolve("Dockerfile")).stream()
+        .map(instruction -> new String[] {instruction.keyword(), instruction.arguments()}).toList();
   }
 
   private static List<String> arguments(List<String[]> instructions, String keyword) {

@@ -78,11 +78,11 @@ class DockerImageTest {
   private static List<Stage> stages;
   private static Map<String, String> globalArgs;
 
-  @BeforeAll
-  static void readDockerfile() throws IOException {
+  /** A Dockerfile's instructions, with comments left out and continued lines joined. */
+  static List<Instruction> instructions(Path dockerfile) throws IOException {
     List<Instruction> instructions = new ArrayList<>();
     StringBuilder line = new StringBuilder();
-    for (String raw : Files.readAllLines(DOCKERFILE)) {
+    for (String raw : Files.readAllLines(dockerfile)) {
       String trimmed = raw.strip();
       if (trimmed.startsWith("#") || trimmed.isEmpty()) {
         continue;
@@ -96,6 +96,12 @@ class DockerImageTest {
       instructions.add(new Instruction(parts[0].toUpperCase(), parts.length > 1 ? parts[1].strip() : ""));
       line.setLength(0);
     }
+    return instructions;
+  }
+
+  @BeforeAll
+  static void readDockerfile() throws IOException {
+    List<Instruction> instructions = instructions(DOCKERFILE);
     globalArgs = new HashMap<>();
     stages = new ArrayList<>();
     List<Instruction> current = null;
