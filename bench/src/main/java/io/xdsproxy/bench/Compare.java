@@ -54,7 +54,7 @@ public final class Compare {
           Integer.parseInt(given.getOrDefault("warmup", "0")),
           Integer.parseInt(given.getOrDefault("updates", "5")),
           given.getOrDefault("mode", "both"),
-          Path.of(given.getOrDefault("proxy-jar", "downstream-server/target/xds-proxy.jar")),
+          Path.of(given.getOrDefault("proxy-jar", "proxy-app/target/xds-proxy.jar")),
           Arrays.asList(given.getOrDefault("jvm", "-Xmx4g -XX:+UseG1GC").trim().split("\\s+")),
           given.containsKey("proxy-jvm") ? Arrays.asList(given.get("proxy-jvm").trim().split("\\s+")) : List.of(),
           Path.of(given.getOrDefault("logs", "bench/target/logs")),

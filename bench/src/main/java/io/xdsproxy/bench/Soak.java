@@ -59,7 +59,7 @@ public final class Soak {
           Double.parseDouble(given.getOrDefault("churn-per-second", "20")),
           Double.parseDouble(given.getOrDefault("sample-seconds", "30")),
           Path.of(given.getOrDefault("out", "bench/target/soak")),
-          Path.of(given.getOrDefault("proxy-jar", "downstream-server/target/xds-proxy.jar")),
+          Path.of(given.getOrDefault("proxy-jar", "proxy-app/target/xds-proxy.jar")),
           Arrays.asList(given.getOrDefault("jvm", "-Xmx4g -XX:+UseG1GC").trim().split("\\s+")),
           Path.of(given.getOrDefault("logs", "bench/target/logs")),
           Duration.ofSeconds(Long.parseLong(given.getOrDefault("converge-seconds", "120"))));

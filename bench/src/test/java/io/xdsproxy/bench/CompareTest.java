@@ -20,7 +20,7 @@ class CompareTest {
   void bothSetupsConvergeAndTheProxyHoldsOneUpstreamStreamPerGroup() throws Exception {
     Compare.Options options = Compare.Options.parse(new String[] {
         "--clients", "30", "--groups", "3", "--clusters", "20", "--updates", "2",
-        "--proxy-jar", "../downstream-server/target/xds-proxy.jar", "--jvm", "-Xmx256m",
+        "--proxy-jar", "../proxy-app/target/xds-proxy.jar", "--jvm", "-Xmx256m",
         "--logs", logs.toString(), "--timeout-seconds", "60"});
 
     List<Compare.Result> results = Compare.run(options);

@@ -21,7 +21,7 @@ class SoakTest {
     Soak.Options options = Soak.Options.parse(new String[] {
         "--clients", "50", "--groups", "5", "--clusters", "20", "--minutes", "0.1",
         "--updates-per-second", "3", "--churn-per-second", "10", "--sample-seconds", "1",
-        "--proxy-jar", "../downstream-server/target/xds-proxy.jar", "--jvm", "-Xmx256m",
+        "--proxy-jar", "../proxy-app/target/xds-proxy.jar", "--jvm", "-Xmx256m",
         "--out", out.toString(), "--logs", out.toString(), "--converge-seconds", "30"});
 
     Soak.Report report = Soak.run(options);

@@ -1,0 +1,168 @@
+package io.xdsproxy.app;
+
+import com.google.gson.Gson;
+import com.google.gson.GsonBuilder;
+import com.google.gson.JsonElement;
+import com.google.gson.JsonNull;
+import com.google.gson.JsonObject;
+import com.google.gson.JsonParser;
+import com.google.gson.JsonSerializer;
+import com.google.gson.stream.JsonWriter;
+import com.google.protobuf.Any;
+import com.google.protobuf.InvalidProtocolBufferException;
+import com.google.protobuf.util.Durations;
+import com.google.protobuf.util.JsonFormat;
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpHandler;
+import io.xdsproxy.core.ApiTypes;
+import io.xdsproxy.core.NodeGroup;
+import io.xdsproxy.core.NodeGroups;
+import io.xdsproxy.core.TypeSnapshot;
+import io.xdsproxy.core.TypeUrl;
+import io.xdsproxy.core.XdsResource;
+import java.io.BufferedWriter;
+import java.io.IOException;
+import java.io.OutputStreamWriter;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
+import java.util.Base64;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Optional;
+import java.util.TreeMap;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * {@code GET /config_dump}: the node groups' stores as JSON, for an operator asking what the proxy
+ * would serve, narrowed by the query ({@link ConfigDumpFilter}). Secrets are redacted: their names
+ * and versions are shown, never their contents.
+ *
+ * <p>A proxy's stores may hold many thousands of resources: the dump is written group by group,
+ * type by type and resource by resource to the response as it is read, never made whole in memory.
+ */
+final class ConfigDump implements HttpHandler {
+
+  /** Pretty JSON, as operators read it; Optionals as their value or null. */
+  static final Gson GSON = new GsonBuilder()
+      .setPrettyPrinting()
+      .disableHtmlEscaping()
+      .registerTypeHierarchyAdapter(Optional.class, (JsonSerializer<Optional<?>>) (value, type, context) ->
+          value.isPresent() ? context.serialize(value.get()) : JsonNull.INSTANCE)
+      .serializeNulls()
+      .create();
+
+  private static final Logger log = LoggerFactory.getLogger(ConfigDump.class);
+  private static final JsonFormat.Printer PROTO3_JSON = JsonFormat.printer().usingTypeRegistry(ApiTypes.json());
+
+  private final NodeGroups groups;
+
+  ConfigDump(NodeGroups groups) {
+    this.groups = groups;
+  }
+
+  @Override
+  public void handle(HttpExchange exchange) throws IOException {
+    ConfigDumpFilter filter;
+    try {
+      filter = ConfigDumpFilter.parse(exchange.getRequestURI().getRawQuery());
+    } catch (IllegalArgumentException e) {
+      AdminServer.reply(exchange, 400, e.getMessage() + "\n");
+      return;
+    }
+    exchange.getResponseHeaders().set("Content-Type", "application/json");
+    // Length 0: chunked, so the body can be written before its length is known.
+    exchange.sendResponseHeaders(200, 0);
+    try (Writer body = new BufferedWriter(new OutputStreamWriter(exchange.getResponseBody(), StandardCharsets.UTF_8))) {
+      write(body, filter);
+    } catch (IOException | RuntimeException e) {
+      // The status is sent: all that is left is to cut the body short, so the client sees it broken.
+      log.debug("config dump to {} cut short: {}", exchange.getRemoteAddress(), e.toString());
+      exchange.close();
+    }
+  }
+
+  private void write(Writer body, ConfigDumpFilter filter) throws IOException {
+    JsonWriter json = new JsonWriter(body);
+    json.setIndent("  ");
+    json.beginObject().name("groups").beginArray();
+    List<NodeGroup> sorted = groups.groups().stream().filter(filter::includes)
+        .sorted(Comparator.comparing(group -> group.key().value())).toList();
+    for (NodeGroup group : sorted) {
+      List<TypeSnapshot> types = new TreeMap<>(group.store().snapshots()).values().stream()
+          .filter(snapshot -> filter.includes(snapshot.type()))
+          .filter(snapshot -> !filter.narrowsNames()
+              || snapshot.resources().keySet().stream().anyMatch(filter::includesName))
+          .toList();
+      // What a filter of types or names leaves empty is left out, so a search shows only its finds.
+      if (types.isEmpty() && (filter.type().isPresent() || filter.narrowsNames())) {
+        continue;
+      }
+      json.beginObject();
+      json.name("group").value(group.key().value());
+      json.name("upstream_node_id").value(group.upstreamNode().getId());
+      json.name("types").beginArray();
+      for (TypeSnapshot snapshot : types) {
+        type(json, snapshot, filter);
+      }
+      json.endArray();
+      json.endObject();
+    }
+    json.endArray().endObject();
+    json.flush();
+    body.write("\n");
+  }
+
+  private static void type(JsonWriter json, TypeSnapshot snapshot, ConfigDumpFilter filter) throws IOException {
+    json.beginObject();
+    json.name("type_url").value(snapshot.type().url());
+    json.name("version").value(snapshot.version());
+    json.name("complete").value(snapshot.isComplete());
+    json.name("resources").beginArray();
+    for (XdsResource resource : new TreeMap<>(snapshot.resources()).values()) {
+      if (filter.includesName(resource.name())) {
+        resource(json, snapshot.type(), resource);
+      }
+    }
+    json.endArray();
+    json.endObject();
+  }
+
+  private static void resource(JsonWriter json, TypeUrl type, XdsResource resource) throws IOException {
+    json.beginObject();
+    json.name("name").value(resource.name());
+    json.name("version").value(resource.version());
+    if (!resource.aliases().isEmpty()) {
+      json.name("aliases").beginArray();
+      for (String alias : resource.aliases()) {
+        json.value(alias);
+      }
+      json.endArray();
+    }
+    if (resource.ttl().isPresent()) {
+      json.name("ttl").value(Durations.toString(resource.ttl().get()));
+    }
+    if (resource.doNotCache()) {
+      json.name("do_not_cache").value(true);
+    }
+    json.name("resource");
+    if (type.equals(TypeUrl.SECRET)) {
+      json.value("[redacted]");
+    } else {
+      GSON.toJson(body(resource.body()), json);
+    }
+    json.endObject();
+  }
+
+  /** The body in proto3 JSON; a type the proxy has no schema for, as its bytes. */
+  private static JsonElement body(Any body) {
+    try {
+      return JsonParser.parseString(PROTO3_JSON.print(body));
+    } catch (InvalidProtocolBufferException e) {
+      JsonObject opaque = new JsonObject();
+      opaque.addProperty("@type", body.getTypeUrl());
+      opaque.addProperty("value_base64", Base64.getEncoder().encodeToString(body.getValue().toByteArray()));
+      return opaque;
+    }
+  }
+}

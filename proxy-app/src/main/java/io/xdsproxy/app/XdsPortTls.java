@@ -1,0 +1,86 @@
+package io.xdsproxy.app;
+
+import com.sun.net.httpserver.HttpsConfigurator;
+import com.sun.net.httpserver.HttpsParameters;
+import io.grpc.ServerCredentials;
+import io.grpc.TlsServerCredentials;
+import io.grpc.util.AdvancedTlsX509KeyManager;
+import io.grpc.util.AdvancedTlsX509TrustManager;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.xdsproxy.upstream.grpc.TlsFiles;
+import io.xdsproxy.upstream.grpc.TlsMetrics;
+import java.io.IOException;
+import java.security.GeneralSecurityException;
+import java.util.Optional;
+import java.util.concurrent.ScheduledExecutorService;
+import javax.net.ssl.KeyManager;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLParameters;
+import javax.net.ssl.TrustManager;
+
+/**
+ * The xDS port's TLS material, loaded once and shared by every listener that serves xDS: the gRPC
+ * port and the REST-JSON port. Both present the same certificate and require client certificates
+ * of the same CA, and a certificate rotated on disk reaches both at once, because they hold the same
+ * managers, which {@link TlsFiles} keeps up to date.
+ */
+final class XdsPortTls {
+
+  private final AdvancedTlsX509KeyManager identity;
+  private final Optional<AdvancedTlsX509TrustManager> clientCa;
+
+  private XdsPortTls(AdvancedTlsX509KeyManager identity, Optional<AdvancedTlsX509TrustManager> clientCa) {
+    this.identity = identity;
+    this.clientCa = clientCa;
+  }
+
+  /**
+   * The material {@code tls} names, its files polled on {@code timer}; empty when TLS is off. The
+   * certificates' expiry and the changes that did not load are measured in {@code meters} (uses
+   * {@code server} and {@code client-ca}).
+   *
+   * @throws IOException naming a file that cannot be read or parsed
+   */
+  static Optional<XdsPortTls> load(ServerTls tls, ScheduledExecutorService timer, MeterRegistry meters)
+      throws IOException {
+    if (!tls.enabled()) {
+      return Optional.empty();
+    }
+    AdvancedTlsX509KeyManager identity = TlsFiles.identity(tls.cert().orElseThrow(), tls.key().orElseThrow(), timer,
+        new TlsMetrics(meters, "server")).manager();
+    Optional<AdvancedTlsX509TrustManager> clientCa = tls.clientCa().isPresent()
+        ? Optional.of(TlsFiles.trust(tls.clientCa().get(), false, timer, new TlsMetrics(meters, "client-ca")).manager())
+        : Optional.empty();
+    return Optional.of(new XdsPortTls(identity, clientCa));
+  }
+
+  /** For the gRPC port: with a client CA, client certificates required. */
+  ServerCredentials grpc() {
+    TlsServerCredentials.Builder credentials = TlsServerCredentials.newBuilder().keyManager(identity);
+    clientCa.ifPresent(ca -> credentials.trustManager(ca).clientAuth(TlsServerCredentials.ClientAuth.REQUIRE));
+    return credentials.build();
+  }
+
+  /**
+   * For the JDK HTTPS server of the REST-JSON port: as {@link #grpc()}, a client without a
+   * certificate of the client CA fails the handshake.
+   */
+  HttpsConfigurator https() throws IOException {
+    SSLContext context;
+    try {
+      context = SSLContext.getInstance("TLS");
+      context.init(new KeyManager[] {identity}, clientCa.map(ca -> new TrustManager[] {ca}).orElse(null), null);
+    } catch (GeneralSecurityException e) {
+      throw new IOException("cannot make the TLS context of the REST-JSON port: " + e.getMessage(), e);
+    }
+    boolean needClientAuth = clientCa.isPresent();
+    return new HttpsConfigurator(context) {
+      @Override
+      public void configure(HttpsParameters parameters) {
+        SSLParameters ssl = getSSLContext().getDefaultSSLParameters();
+        ssl.setNeedClientAuth(needClientAuth);
+        parameters.setSSLParameters(ssl);
+      }
+    };
+  }
+}

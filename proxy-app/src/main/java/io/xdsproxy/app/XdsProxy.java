@@ -1,0 +1,342 @@
+package io.xdsproxy.app;
+
+import com.sun.net.httpserver.HttpHandler;
+import com.sun.net.httpserver.HttpsConfigurator;
+import io.grpc.Server;
+import io.grpc.ServerInterceptors;
+import io.grpc.ServerServiceDefinition;
+import io.grpc.Status;
+import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
+import io.grpc.netty.NettyServerBuilder;
+import io.grpc.protobuf.services.ChannelzService;
+import io.grpc.protobuf.services.HealthStatusManager;
+import io.grpc.protobuf.services.ProtoReflectionService;
+import io.grpc.protobuf.services.ProtoReflectionServiceV1;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.binder.BaseUnits;
+import io.micrometer.core.instrument.binder.jvm.ClassLoaderMetrics;
+import io.micrometer.core.instrument.binder.jvm.ExecutorServiceMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
+import io.micrometer.core.instrument.binder.system.FileDescriptorMetrics;
+import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
+import io.micrometer.core.instrument.binder.system.UptimeMetrics;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.netty.util.internal.PlatformDependent;
+import io.xdsproxy.core.NodeGroupRule;
+import io.xdsproxy.core.NodeGroups;
+import io.xdsproxy.core.UpstreamSource;
+import io.xdsproxy.downstream.xds.AggregatedDiscoveryService;
+import io.xdsproxy.downstream.xds.ClientStatusDiscovery;
+import io.xdsproxy.downstream.xds.Clients;
+import io.xdsproxy.downstream.xds.NodeIdPattern;
+import io.xdsproxy.downstream.xds.PeerInterceptor;
+import io.xdsproxy.downstream.xds.PerTypeServices;
+import io.xdsproxy.downstream.xds.RestDiscovery;
+import io.xdsproxy.downstream.xds.Serving;
+import io.xdsproxy.downstream.xds.StreamMetrics;
+import io.xdsproxy.upstream.fs.FileSystemSource;
+import io.xdsproxy.upstream.grpc.AdsUpstream;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** A running proxy: its upstream source, node groups, xDS server and admin server. */
+public final class XdsProxy implements AutoCloseable {
+
+  /** How long a connection past its maximum age keeps its streams after GOAWAY: xDS streams never end by themselves. */
+  static final Duration CONNECTION_AGE_GRACE = Duration.ofSeconds(10);
+  /** The most entries one channelz answer lists (the servers, a server's sockets). */
+  private static final int CHANNELZ_PAGE_SIZE = 100;
+  private static final Logger log = LoggerFactory.getLogger(XdsProxy.class);
+
+  private final ExecutorService pool;
+  private final ScheduledExecutorService timer;
+  private final PrometheusMeterRegistry meters;
+  private final HealthStatusManager health = new HealthStatusManager();
+  private volatile boolean closing;
+  private final AtomicBoolean closed = new AtomicBoolean();
+  private final Clients clients;
+  private final UpstreamSource upstream;
+  private final NodeGroups groups;
+  private final Server server;
+  private final AdminServer monitoringServer;
+  private final AdminServer admin;
+  private final Optional<AdminServer> rest;
+
+  private XdsProxy(ProxyConfig config) throws IOException {
+    pool = Executors.newFixedThreadPool(Math.max(2, Runtime.getRuntime().availableProcessors()), threads("xds-proxy-worker"));
+    // Not Executors' single-thread wrapper, which would hide the pool from the executor metrics.
+    timer = new ScheduledThreadPoolExecutor(1, threads("xds-proxy-timer"));
+    meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    List.of(new JvmMemoryMetrics(), new JvmGcMetrics(), new JvmThreadMetrics(), new ClassLoaderMetrics(),
+        new ProcessorMetrics(), new UptimeMetrics(), new FileDescriptorMetrics(),
+        // Queued tasks that grow on the worker pool mean the proxy is behind on its streams.
+        new ExecutorServiceMetrics(pool, "xds-proxy-worker", List.of()),
+        new ExecutorServiceMetrics(timer, "xds-proxy-timer", List.of()))
+        .forEach(binder -> binder.bindTo(meters));
+    bindProcessMeters(meters);
+    try {
+      upstream = !config.upstream().isEmpty()
+          ? new AdsUpstream(config.upstream(), config.upstreamProtocol(), pool, timer, config.upstreamBackoff(),
+              config.notFoundTimeout(), meters, config.upstreamTls(), config.upstreamKeepalive())
+          : new FileSystemSource(config.resourcesDir().toAbsolutePath().normalize());
+    } catch (IOException e) {
+      timer.shutdownNow();
+      pool.shutdown();
+      throw e;
+    }
+    groups = new NodeGroups(
+        NodeGroupRule.of(config.nodeGroupKey()),
+        config.upstreamNodeId().map(NodeGroups::withId).orElse(NodeGroups.firstClientsNode()),
+        upstream,
+        pool,
+        timer,
+        config.groupIdleGrace(),
+        meters);
+    clients = new Clients();
+    StreamMetrics streamMetrics = new StreamMetrics(meters);
+    Serving serving = new Serving(groups, pool, streamMetrics, clients, Clock.systemUTC(), timer, config.limits());
+    ServerServiceDefinition ads = AggregatedDiscoveryService.definition(serving);
+    List<ServerServiceDefinition> perType = PerTypeServices.definitions(serving);
+    List<ServerServiceDefinition> xds = new ArrayList<>(perType);
+    xds.add(ads);
+    Server started = null;
+    AdminServer monitoringStarted = null;
+    AdminServer adminStarted = null;
+    AdminServer restStarted = null;
+    try {
+      InetSocketAddress xdsAddress = new InetSocketAddress(config.xdsPort());
+      Optional<XdsPortTls> tls = XdsPortTls.load(config.tls(), timer, meters);
+      NettyServerBuilder builder = tls.isPresent()
+          ? NettyServerBuilder.forAddress(xdsAddress, tls.get().grpc())
+          : NettyServerBuilder.forAddress(xdsAddress);
+      Optional<NodeIdPattern> nodeIdPattern = config.tls().nodeIdPattern().map(NodeIdPattern::new);
+      PeerInterceptor peers = new PeerInterceptor(nodeIdPattern);
+      builder.addService(ServerInterceptors.intercept(ads, peers));
+      builder.addService(health.getHealthService());
+      builder.addService(new ClientStatusDiscovery(clients));
+      perType.forEach(service -> builder.addService(ServerInterceptors.intercept(service, peers)));
+      // So that grpcurl lists and describes the services without their protos, and shows the
+      // server's connections and calls (channelz).
+      builder.addService(ProtoReflectionServiceV1.newInstance());
+      builder.addService(ProtoReflectionService.newInstance());
+      builder.addService(ChannelzService.newInstance(CHANNELZ_PAGE_SIZE));
+      builder.addStreamTracerFactory(streamMetrics.endedStreams(xds));
+      started = listen(builder
+          .executor(pool)
+          // xDS requests are small: a huge one is an attack or a bug (gRPC ends it with RESOURCE_EXHAUSTED).
+          .maxInboundMessageSize(config.limits().maxRequestBytes())
+          .maxConcurrentCallsPerConnection(config.limits().maxStreamsPerConnection())
+          // Envoy and gRPC clients ping to keep ADS streams alive through load balancers.
+          .permitKeepAliveTime(10, TimeUnit.SECONDS)
+          .permitKeepAliveWithoutCalls(true)
+          // Clients move to other replicas in time (an added replica gets its share); gRPC spreads
+          // the age by +-10 % so that connections made together do not all end together.
+          .maxConnectionAge(config.maxConnectionAge().toMillis(), TimeUnit.MILLISECONDS)
+          .maxConnectionAgeGrace(CONNECTION_AGE_GRACE.toSeconds(), TimeUnit.SECONDS)
+          .build(), "xDS", config.xdsPort());
+      Map<String, HttpHandler> monitoring = new HashMap<>(AdminServer.probes(this::ready));
+      monitoring.put("/metrics", AdminServer.text(meters::scrape, "text/plain; version=0.0.4; charset=utf-8"));
+      monitoringStarted = http("monitoring HTTP", new InetSocketAddress(config.monitoringPort()), monitoring,
+          Optional.empty());
+      Map<String, HttpHandler> debug = new HashMap<>();
+      debug.put("/config_dump", new ConfigDump(groups));
+      debug.put("/logging", new LogLevels());
+      debug.put("/clients", AdminServer.text(() -> ConfigDump.GSON.toJson(Map.of("clients", clients.statuses())) + "\n",
+          "application/json"));
+      adminStarted = http("admin HTTP", new InetSocketAddress(config.adminAddress(), config.adminPort()), debug,
+          Optional.empty());
+      if (config.restPort().isPresent()) {
+        // REST-JSON is xDS too: the xDS port's TLS, client certificates and node id check, or none of them.
+        RestDiscovery rest = new RestDiscovery(groups, pool, timer, config.restPollTimeout(), nodeIdPattern);
+        Map<String, HttpHandler> handlers = new HashMap<>();
+        RestDiscovery.PATHS.forEach((path, type) -> handlers.put(path, rest.handler(type)));
+        restStarted = http("REST-JSON xDS", new InetSocketAddress(config.restPort().get()), handlers,
+            tls.isPresent() ? Optional.of(tls.get().https()) : Optional.empty());
+      }
+    } catch (IOException | RuntimeException e) {
+      if (started != null) {
+        started.shutdownNow();
+      }
+      for (AdminServer listener : new AdminServer[] {monitoringStarted, adminStarted, restStarted}) {
+        if (listener != null) {
+          listener.close();
+        }
+      }
+      closeQuietly();
+      throw e;
+    }
+    server = started;
+    monitoringServer = monitoringStarted;
+    admin = adminStarted;
+    rest = Optional.ofNullable(restStarted);
+    // The gRPC health service on the xDS port follows readiness (checked each second).
+    timer.scheduleWithFixedDelay(() -> health.setStatus("", ready() ? ServingStatus.SERVING : ServingStatus.NOT_SERVING),
+        0, 1, TimeUnit.SECONDS);
+  }
+
+  /**
+   * Ready: listening, not shutting down, and the upstream reached at least once (a directory always
+   * is), so a load balancer sends clients only to a replica that can serve them.
+   */
+  public boolean ready() {
+    return !closing && !pool.isShutdown() && upstream.reached();
+  }
+
+  /**
+   * The build this is ({@code xds_proxy_build_info}, 1, its version and revision as labels, to join on),
+   * and the direct memory Netty counts: every buffer it allocates outside the heap, for any
+   * allocator, the arenas of the pooled allocator grpc-netty uses included. Those arenas keep what
+   * they once took, so the value follows the peak traffic, not the current; with its maximum
+   * ({@code -XX:MaxDirectMemorySize}, by default the heap's maximum) an alert can tell a pod that
+   * will soon fail to allocate.
+   */
+  private static void bindProcessMeters(MeterRegistry meters) {
+    Gauge.builder("xds.proxy.build.info", () -> 1)
+        .description("The build of the proxy: its version and the git revision it was built from, as labels")
+        .tag("version", BuildInfo.CURRENT.version())
+        .tag("revision", BuildInfo.CURRENT.revision())
+        .register(meters);
+    Gauge.builder("netty.direct.memory.used", PlatformDependent::usedDirectMemory)
+        .description("Direct memory Netty allocated and has not freed, its pooled allocators' arenas included")
+        .baseUnit(BaseUnits.BYTES)
+        .register(meters);
+    Gauge.builder("netty.direct.memory.max", PlatformDependent::maxDirectMemory)
+        .description("The most direct memory Netty may allocate")
+        .baseUnit(BaseUnits.BYTES)
+        .register(meters);
+  }
+
+  private AdminServer http(String what, InetSocketAddress address, Map<String, HttpHandler> handlers,
+      Optional<HttpsConfigurator> tls) throws IOException {
+    try {
+      return new AdminServer(address, handlers, pool, tls);
+    } catch (IOException e) {
+      throw new IOException("cannot listen for " + what + " on " + address + ": " + e.getMessage(), e);
+    }
+  }
+
+  private static Server listen(Server server, String what, int port) throws IOException {
+    try {
+      return server.start();
+    } catch (IOException e) {
+      Throwable cause = e.getCause() != null ? e.getCause() : e;
+      throw new IOException("cannot listen for " + what + " on port " + port + ": " + cause.getMessage(), e);
+    }
+  }
+
+  /**
+   * Starts a proxy as {@code config} says.
+   *
+   * @throws IOException when a port cannot be bound or the resources directory cannot be read; the
+   *     message is the one line to print
+   */
+  public static XdsProxy start(ProxyConfig config) throws IOException {
+    return new XdsProxy(config);
+  }
+
+  public int xdsPort() {
+    return ((InetSocketAddress) server.getListenSockets().get(0)).getPort();
+  }
+
+  /** Where health, readiness and metrics are served. */
+  public int monitoringPort() {
+    return monitoringServer.port();
+  }
+
+  /** Where the debug endpoints are served: {@code /config_dump}, {@code /clients}, {@code /logging}. */
+  public int adminPort() {
+    return admin.port();
+  }
+
+  /** Where REST-JSON xDS is served, if it is. */
+  public Optional<Integer> restPort() {
+    return rest.map(AdminServer::port);
+  }
+
+  public NodeGroups groups() {
+    return groups;
+  }
+
+  public String describeUpstream() {
+    return upstream.describe();
+  }
+
+  /**
+   * Leaves gracefully, as on SIGTERM: readiness and gRPC health turn off (so the load balancer stops
+   * sending clients), the xDS port stops taking connections and sends GOAWAY on the open ones, the
+   * open streams get up to {@code drainTime} to end (clients reconnect elsewhere), and then the proxy
+   * closes.
+   */
+  public void drain(Duration drainTime) {
+    closing = true;
+    health.setStatus("", ServingStatus.NOT_SERVING);
+    server.shutdown();
+    try {
+      if (!server.awaitTermination(drainTime.toMillis(), TimeUnit.MILLISECONDS)) {
+        log.info("drain time {} over with streams still open; ending them", drainTime);
+        clients.endAll(Status.UNAVAILABLE.withDescription("xds-proxy is shutting down; reconnect"));
+        server.awaitTermination(1, TimeUnit.SECONDS);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    close();
+  }
+
+  @Override
+  public void close() {
+    if (closed.getAndSet(true)) {
+      return;
+    }
+    closing = true;
+    health.enterTerminalState();
+    server.shutdownNow();
+    try {
+      // The transports finish closing on the worker pool: it is shut down only after them.
+      server.awaitTermination(5, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    monitoringServer.close();
+    admin.close();
+    rest.ifPresent(AdminServer::close);
+    closeQuietly();
+  }
+
+  private void closeQuietly() {
+    groups.close();
+    upstream.close();
+    timer.shutdownNow();
+    pool.shutdown();
+  }
+
+  private static ThreadFactory threads(String prefix) {
+    AtomicInteger count = new AtomicInteger();
+    return task -> {
+      Thread thread = new Thread(task, prefix + "-" + count.incrementAndGet());
+      thread.setDaemon(true);
+      return thread;
+    };
+  }
+}
