@@ -290,8 +290,19 @@ abstract class ClientStream<Q, S extends TypeState<?>> implements StreamObserver
     }
   }
 
+  /**
+   * The type {@code request} is about, once it is found to be a request at all, from the stream's
+   * node, of a type the service serves; empty when the stream was ended for it.
+   *
+   * @param hasNode whether the request carries a node, {@code requestNode}
+   */
+  final Optional<TypeUrl> typeOf(com.google.protobuf.MessageOrBuilder request, boolean hasNode, Node requestNode,
+      String typeUrl) {
+    return wellFormed(request) && identify(hasNode, requestNode) ? typeOf(typeUrl) : Optional.empty();
+  }
+
   /** Whether {@code request} is a request at all ({@link InvalidRequest}); ends the stream if not. */
-  final boolean wellFormed(com.google.protobuf.MessageOrBuilder request) {
+  private boolean wellFormed(com.google.protobuf.MessageOrBuilder request) {
     Optional<String> invalid = InvalidRequest.reason(request);
     invalid.ifPresent(why -> fail(Status.INVALID_ARGUMENT.withDescription(
         why + (node == null ? "" : " (node '" + node.getId() + "')"))));
@@ -303,7 +314,7 @@ abstract class ClientStream<Q, S extends TypeState<?>> implements StreamObserver
    * group; a later one may leave it out but must not name another node ("Basic Protocol Overview").
    * Returns false when the stream was ended for it.
    */
-  final boolean identify(boolean hasNode, Node requestNode) {
+  private boolean identify(boolean hasNode, Node requestNode) {
     if (node == null) {
       if (!hasNode) {
         fail(Status.INVALID_ARGUMENT.withDescription("the first request on a stream must carry the node"));
@@ -351,7 +362,7 @@ abstract class ClientStream<Q, S extends TypeState<?>> implements StreamObserver
    * The type a request is about: its type URL on ADS, the service's type on a per-type service.
    * Returns empty when the stream was ended for a bad type URL.
    */
-  final Optional<TypeUrl> typeOf(String typeUrl) {
+  private Optional<TypeUrl> typeOf(String typeUrl) {
     try {
       if (fixedType.isEmpty()) {
         return Optional.of(TypeUrl.parse(typeUrl));

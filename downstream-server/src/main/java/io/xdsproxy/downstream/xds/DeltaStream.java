@@ -5,8 +5,6 @@ import io.grpc.stub.StreamObserver;
 import io.xdsproxy.core.TypeUrl;
 import java.net.SocketAddress;
 import java.util.Optional;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * One downstream incremental (Delta) stream: ADS or a per-type service. Each type is a
@@ -14,7 +12,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, DeltaTypeState> {
 
-  private static final Logger log = LoggerFactory.getLogger(DeltaStream.class);
   /** The variant's name in logs; lower-cased, its {@code protocol} label in metrics. */
   static final String PROTOCOL = "Delta";
 
@@ -29,10 +26,7 @@ public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, Delta
 
   @Override
   void handle(DeltaDiscoveryRequest request) {
-    if (!wellFormed(request) || !identify(request.hasNode(), request.getNode())) {
-      return;
-    }
-    Optional<TypeUrl> parsed = typeOf(request.getTypeUrl());
+    Optional<TypeUrl> parsed = typeOf(request, request.hasNode(), request.getNode(), request.getTypeUrl());
     if (parsed.isEmpty()) {
       return;
     }

@@ -29,10 +29,7 @@ public final class SotwStream extends ClientStream<DiscoveryRequest, SotwTypeSta
 
   @Override
   void handle(DiscoveryRequest request) {
-    if (!wellFormed(request) || !identify(request.hasNode(), request.getNode())) {
-      return;
-    }
-    Optional<TypeUrl> parsed = typeOf(request.getTypeUrl());
+    Optional<TypeUrl> parsed = typeOf(request, request.hasNode(), request.getNode(), request.getTypeUrl());
     if (parsed.isEmpty()) {
       return;
     }
