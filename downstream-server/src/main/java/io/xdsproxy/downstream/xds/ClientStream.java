@@ -13,7 +13,6 @@ import io.xdsproxy.core.NodeGroup;
 import io.xdsproxy.core.NodeGrouping.UngroupableNodeException;
 import io.xdsproxy.core.NodeGroups;
 import io.xdsproxy.core.SerialExecutor;
-import io.xdsproxy.core.Subscription;
 import io.xdsproxy.core.TypeSnapshot;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.core.XdsResource;
@@ -43,7 +42,8 @@ import org.slf4j.event.Level;
  * What every downstream xDS stream does, whatever its variant: learn the client's node from the
  * first request and hold its node group, read requests one at a time, hear of new snapshots, and
  * write responses in make-before-break order when the transport can take them. {@link SotwStream}
- * and {@link DeltaStream} add the protocol. All state lives on the stream's own {@link SerialExecutor}.
+ * and {@link DeltaStream} add the protocol, each type's logical stream a {@link TypeState}. All
+ * state lives on the stream's own {@link SerialExecutor}.
  *
  * <p>Memory stays bounded whatever the client does (DESIGN invariant 8): requests are read one at a
  * time (manual flow control), snapshots from the node group coalesce into "this type changed", and
@@ -51,40 +51,9 @@ import org.slf4j.event.Level;
  * state when it catches up, not a backlog.
  *
  * @param <Q> the request message
- * @param <R> the response, as the stream's marshaller writes it
  * @param <S> the state of one type's logical stream in the variant
  */
-abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements StreamObserver<Q>, GroupWatcher {
-
-  /** One type's logical stream within a stream: it follows the group's snapshots of its type. */
-  interface TypeStream {
-    void update(TypeSnapshot snapshot);
-
-    Subscription subscription();
-
-    /** The version the client last ACKed, empty if none. */
-    String ackedVersion();
-
-    Optional<String> lastNackMessage();
-
-    /** Each resource subscribed to, with what the client was sent of it and said of it: for CSDS. */
-    List<ResourceStatus> resourceStatuses();
-
-    /**
-     * Of a Cluster stream: the clusters the last response sent anew or changed, which a client warms
-     * until their assignments come ("Resource warming"); each given once. With {@code heldOnly}, only
-     * those the client held an older version of when it connected, for which its first request for
-     * assignments may claim one it holds (Delta's {@code initial_resource_versions}). Empty of other
-     * types.
-     */
-    List<XdsResource> takeWarming(boolean heldOnly);
-
-    /**
-     * The next response owes the client {@code names}, those of them it subscribes to, whether they
-     * changed or not; returns whether any is owed.
-     */
-    boolean owe(Set<String> names);
-  }
+abstract class ClientStream<Q, S extends TypeState<?>> implements StreamObserver<Q>, GroupWatcher {
 
   /** One type's logical stream, and what the transport owes it. */
   private static final class Slot<S> {
@@ -108,10 +77,10 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
   private static final LimitedLog errors = LimitedLog.of(log, Level.ERROR, 20, Duration.ofSeconds(10));
   /** Streams ended or paced for a limit: a flood of them must not flood the log. */
   private static final LimitedLog refusals = LimitedLog.of(log, Level.WARN, 100, Duration.ofSeconds(10));
-  /** NACKs from clients, for {@link SotwStream} and {@link DeltaStream}. */
-  static final LimitedLog nacks = LimitedLog.of(log, Level.WARN, 100, Duration.ofSeconds(10));
+  /** NACKs from clients. */
+  private static final LimitedLog nacks = LimitedLog.of(log, Level.WARN, 100, Duration.ofSeconds(10));
 
-  private final ServerCallStreamObserver<R> responses;
+  private final ServerCallStreamObserver<EncodedResponse> responses;
   /** The node groups, metrics, registry of streams, clock, timer and limits every stream shares. */
   private final Serving serving;
   /** For metrics: "sotw" or "delta", and "ads" or the type of a per-type service. */
@@ -160,9 +129,9 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
    * @param fixedType the type of a per-type service, empty for ADS
    * @param peer the client's address, for logs
    */
-  ClientStream(
-      String protocol, StreamObserver<R> responseObserver, Serving serving, Optional<TypeUrl> fixedType, SocketAddress peer) {
-    this.responses = (ServerCallStreamObserver<R>) responseObserver;
+  ClientStream(String protocol, StreamObserver<EncodedResponse> responseObserver, Serving serving,
+      Optional<TypeUrl> fixedType, SocketAddress peer) {
+    this.responses = (ServerCallStreamObserver<EncodedResponse>) responseObserver;
     this.serving = serving;
     // Interned: a handful of distinct values, held by every stream.
     this.protocol = protocol.toLowerCase(java.util.Locale.ROOT).intern();
@@ -188,26 +157,10 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
     return types.computeIfAbsent(type, t -> new Slot<>(create.apply(t))).state;
   }
 
-  /** The state of {@code type}'s logical stream; the client asked for the type. */
-  final S typeStream(TypeUrl type) {
-    Slot<S> slot = types.get(type);
-    return slot == null ? null : slot.state;
-  }
-
-  /**
-   * The response owed to the client for {@code type} now, if any, recorded as sent with a nonce
-   * from {@link #nextNonce}. Called only when the transport is ready. With {@code deferRemovals},
-   * nothing the client holds is taken away yet: the removals are owed to a later call.
-   */
-  abstract Optional<R> respond(TypeUrl type, boolean deferRemovals);
-
-  /** The nonce of a response about to be sent: made only for one that is, as most calls find none owed. */
-  final String nextNonce() {
+  /** The nonce of a response about to be sent. */
+  private String nextNonce() {
     return Long.toString(++nonces);
   }
-
-  /** The size of {@code response} on the wire, for metrics. */
-  abstract int encodedSize(R response);
 
   /** "SotW ADS", "Delta envoy.config.cluster.v3.Cluster", …: for logs. */
   final String variant() {
@@ -337,8 +290,19 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
     }
   }
 
+  /**
+   * The type {@code request} is about, once it is found to be a request at all, from the stream's
+   * node, of a type the service serves; empty when the stream was ended for it.
+   *
+   * @param hasNode whether the request carries a node, {@code requestNode}
+   */
+  final Optional<TypeUrl> typeOf(com.google.protobuf.MessageOrBuilder request, boolean hasNode, Node requestNode,
+      String typeUrl) {
+    return wellFormed(request) && identify(hasNode, requestNode) ? typeOf(typeUrl) : Optional.empty();
+  }
+
   /** Whether {@code request} is a request at all ({@link InvalidRequest}); ends the stream if not. */
-  final boolean wellFormed(com.google.protobuf.MessageOrBuilder request) {
+  private boolean wellFormed(com.google.protobuf.MessageOrBuilder request) {
     Optional<String> invalid = InvalidRequest.reason(request);
     invalid.ifPresent(why -> fail(Status.INVALID_ARGUMENT.withDescription(
         why + (node == null ? "" : " (node '" + node.getId() + "')"))));
@@ -350,7 +314,7 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
    * group; a later one may leave it out but must not name another node ("Basic Protocol Overview").
    * Returns false when the stream was ended for it.
    */
-  final boolean identify(boolean hasNode, Node requestNode) {
+  private boolean identify(boolean hasNode, Node requestNode) {
     if (node == null) {
       if (!hasNode) {
         fail(Status.INVALID_ARGUMENT.withDescription("the first request on a stream must carry the node"));
@@ -398,7 +362,7 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
    * The type a request is about: its type URL on ADS, the service's type on a per-type service.
    * Returns empty when the stream was ended for a bad type URL.
    */
-  final Optional<TypeUrl> typeOf(String typeUrl) {
+  private Optional<TypeUrl> typeOf(String typeUrl) {
     try {
       if (fixedType.isEmpty()) {
         return Optional.of(TypeUrl.parse(typeUrl));
@@ -457,7 +421,15 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
     /** Names no response, or one that is no longer the latest. */
     NONE,
     ACK,
-    NACK
+    NACK;
+
+    /**
+     * What a request with {@code nonce} says, {@code answers} whether the nonce is one the variant
+     * takes as answering the latest response, {@code errorDetail} whether it carries one.
+     */
+    static Reply of(boolean answers, String nonce, boolean errorDetail) {
+      return !answers || nonce.isEmpty() ? NONE : errorDetail ? NACK : ACK;
+    }
   }
 
   /** Counts a request for {@code type}, and its ACK or NACK. */
@@ -468,6 +440,13 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
       case NACK -> serving.metrics().nack(type);
       case NONE -> { }
     }
+  }
+
+  /** The client NACKed the latest response of {@code state}'s type, whose nonce it names: recorded and logged. */
+  final void nacked(S state, String nonce, com.google.rpc.Status errorDetail) {
+    state.nack(errorDetail.getMessage());
+    nacks.log(fields().type(state.type()), "NACK from node '{}' group {} for {} (nonce {}): {}", node.getId(), group.key(),
+        state.type().shortName(), nonce, errorDetail.getMessage());
   }
 
   final Node node() {
@@ -511,9 +490,9 @@ abstract class ClientStream<Q, R, S extends ClientStream.TypeStream> implements 
       slot.state.owe(assignmentsOwed);
       assignmentsOwed = Set.of();
     }
-    Optional<R> response = respond(type, deferRemovals);
+    Optional<EncodedResponse> response = slot.state.respond(deferRemovals, this::nextNonce);
     if (response.isPresent()) {
-      serving.metrics().response(type, encodedSize(response.get()));
+      serving.metrics().response(type, response.get().size());
       responses.onNext(response.get());
       if (slot.unwritten) {
         serving.metrics().fannedOut(type, System.nanoTime() - slot.unwrittenSince);

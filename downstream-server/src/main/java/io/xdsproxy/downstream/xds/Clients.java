@@ -30,7 +30,7 @@ public final class Clients {
   /** What one stream's client holds, for client status (CSDS): its node and each resource it subscribed to. */
   public record ClientResources(Node node, List<ResourceStatus> resources) {}
 
-  private final Set<ClientStream<?, ?, ?>> streams = ConcurrentHashMap.newKeySet();
+  private final Set<ClientStream<?, ?>> streams = ConcurrentHashMap.newKeySet();
   /** Open streams by node id; a node id with none is not kept. */
   private final Map<String, Integer> byNode = new ConcurrentHashMap<>();
 
@@ -52,11 +52,11 @@ public final class Clients {
     byNode.computeIfPresent(nodeId, (id, open) -> open > 1 ? open - 1 : null);
   }
 
-  void opened(ClientStream<?, ?, ?> stream) {
+  void opened(ClientStream<?, ?> stream) {
     streams.add(stream);
   }
 
-  void closed(ClientStream<?, ?, ?> stream) {
+  void closed(ClientStream<?, ?> stream) {
     streams.remove(stream);
   }
 

@@ -3,19 +3,15 @@ package io.xdsproxy.downstream.xds;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
 import io.grpc.stub.StreamObserver;
 import io.xdsproxy.core.TypeUrl;
-import io.xdsproxy.downstream.xds.DeltaTypeState.Outgoing;
 import java.net.SocketAddress;
 import java.util.Optional;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * One downstream incremental (Delta) stream: ADS or a per-type service. Each type is a
  * {@link DeltaTypeState}. Responses are written from their encoded body ({@link EncodedResponse}).
  */
-public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, EncodedResponse, DeltaTypeState> {
+public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, DeltaTypeState> {
 
-  private static final Logger log = LoggerFactory.getLogger(DeltaStream.class);
   /** The variant's name in logs; lower-cased, its {@code protocol} label in metrics. */
   static final String PROTOCOL = "Delta";
 
@@ -30,10 +26,7 @@ public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, Encod
 
   @Override
   void handle(DeltaDiscoveryRequest request) {
-    if (!wellFormed(request) || !identify(request.hasNode(), request.getNode())) {
-      return;
-    }
-    Optional<TypeUrl> parsed = typeOf(request.getTypeUrl());
+    Optional<TypeUrl> parsed = typeOf(request, request.hasNode(), request.getNode(), request.getTypeUrl());
     if (parsed.isEmpty()) {
       return;
     }
@@ -42,14 +35,11 @@ public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, Encod
     // The nonce pairs an ACK or NACK with a response, but "the server must honor changes to the
     // subscription state even if the nonce is stale" ("Incremental xDS").
     boolean latest = state.isLatest(request.getResponseNonce());
-    counted(type, !latest || request.getResponseNonce().isEmpty() ? Reply.NONE
-        : request.hasErrorDetail() ? Reply.NACK : Reply.ACK);
-    if (state.isLatest(request.getResponseNonce()) && !request.hasErrorDetail()) {
+    counted(type, Reply.of(latest, request.getResponseNonce(), request.hasErrorDetail()));
+    if (latest && !request.hasErrorDetail()) {
       state.ack();
-    } else if (state.isLatest(request.getResponseNonce())) {
-      state.nack(request.getErrorDetail().getMessage());
-      nacks.log(fields().type(type), "NACK from node '{}' group {} for {} (nonce {}): {}", node().getId(), group().key(),
-          type.shortName(), request.getResponseNonce(), request.getErrorDetail().getMessage());
+    } else if (latest) {
+      nacked(state, request.getResponseNonce(), request.getErrorDetail());
     }
     int names = request.getResourceNamesSubscribeCount() + request.getResourceNamesUnsubscribeCount()
         + request.getInitialResourceVersionsCount();
@@ -70,23 +60,5 @@ public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, Encod
     }
     state.update(group().snapshot(type));
     send(type);
-  }
-
-  @Override
-  Optional<EncodedResponse> respond(TypeUrl type, boolean deferRemovals) {
-    DeltaTypeState state = typeStream(type);
-    Optional<Outgoing> outgoing = state.nextResponse(deferRemovals);
-    if (outgoing.isEmpty()) {
-      return Optional.empty();
-    }
-    String nonce = nextNonce();
-    state.sent(outgoing.get(), nonce);
-    return Optional.of(new EncodedResponse(outgoing.get().snapshot().version(), type.url(), nonce,
-        state.encoded(outgoing.get())));
-  }
-
-  @Override
-  int encodedSize(EncodedResponse response) {
-    return response.size();
   }
 }

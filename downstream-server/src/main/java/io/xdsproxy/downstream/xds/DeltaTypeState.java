@@ -23,7 +23,7 @@ import java.util.Set;
  * the next response is the per-resource difference to it, restricted to what the client subscribed
  * to. A stream therefore costs a pointer per type, not a map of names and versions.
  */
-final class DeltaTypeState implements ClientStream.TypeStream {
+final class DeltaTypeState extends TypeState<DeltaTypeState.Outgoing> {
 
   /**
    * A response ready to send, the snapshot it brings the client to, the removals it leaves for a
@@ -31,7 +31,7 @@ final class DeltaTypeState implements ClientStream.TypeStream {
    * streams that owe it alike, if it is shared.
    */
   record Outgoing(List<Resource> resources, List<String> removed, TypeSnapshot snapshot, List<String> deferred,
-      Set<String> withheld, Optional<ResponsePosition> sharedAt) {
+      Set<String> withheld, Optional<ResponsePosition> sharedAt) implements TypeState.Outgoing<Outgoing> {
 
     Outgoing {
       withheld = withheld.isEmpty() ? Set.of() : withheld; // streams keep it: an empty one costs nothing
@@ -42,91 +42,45 @@ final class DeltaTypeState implements ClientStream.TypeStream {
       this(resources, removed, snapshot, deferred, withheld, Optional.empty());
     }
 
-    /** The same response, owed alike by every stream at {@code position}. */
-    Outgoing sharedAt(ResponsePosition position) {
+    @Override
+    public Outgoing sharedAt(ResponsePosition position) {
       return new Outgoing(resources, removed, snapshot, deferred, withheld, Optional.of(position));
+    }
+
+    /** Its system_version_info: the version of the snapshot it brings the client to. */
+    @Override
+    public String version() {
+      return snapshot.version();
+    }
+
+    @Override
+    public int entries() {
+      return resources.size() + removed.size();
     }
   }
 
-  private final TypeUrl type;
-  private final boolean knowsTtl;
-  private Subscription subscription = Subscription.NONE;
   private boolean requested;
-  private TypeSnapshot latest;
-  /** What the last response brought the client to; null before the first response. */
-  private TypeSnapshot base;
-  /**
-   * The snapshot when the client last asked for more, whose do_not_cache resources predate the ask;
-   * null when it held none, as nearly always ({@link TypeSnapshot#ifUncacheable}).
-   */
-  private TypeSnapshot joined;
   /** Versions the client said it has from an earlier stream, for names not answered for yet. */
   private Map<String, String> claimed = Map.of();
-  /** Names (or aliases) to send, or report removed, whatever the client may already have. */
-  private Set<String> forced = Set.of();
   /** Names the client holds that are gone, whose removal a response left for the next one. */
   private Set<String> pendingRemovals = Set.of();
   /** Everything in the wildcard is to be sent: the wildcard was just subscribed to. */
   private boolean forceAll;
-  /** Of a Cluster stream: what the last response sent anew or changed, until {@link #takeWarming}. */
-  private List<XdsResource> warming = List.of();
-  /** Of those, the ones the client claimed an older version of when it connected. */
-  private List<XdsResource> warmingHeld = List.of();
-  private String lastNonce = "";
-  private String lastNackMessage;
-  private String ackedVersion = "";
-  private final Deliveries deliveries;
 
   /**
    * @param knowsTtl the client announced TTL support: it gets TTLs and heartbeats ("TTL")
    * @param clock stamps responses, ACKs and NACKs for client status
    */
   DeltaTypeState(TypeUrl type, TypeSnapshot initial, boolean knowsTtl, Clock clock) {
-    this.type = type;
-    this.latest = initial;
-    this.joined = initial.ifUncacheable();
-    this.knowsTtl = knowsTtl;
-    this.deliveries = Deliveries.delta(clock);
+    super(type, "Delta", initial, knowsTtl, Deliveries.delta(clock));
   }
 
-  TypeUrl type() {
-    return type;
-  }
-
-  @Override
-  public Subscription subscription() {
-    return subscription;
-  }
-
-  /** Whether {@code nonce} names the latest response of this type (ACKs and NACKs of older ones are stale). */
-  boolean isLatest(String nonce) {
-    return !nonce.isEmpty() && nonce.equals(lastNonce);
-  }
-
-  void nack(String message) {
-    lastNackMessage = message;
-    deliveries.nacked(message);
-  }
-
-  /** The client ACKed the latest response: it holds the state that response brought it to. */
+  /**
+   * The client ACKed the latest response ({@link #isLatest}; ACKs and NACKs of older ones are
+   * stale): it holds the state that response brought it to.
+   */
   void ack() {
-    ackedVersion = base.version();
-    deliveries.acked();
-  }
-
-  @Override
-  public List<ResourceStatus> resourceStatuses() {
-    return deliveries.statuses(type, subscription, latest);
-  }
-
-  @Override
-  public String ackedVersion() {
-    return ackedVersion;
-  }
-
-  @Override
-  public Optional<String> lastNackMessage() {
-    return Optional.ofNullable(lastNackMessage);
+    ack(held.version());
   }
 
   /**
@@ -152,11 +106,11 @@ final class DeltaTypeState implements ClientStream.TypeStream {
     }
     for (String name : unsubscribe) {
       if (!next.covers(name)) {
-        forced = NameSets.without(forced, name); // no longer wanted: nothing is owed of it
+        owed = NameSets.without(owed, name); // no longer wanted: nothing is owed of it
       } else if (!Subscription.WILDCARD.equals(name) && subscription.names().contains(name)) {
         // "Unsubscribing from Resources": a client with a wildcard that drops a name it also named
         // cannot tell whether the wildcard still covers it, so it is told either way.
-        forced = NameSets.with(forced, name);
+        owed = NameSets.with(owed, name);
       }
       // Else a phantom unsubscription, ignored: what is owed of a name the wildcard covers stays owed.
     }
@@ -165,19 +119,19 @@ final class DeltaTypeState implements ClientStream.TypeStream {
       // Only what the same first request claims it has is taken at its word: a claim not yet answered
       // may be of a resource the client has dropped since, unsubscribing.
       if (!Subscription.WILDCARD.equals(name) && !(first && claimed.containsKey(name))) {
-        forced = NameSets.with(forced, name);
+        owed = NameSets.with(owed, name);
       }
     }
     boolean changed = next != subscription && !next.equals(subscription);
     if (!subscribe.isEmpty() || changed && !next.interest().beyond(subscription.interest()).isEmpty()) {
-      joined = latest.ifUncacheable();
+      joinedNow();
     }
     subscription = next;
     return new Subscribed(changed, refetch);
   }
 
   /**
-   * "Subscribing to Resources": names subscribed again are sent again (forced, below), and everything
+   * "Subscribing to Resources": names subscribed again are sent again (owed, below), and everything
    * under the wildcard when it is subscribed again (here); not from the store's copy where it is
    * do_not_cache ({@link #servable}): a proxy of a lower tier asks again so when a client of its own
    * comes for such a resource, and must get the upstream's next copy. Returns whether the request asks
@@ -200,65 +154,24 @@ final class DeltaTypeState implements ClientStream.TypeStream {
     return false;
   }
 
+  /** Claims from a reconnect, removals owed and a wildcard subscribed again are this stream's alone. */
   @Override
-  public void update(TypeSnapshot snapshot) {
-    latest = snapshot;
+  boolean ownsResponse() {
+    return forceAll || !claimed.isEmpty() || !pendingRemovals.isEmpty();
   }
 
+  /** The resources and removals of {@code outgoing}, encoded as a DeltaDiscoveryResponse carries them. */
   @Override
-  public List<XdsResource> takeWarming(boolean heldOnly) {
-    List<XdsResource> taken = heldOnly ? warmingHeld : warming;
-    warming = List.of();
-    warmingHeld = List.of();
-    return taken;
-  }
-
-  @Override
-  public boolean owe(Set<String> names) {
-    boolean owed = false;
-    for (String name : names) {
-      if (subscription.covers(name)) {
-        forced = NameSets.with(forced, name);
-        owed = true;
-      }
-    }
-    return owed;
-  }
-
-  /**
-   * The response owed now: resources the client lacks or holds at another version, and removals.
-   * With {@code deferRemovals}, removals are left for the next call, and a response that would only
-   * remove is not made.
-   */
-  Optional<Outgoing> nextResponse(boolean deferRemovals) {
-    if (base == null || forceAll || !claimed.isEmpty() || !pendingRemovals.isEmpty() || latest.holdsUncacheable()) {
-      return build(deferRemovals); // owed for reasons of this stream's own
-    }
-    ResponsePosition position = new ResponsePosition("Delta", base.sequence(), subscription, knowsTtl,
-        deferRemovals ? 1 : 0, Set.copyOf(forced));
-    return latest.share(position, () -> build(deferRemovals).map(outgoing -> outgoing.sharedAt(position)),
-        outgoing -> 64 + 8L * outgoing.map(o -> o.resources().size() + o.removed().size()).orElse(0));
-  }
-
-  /**
-   * The resources and removals of {@code outgoing}, encoded as a DeltaDiscoveryResponse carries them;
-   * a shared response is encoded once, for every stream that sends it.
-   */
-  byte[] encoded(Outgoing outgoing) {
-    if (outgoing.sharedAt().isPresent()) {
-      return outgoing.snapshot().share(outgoing.sharedAt().get().encoding(),
-          () -> EncodedResponse.deltaBody(outgoing.resources(), outgoing.removed()), bytes -> bytes.length);
-    }
+  byte[] body(Outgoing outgoing) {
     return EncodedResponse.deltaBody(outgoing.resources(), outgoing.removed());
   }
 
   /**
-   * The response owed now, built for this stream. Every stream in the same {@link ResponsePosition}
-   * owes the same: what it reads of this stream is in the position, or is empty (claims from a
-   * reconnect, removals owed) or unused (when the client joined matters only for
-   * do_not_cache resources) whenever {@link #nextResponse} shares it.
+   * Resources the client lacks or holds at another version, and removals; with {@code deferRemovals},
+   * removals are left for the next call, and a response that would only remove is not made.
    */
-  private Optional<Outgoing> build(boolean deferRemovals) {
+  @Override
+  Optional<Outgoing> build(boolean deferRemovals) {
     List<Resource> resources = new ArrayList<>();
     List<String> removed = new ArrayList<>();
     Set<String> sent = new HashSet<>();
@@ -289,7 +202,7 @@ final class DeltaTypeState implements ClientStream.TypeStream {
         removed.add(name);
       }
     }
-    if (resources.isEmpty() && removed.isEmpty() && (base != null || !readyToAnswer())) {
+    if (resources.isEmpty() && removed.isEmpty() && (held != null || !readyToAnswer())) {
       return Optional.empty();
     }
     // Rule 17 of interop.md: the first request of a type is answered, even with nothing, once the
@@ -310,50 +223,49 @@ final class DeltaTypeState implements ClientStream.TypeStream {
     return true;
   }
 
-  /** Marks {@code outgoing} as sent with {@code nonce}: the client now holds its snapshot. */
-  void sent(Outgoing outgoing, String nonce) {
-    if (type.equals(TypeUrl.CLUSTER)) {
-      List<XdsResource> sentAnew = new ArrayList<>();
-      List<XdsResource> held = new ArrayList<>();
-      for (Resource resource : outgoing.resources()) {
-        XdsResource cluster = resource.hasResource() ? outgoing.snapshot().get(resource.getName()) : null;
-        if (cluster != null) { // else a heartbeat: nothing changed
-          sentAnew.add(cluster);
-          if (claimed.containsKey(cluster.name())) {
-            held.add(cluster);
-          }
-        }
+  @Override
+  List<XdsResource> sentAnew(Outgoing outgoing) {
+    List<XdsResource> sentAnew = new ArrayList<>();
+    for (Resource resource : outgoing.resources()) {
+      XdsResource cluster = resource.hasResource() ? outgoing.snapshot().get(resource.getName()) : null;
+      if (cluster != null) { // else a heartbeat: nothing changed
+        sentAnew.add(cluster);
       }
-      warming = sentAnew;
-      warmingHeld = held.isEmpty() ? List.of() : held;
     }
+    return sentAnew;
+  }
+
+  @Override
+  boolean claimedOnConnecting(String name) {
+    return claimed.containsKey(name);
+  }
+
+  @Override
+  void afterSent(Outgoing outgoing) {
     pendingRemovals = outgoing.deferred().isEmpty() ? Set.of() : NameSets.withAll(pendingRemovals, outgoing.deferred());
-    base = outgoing.snapshot();
-    lastNonce = nonce;
     forceAll = false;
     // A name not heard of yet stays owed, with what the client claimed of it.
-    forced = NameSets.retained(forced, name -> base.resolve(name) == null && base.state(name) == NameState.UNKNOWN);
+    owed = NameSets.retained(owed, name -> held.resolve(name) == null && held.state(name) == NameState.UNKNOWN);
     // Left out as do_not_cache: owed, whatever its version, once the upstream's fresh copy comes.
-    forced = NameSets.withAll(forced, outgoing.withheld());
+    owed = NameSets.withAll(owed, outgoing.withheld());
     if (!claimed.isEmpty()) {
-      claimed.keySet().removeIf(name -> base.state(name) != NameState.UNKNOWN);
+      claimed.keySet().removeIf(name -> held.state(name) != NameState.UNKNOWN);
       if (claimed.isEmpty()) {
         claimed = Map.of(); // a hash table never shrinks: the emptied one is dropped
       }
     }
-    deliveries.sent(base.version(), base, subscription, outgoing.withheld());
   }
 
   /**
    * Every name that could need a resource or a removal: in scope now, or held by the client. When
-   * the store can say what changed since the client's {@link #base}, only those and the names owed
-   * for other reasons (forced, claimed): a change of one resource then costs a stream what changed,
+   * the store can say what changed since the client's {@link #held}, only those and the names owed or
+   * claimed whatever changed: a change of one resource then costs a stream what changed,
    * not everything it subscribed to.
    */
   private Set<String> candidates() {
-    Set<String> names = new LinkedHashSet<>(forced);
+    Set<String> names = new LinkedHashSet<>(owed);
     names.addAll(claimed.keySet());
-    Optional<Set<String>> changed = base == null || forceAll ? Optional.empty() : latest.changedSince(base);
+    Optional<Set<String>> changed = held == null || forceAll ? Optional.empty() : latest.changedSince(held);
     if (changed.isPresent()) {
       for (String name : changed.get()) {
         if (subscription.covers(name)) {
@@ -365,24 +277,20 @@ final class DeltaTypeState implements ClientStream.TypeStream {
     names.addAll(subscription.names());
     if (subscription.wildcard()) {
       names.addAll(latest.resources().keySet());
-      if (base != null) {
-        names.addAll(base.resources().keySet());
+      if (held != null) {
+        names.addAll(held.resources().keySet());
       }
     }
     return names;
   }
 
   /**
-   * Whether {@code resource} may be sent to this client. One the upstream marked do_not_cache is
-   * not served from the store to a client that asked for it after it came (invariant 3): that client
-   * waits for the upstream's next copy, which the proxy asks for. Only a client that holds this very
-   * copy, and did not ask for it again, keeps it. The snapshot a response brought it to holds what
-   * the response withheld too, which the client does not have: those names are owed ({@link #forced}).
+   * Not if the client asked for it again, nor if the last response withheld it: those names are owed
+   * ({@link #owed}).
    */
-  private boolean servable(XdsResource resource) {
-    return !resource.doNotCache()
-        || joined == null || joined.get(resource.name()) != resource
-        || base != null && base.get(resource.name()) == resource && !forceAll && !forced.contains(resource.name());
+  @Override
+  boolean holdsCopyOf(String name) {
+    return !forceAll && !owed.contains(name);
   }
 
   private boolean covers(XdsResource resource) {
@@ -398,21 +306,21 @@ final class DeltaTypeState implements ClientStream.TypeStream {
   }
 
   private boolean mustSend(String name, XdsResource current) {
-    if (forced.contains(name) || forceAll) {
+    if (owed.contains(name) || forceAll) {
       return true;
     }
-    String held = heldVersion(current.name());
-    if (held == null || !held.equals(current.version())) {
+    String version = heldVersion(current.name());
+    if (version == null || !version.equals(current.version())) {
       return true;
     }
     // Same version, other TTL: "the management server resends the resource with a new TTL".
-    XdsResource sent = base == null ? null : base.get(current.name());
+    XdsResource sent = held == null ? null : held.get(current.name());
     return knowsTtl && sent != null && sent != current && !sent.sameAs(current);
   }
 
   /** The resource was refreshed by a heartbeat since the client got it. */
   private boolean isHeartbeat(XdsResource current) {
-    XdsResource sent = base == null ? null : base.get(current.name());
+    XdsResource sent = held == null ? null : held.get(current.name());
     return sent != null && sent != current && sent.sameAs(current);
   }
 
@@ -422,10 +330,10 @@ final class DeltaTypeState implements ClientStream.TypeStream {
    * Requested Resource Does Not Exist").
    */
   private boolean mustReportRemoved(String name) {
-    if (forced.contains(name) || heldVersion(name) != null) {
+    if (owed.contains(name) || heldVersion(name) != null) {
       return true;
     }
-    return subscription.names().contains(name) && (base == null || base.state(name) != NameState.ABSENT);
+    return subscription.names().contains(name) && (held == null || held.state(name) != NameState.ABSENT);
   }
 
   /** The version of {@code name} the client holds, or null. */
@@ -434,7 +342,7 @@ final class DeltaTypeState implements ClientStream.TypeStream {
     if (claim != null) {
       return claim;
     }
-    XdsResource had = base == null ? null : base.get(name);
+    XdsResource had = held == null ? null : held.get(name);
     return had == null ? null : had.version();
   }
 }

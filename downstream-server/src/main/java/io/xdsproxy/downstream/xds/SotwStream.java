@@ -3,7 +3,6 @@ package io.xdsproxy.downstream.xds;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.grpc.stub.StreamObserver;
 import io.xdsproxy.core.TypeUrl;
-import io.xdsproxy.downstream.xds.SotwTypeState.Outgoing;
 import java.net.SocketAddress;
 import java.util.Optional;
 import org.slf4j.Logger;
@@ -13,7 +12,7 @@ import org.slf4j.LoggerFactory;
  * One downstream State-of-the-World stream: ADS (every type multiplexed by type URL) or a per-type
  * service (one fixed type). Each type is a {@link SotwTypeState}.
  */
-public final class SotwStream extends ClientStream<DiscoveryRequest, EncodedResponse, SotwTypeState> {
+public final class SotwStream extends ClientStream<DiscoveryRequest, SotwTypeState> {
 
   private static final Logger log = LoggerFactory.getLogger(SotwStream.class);
   /** The variant's name in logs; lower-cased, its {@code protocol} label in metrics. */
@@ -30,18 +29,14 @@ public final class SotwStream extends ClientStream<DiscoveryRequest, EncodedResp
 
   @Override
   void handle(DiscoveryRequest request) {
-    if (!wellFormed(request) || !identify(request.hasNode(), request.getNode())) {
-      return;
-    }
-    Optional<TypeUrl> parsed = typeOf(request.getTypeUrl());
+    Optional<TypeUrl> parsed = typeOf(request, request.hasNode(), request.getNode(), request.getTypeUrl());
     if (parsed.isEmpty()) {
       return;
     }
     TypeUrl type = parsed.get();
     SotwTypeState state = typeStream(type, t -> new SotwTypeState(t, group().snapshot(t), knowsTtl(true), clock()));
     boolean current = state.isCurrent(request.getResponseNonce());
-    counted(type, !current || request.getResponseNonce().isEmpty() ? Reply.NONE
-        : request.hasErrorDetail() ? Reply.NACK : Reply.ACK);
+    counted(type, Reply.of(current, request.getResponseNonce(), request.hasErrorDetail()));
     if (!current) {
       // "Requests become stale": the client will ask again when it has seen the newer response.
       fields().type(type).addTo(log.atDebug()).log("node '{}' {}: ignoring request with stale nonce {}", node().getId(),
@@ -49,9 +44,7 @@ public final class SotwStream extends ClientStream<DiscoveryRequest, EncodedResp
       return;
     }
     if (request.hasErrorDetail()) {
-      state.nack(request.getErrorDetail().getMessage());
-      nacks.log(fields().type(type), "NACK from node '{}' group {} for {} (nonce {}): {}", node().getId(), group().key(),
-          type.shortName(), request.getResponseNonce(), request.getErrorDetail().getMessage());
+      nacked(state, request.getResponseNonce(), request.getErrorDetail());
     } else if (state.asksAgain(request.getResourceNamesList(), request.getVersionInfo())) {
       if (state.askedAgain()) {
         group().refetch(type);
@@ -68,22 +61,5 @@ public final class SotwStream extends ClientStream<DiscoveryRequest, EncodedResp
     }
     state.update(group().snapshot(type));
     send(type);
-  }
-
-  @Override
-  Optional<EncodedResponse> respond(TypeUrl type, boolean deferRemovals) {
-    SotwTypeState state = typeStream(type);
-    Optional<Outgoing> outgoing = state.nextResponse(deferRemovals);
-    if (outgoing.isEmpty()) {
-      return Optional.empty();
-    }
-    String nonce = nextNonce();
-    state.sent(outgoing.get(), nonce);
-    return Optional.of(new EncodedResponse(outgoing.get().version(), type.url(), nonce, state.encoded(outgoing.get())));
-  }
-
-  @Override
-  int encodedSize(EncodedResponse response) {
-    return response.size();
   }
 }

@@ -26,7 +26,7 @@ import java.util.Set;
  * and never a response for a heartbeat, which changes nothing it can see. The wrapper is how a proxy
  * of a lower tier, which announces TTL support, learns of both.
  */
-final class SotwTypeState implements ClientStream.TypeStream {
+final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
 
   /**
    * A response ready to send: its resources, the heartbeats it carries, its version_info, the
@@ -42,47 +42,34 @@ final class SotwTypeState implements ClientStream.TypeStream {
       boolean removalsDeferred,
       Set<String> withheld,
       boolean whole,
-      Optional<ResponsePosition> sharedAt) {
+      Optional<ResponsePosition> sharedAt) implements TypeState.Outgoing<Outgoing> {
 
     Outgoing {
       withheld = withheld.isEmpty() ? Set.of() : withheld; // streams keep it: an empty one costs nothing
     }
 
-    /** The same response, owed alike by every stream at {@code position}. */
-    Outgoing sharedAt(ResponsePosition position) {
+    @Override
+    public Outgoing sharedAt(ResponsePosition position) {
       return new Outgoing(included, heartbeats, version, snapshot, removalsDeferred, withheld, whole, Optional.of(position));
+    }
+
+    @Override
+    public int entries() {
+      return included.size() + heartbeats.size();
     }
   }
 
-  private final TypeUrl type;
-  private final boolean knowsTtl;
-  private Subscription subscription = Subscription.NONE;
   /** The resource_names of the last request, as sent; shared with the streams that sent the same. */
   private List<String> lastNames;
-  /** Names added to the subscription since the last response: sent even if unchanged. */
-  private Set<String> newlySubscribed = Set.of();
-  private TypeSnapshot latest;
-  private TypeSnapshot lastSent;
-  /**
-   * The snapshot when the client last asked for more, whose do_not_cache resources predate the ask;
-   * null when it held none, as nearly always ({@link TypeSnapshot#ifUncacheable}).
-   */
-  private TypeSnapshot joined;
   /** Names in scope the last response left out as do_not_cache: owed as soon as a fresh copy comes. */
   private Set<String> withheld = Set.of();
-  /** The last response kept resources that {@link #lastSent} no longer has: the client still holds them. */
+  /** The last response kept resources that {@link #held} no longer has: the client still holds them. */
   private boolean removalsPending;
   /**
    * The client asked again while the store held do_not_cache resources it subscribes to: a whole
    * state waits for the upstream's next copies, since one without them would delete them.
    */
   private boolean awaitsFreshCopies;
-  /** Of a Cluster stream: what the last response sent anew or changed, until {@link #takeWarming}. */
-  private List<XdsResource> warming = List.of();
-  private String lastNonce = "";
-  private String ackedVersion = "";
-  private String lastNackMessage;
-  private final Deliveries deliveries;
 
   /**
    * For REST-JSON polling, whose requests are not a stream and so are not in client status.
@@ -98,11 +85,7 @@ final class SotwTypeState implements ClientStream.TypeStream {
    * @param clock stamps responses, ACKs and NACKs for client status
    */
   SotwTypeState(TypeUrl type, TypeSnapshot initial, boolean knowsTtl, Clock clock) {
-    this.type = type;
-    this.latest = initial;
-    this.joined = initial.ifUncacheable();
-    this.knowsTtl = knowsTtl;
-    this.deliveries = Deliveries.sotw(type, clock);
+    super(type, "SotW", initial, knowsTtl, Deliveries.sotw(type, clock));
   }
 
   /**
@@ -110,14 +93,16 @@ final class SotwTypeState implements ClientStream.TypeStream {
    * a whole state is encoded once per snapshot, and a shared response once per position, for every
    * stream that sends it alike.
    */
+  @Override
   byte[] encoded(Outgoing outgoing) {
     if (outgoing.whole()) {
-      return outgoing.snapshot().memo(knowsTtl ? WHOLE_WRAPPED : WHOLE, () -> EncodedResponse.sotwBody(encode(outgoing)));
+      return outgoing.snapshot().memo(knowsTtl ? WHOLE_WRAPPED : WHOLE, () -> body(outgoing));
     }
-    if (outgoing.sharedAt().isPresent()) {
-      return outgoing.snapshot().share(outgoing.sharedAt().get().encoding(), () -> EncodedResponse.sotwBody(encode(outgoing)),
-          bytes -> bytes.length);
-    }
+    return super.encoded(outgoing);
+  }
+
+  @Override
+  byte[] body(Outgoing outgoing) {
     return EncodedResponse.sotwBody(encode(outgoing));
   }
 
@@ -137,29 +122,6 @@ final class SotwTypeState implements ClientStream.TypeStream {
     return encoded;
   }
 
-  TypeUrl type() {
-    return type;
-  }
-
-  @Override
-  public Subscription subscription() {
-    return subscription;
-  }
-
-  String lastNonce() {
-    return lastNonce;
-  }
-
-  @Override
-  public String ackedVersion() {
-    return ackedVersion;
-  }
-
-  @Override
-  public Optional<String> lastNackMessage() {
-    return Optional.ofNullable(lastNackMessage);
-  }
-
   /**
    * Whether a request carrying {@code nonce} answers this stream's latest response. A request with
    * an older nonce is stale and ignored ("Resource updates": stale nonces); before the proxy has
@@ -167,18 +129,7 @@ final class SotwTypeState implements ClientStream.TypeStream {
    * stream ("the nonce is valid only in the context of an individual xDS stream").
    */
   boolean isCurrent(String nonce) {
-    return nonce.isEmpty() || lastNonce.isEmpty() || nonce.equals(lastNonce);
-  }
-
-  void ack(String version) {
-    // The snapshot's own string where it is the same: every stream then holds one string, not its own copy.
-    ackedVersion = lastSent != null && version.equals(lastSent.version()) ? lastSent.version() : version;
-    deliveries.acked();
-  }
-
-  void nack(String message) {
-    lastNackMessage = message;
-    deliveries.nacked(message);
+    return nonce.isEmpty() || !answered() || isLatest(nonce);
   }
 
   /**
@@ -189,7 +140,7 @@ final class SotwTypeState implements ClientStream.TypeStream {
    * java-control-plane and go-control-plane answer it with their whole state.
    */
   boolean asksAgain(List<String> resourceNames, String version) {
-    return version.isEmpty() && !lastNonce.isEmpty() && repeats(resourceNames);
+    return version.isEmpty() && answered() && repeats(resourceNames);
   }
 
   /**
@@ -198,15 +149,9 @@ final class SotwTypeState implements ClientStream.TypeStream {
    * whether it waits for such a copy, which the group must then ask its upstream for.
    */
   boolean askedAgain() {
-    lastSent = null;
-    joined = latest.ifUncacheable();
-    awaitsFreshCopies = joined != null && joined.holdsUncacheable(subscription.interest());
+    held = null;
+    awaitsFreshCopies = joinedNow();
     return awaitsFreshCopies;
-  }
-
-  @Override
-  public List<ResourceStatus> resourceStatuses() {
-    return deliveries.statuses(type, subscription, latest);
   }
 
   /** Whether {@code resourceNames} are those of the last request, as an ACK's are. */
@@ -228,24 +173,19 @@ final class SotwTypeState implements ClientStream.TypeStream {
     }
     for (String name : next.names()) {
       if (!subscription.names().contains(name)) {
-        newlySubscribed = NameSets.with(newlySubscribed, name);
+        owed = NameSets.with(owed, name); // newly subscribed: sent even if unchanged
       }
     }
-    newlySubscribed = NameSets.retained(newlySubscribed, next.names()::contains);
+    owed = NameSets.retained(owed, next.names()::contains);
     if (!next.interest().beyond(subscription.interest()).isEmpty()) {
-      joined = latest.ifUncacheable();
+      joinedNow();
     }
     if (next.wildcard() && !subscription.wildcard()) {
       // A new wildcard is a request for everything: resend as if nothing had been sent.
-      lastSent = null;
+      held = null;
     }
     subscription = next;
     return true;
-  }
-
-  @Override
-  public void update(TypeSnapshot snapshot) {
-    latest = snapshot;
   }
 
   /**
@@ -254,8 +194,9 @@ final class SotwTypeState implements ClientStream.TypeStream {
    * changed meanwhile warms it, and may have asked for its endpoints on this stream already). Costs
    * what changed since the last response when the store can say what that is, not the whole state.
    */
-  private List<XdsResource> changedFor(Outgoing outgoing) {
-    Optional<Set<String>> touched = lastSent == null ? Optional.empty() : outgoing.snapshot().changedSince(lastSent);
+  @Override
+  List<XdsResource> sentAnew(Outgoing outgoing) {
+    Optional<Set<String>> touched = held == null ? Optional.empty() : outgoing.snapshot().changedSince(held);
     Iterable<XdsResource> candidates = outgoing.included();
     if (touched.isPresent()) {
       Set<String> names = new HashSet<>(touched.get());
@@ -271,7 +212,7 @@ final class SotwTypeState implements ClientStream.TypeStream {
     }
     List<XdsResource> changed = new ArrayList<>();
     for (XdsResource resource : candidates) {
-      XdsResource sent = lastSent == null ? null : lastSent.get(resource.name());
+      XdsResource sent = held == null ? null : held.get(resource.name());
       if (sent == null || withheld.contains(resource.name()) || differs(sent, resource)) {
         changed.add(resource);
       }
@@ -281,77 +222,49 @@ final class SotwTypeState implements ClientStream.TypeStream {
 
   /** A SotW client claims nothing on connecting: its first request for assignments is answered in full. */
   @Override
-  public List<XdsResource> takeWarming(boolean heldOnly) {
-    List<XdsResource> taken = heldOnly ? List.of() : warming;
-    warming = List.of();
-    return taken;
+  boolean claimedOnConnecting(String name) {
+    return false;
+  }
+
+  /**
+   * With {@code deferRemovals}, a full-state response keeps the resources the client holds that are
+   * gone upstream, and a response that would only remove is not made at all: the removal is owed to
+   * the next call.
+   */
+  @Override
+  Optional<Outgoing> nextResponse(boolean deferRemovals) {
+    return subscription.isEmpty() ? Optional.empty() : super.nextResponse(deferRemovals);
+  }
+
+  /** Resources the last response withheld are owed to this stream alone. */
+  @Override
+  boolean ownsResponse() {
+    return !withheld.isEmpty();
+  }
+
+  /** A response that kept resources gone upstream owes their removal: 2. */
+  @Override
+  int positionFlags() {
+    return removalsPending ? 2 : 0;
   }
 
   @Override
-  public boolean owe(Set<String> names) {
-    boolean owed = false;
-    for (String name : names) {
-      if (subscription.covers(name)) {
-        newlySubscribed = NameSets.with(newlySubscribed, name);
-        owed = true;
-      }
-    }
-    return owed;
+  Optional<Outgoing> build(boolean deferRemovals) {
+    return type().isFullStateInSotw() ? fullState(deferRemovals) : changedOnly();
   }
 
-  /**
-   * The response owed to the client now, if any ("When to send an update": only when something it
-   * subscribed to changed or was newly asked for). With {@code deferRemovals}, a full-state response
-   * keeps the resources the client holds that are gone upstream, and a response that would only
-   * remove is not made at all: the removal is owed to the next call.
-   */
-  Optional<Outgoing> nextResponse(boolean deferRemovals) {
-    if (subscription.isEmpty()) {
-      return Optional.empty();
-    }
-    if (lastSent == null || !withheld.isEmpty() || latest.holdsUncacheable()) {
-      return build(deferRemovals); // owed for reasons of this stream's own
-    }
-    ResponsePosition position = new ResponsePosition("SotW", lastSent.sequence(), subscription, knowsTtl,
-        (deferRemovals ? 1 : 0) | (removalsPending ? 2 : 0), Set.copyOf(newlySubscribed));
-    return latest.share(position, () -> build(deferRemovals).map(outgoing -> outgoing.sharedAt(position)),
-        outgoing -> 64 + 8L * outgoing.map(o -> o.included().size() + o.heartbeats().size()).orElse(0));
-  }
-
-  /**
-   * The response owed now, built for this stream. Every stream in the same {@link ResponsePosition}
-   * owes the same: what it reads of this stream is in the position, or is empty (withheld resources)
-   * or unused (when and from which snapshot the client joined matters only
-   * for do_not_cache resources) whenever {@link #nextResponse} shares it.
-   */
-  private Optional<Outgoing> build(boolean deferRemovals) {
-    return type.isFullStateInSotw() ? fullState(deferRemovals) : changedOnly();
-  }
-
-  /** Marks {@code outgoing} as sent with {@code nonce}. */
-  void sent(Outgoing outgoing, String nonce) {
-    if (type.equals(TypeUrl.CLUSTER)) {
-      warming = changedFor(outgoing);
-    }
-    lastSent = outgoing.snapshot();
+  @Override
+  void afterSent(Outgoing outgoing) {
     removalsPending = outgoing.removalsDeferred();
     withheld = outgoing.withheld();
-    lastNonce = nonce;
-    newlySubscribed = Set.of();
+    owed = Set.of();
     awaitsFreshCopies = false;
-    deliveries.sent(outgoing.version(), outgoing.snapshot(), subscription, outgoing.withheld());
   }
 
-  /**
-   * Whether {@code resource} may be sent to this client. One the upstream marked do_not_cache is
-   * not served from the store to a client that asked for it after it came (invariant 3): that client
-   * waits for the upstream's next copy, which the proxy asks for.
-   */
-  private boolean servable(XdsResource resource) {
-    return !resource.doNotCache()
-        || joined == null || joined.get(resource.name()) != resource
-        // The client holds this very copy: the last response's snapshot, but not what that withheld.
-        || lastSent != null && lastSent.get(resource.name()) == resource && !withheld.contains(resource.name());
+  /** The last response's snapshot holds what that response withheld, which the client does not. */
+  @Override
+  boolean holdsCopyOf(String name) {
+    return !withheld.contains(name);
   }
 
   /** Whether the client would see a difference between what it was sent and {@code current}. */
@@ -389,9 +302,9 @@ final class SotwTypeState implements ClientStream.TypeStream {
     if (awaitsFreshCopies && !withheldNow.isEmpty()) {
       return Optional.empty();
     }
-    boolean resend = lastSent == null || !newlySubscribed.isEmpty() || removalsPending;
-    if (!resend && (lastSent == latest || !knowsTtl && withheld.isEmpty() && subscription.wildcard()
-        && lastSent.version().equals(latest.version()))) {
+    boolean resend = held == null || !owed.isEmpty() || removalsPending;
+    if (!resend && (held == latest || !knowsTtl && withheld.isEmpty() && subscription.wildcard()
+        && held.version().equals(latest.version()))) {
       // Nothing at all, or nothing such a client can see: the type version covers every resource's.
       return Optional.empty();
     }
@@ -399,7 +312,7 @@ final class SotwTypeState implements ClientStream.TypeStream {
     boolean changed = resend;
     if (!resend) {
       for (XdsResource resource : resources) {
-        XdsResource sent = lastSent.get(resource.name());
+        XdsResource sent = held.get(resource.name());
         if (sent == null || differs(sent, resource) || withheld.contains(resource.name())) {
           changed = true;
         } else if (knowsTtl && sent != resource) {
@@ -407,7 +320,7 @@ final class SotwTypeState implements ClientStream.TypeStream {
         }
       }
     }
-    List<XdsResource> removed = lastSent == null ? List.of() : removedSinceLastSent();
+    List<XdsResource> removed = held == null ? List.of() : removedSinceLastSent();
     if (!changed && removed.isEmpty()) {
       return heartbeats.isEmpty()
           ? Optional.empty()
@@ -430,10 +343,10 @@ final class SotwTypeState implements ClientStream.TypeStream {
 
   /** Resources of the last response that the client subscribes to and that are gone now. */
   private List<XdsResource> removedSinceLastSent() {
-    Iterable<String> names = subscription.wildcard() ? lastSent.resources().keySet() : subscription.names();
+    Iterable<String> names = subscription.wildcard() ? held.resources().keySet() : subscription.names();
     List<XdsResource> removed = new ArrayList<>();
     for (String name : names) {
-      XdsResource had = lastSent.get(name);
+      XdsResource had = held.get(name);
       if (had != null && latest.get(name) == null) {
         removed.add(had);
       }
@@ -451,7 +364,7 @@ final class SotwTypeState implements ClientStream.TypeStream {
     Set<String> withheldNow = new HashSet<>();
     for (String name : candidates()) {
       XdsResource resource = latest.get(name);
-      XdsResource sent = lastSent == null ? null : lastSent.get(name);
+      XdsResource sent = held == null ? null : held.get(name);
       if (resource == null && sent == null && awaitsAssignment(name)) {
         resources.add(emptyAssignment(name));
         continue;
@@ -461,7 +374,7 @@ final class SotwTypeState implements ClientStream.TypeStream {
       }
       if (!servable(resource)) {
         withheldNow.add(name);
-      } else if (sent == null || newlySubscribed.contains(name) || withheld.contains(name) || differs(sent, resource)) {
+      } else if (sent == null || owed.contains(name) || withheld.contains(name) || differs(sent, resource)) {
         resources.add(resource);
       } else if (knowsTtl && sent != resource) {
         heartbeats.add(resource);
@@ -482,8 +395,8 @@ final class SotwTypeState implements ClientStream.TypeStream {
    * once: when the name is asked for anew, on the stream's first response, or once it became absent.
    */
   private boolean awaitsAssignment(String name) {
-    return type.equals(TypeUrl.ENDPOINT) && latest.state(name) == NameState.ABSENT && subscription.names().contains(name)
-        && (lastSent == null || newlySubscribed.contains(name) || lastSent.state(name) != NameState.ABSENT);
+    return type().equals(TypeUrl.ENDPOINT) && latest.state(name) == NameState.ABSENT && subscription.names().contains(name)
+        && (held == null || owed.contains(name) || held.state(name) != NameState.ABSENT);
   }
 
   private static XdsResource emptyAssignment(String name) {
@@ -497,7 +410,7 @@ final class SotwTypeState implements ClientStream.TypeStream {
    * name in scope.
    */
   private Iterable<String> candidates() {
-    Optional<Set<String>> changed = lastSent == null ? Optional.empty() : latest.changedSince(lastSent);
+    Optional<Set<String>> changed = held == null ? Optional.empty() : latest.changedSince(held);
     if (changed.isEmpty()) {
       return subscription.wildcard() ? latest.resources().keySet() : subscription.names();
     }
@@ -507,7 +420,7 @@ final class SotwTypeState implements ClientStream.TypeStream {
         names.add(name);
       }
     }
-    names.addAll(newlySubscribed);
+    names.addAll(owed);
     for (String name : withheld) {
       if (subscription.covers(name)) {
         names.add(name);
