@@ -130,6 +130,7 @@ public final class NodeGroup {
   }
 
   private void changeInterest(TypeUrl type, Interest previous, Interest next) {
+    executor.assertCurrent();
     InterestCount count = interest.computeIfAbsent(type, t -> new InterestCount());
     Interest before = count.interest();
     count.remove(previous);
@@ -150,6 +151,7 @@ public final class NodeGroup {
    * watcher of the types it wants that changed.
    */
   private void apply(List<ResourceUpdate> updates, long receivedAt) {
+    executor.assertCurrent();
     if (closed) {
       return;
     }
@@ -216,6 +218,7 @@ public final class NodeGroup {
   }
 
   private void expire(TypeUrl type, XdsResource resource) {
+    executor.assertCurrent();
     if (!closed && store.snapshot(type).get(resource.name()) == resource) {
       lapses.log(LogFields.NONE.group(key).type(type), "group {}: the TTL of {} '{}' lapsed without a heartbeat; it is removed",
           key, type.shortName(), resource.name());

@@ -25,6 +25,8 @@ public final class SerialExecutor implements Executor {
   private final Object owner;
   private final Queue<Runnable> tasks = new ConcurrentLinkedQueue<>();
   private final AtomicBoolean scheduled = new AtomicBoolean();
+  /** The thread running this executor's tasks, while one does: what {@link #assertCurrent} compares with. */
+  private volatile Thread draining;
 
   public SerialExecutor(Executor pool, Object owner) {
     this.pool = pool;
@@ -35,6 +37,19 @@ public final class SerialExecutor implements Executor {
   public void execute(Runnable task) {
     tasks.add(task);
     schedule();
+  }
+
+  /**
+   * Throws unless called from one of this executor's tasks: a confined method calls it on entry, so
+   * that a call from the wrong thread fails at once rather than corrupting the owner's state (as
+   * grpc-java's {@code SynchronizationContext.throwIfNotInThisSynchronizationContext}). One field
+   * read.
+   */
+  public void assertCurrent() {
+    if (draining != Thread.currentThread()) {
+      throw new IllegalStateException("not running on the executor of " + owner + " (thread "
+          + Thread.currentThread().getName() + ")");
+    }
   }
 
   private void schedule() {
@@ -50,6 +65,7 @@ public final class SerialExecutor implements Executor {
   }
 
   private void drain() {
+    draining = Thread.currentThread();
     try {
       for (int i = 0; i < BATCH; i++) {
         Runnable task = tasks.poll();
@@ -63,6 +79,8 @@ public final class SerialExecutor implements Executor {
         }
       }
     } finally {
+      // Before the next drain may start, on whatever thread.
+      draining = null;
       scheduled.set(false);
       if (!tasks.isEmpty()) {
         schedule();
