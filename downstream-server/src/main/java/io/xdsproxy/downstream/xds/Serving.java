@@ -7,17 +7,23 @@ import java.util.concurrent.ScheduledExecutorService;
 
 /**
  * What every downstream stream is served from: the node groups, the threads its executor runs on,
- * the metrics it counts itself in, the registry of open streams, the clock its client status is
+ * the metrics the services register, the registry of open streams, the clock its client status is
  * stamped with and its request rate is measured by, the timer that reads a paced stream's next
- * request, and the limits on what a client may ask.
+ * request, the limits on what a client may ask, and where its metrics and log lines go.
  */
 public record Serving(NodeGroups groups, Executor pool, StreamMetrics metrics, Clients clients, Clock clock,
-    ScheduledExecutorService timer, Limits limits) {
+    ScheduledExecutorService timer, Limits limits, StreamEvents events) {
 
   public Serving {
     if (limits.requestsPerSecond() > 0 && timer == null) {
       throw new IllegalArgumentException("a request rate needs a timer to read paced requests by");
     }
+  }
+
+  /** Serving whose streams' events are counted in {@code metrics} and logged ({@link MeteredStreamEvents}). */
+  public Serving(NodeGroups groups, Executor pool, StreamMetrics metrics, Clients clients, Clock clock,
+      ScheduledExecutorService timer, Limits limits) {
+    this(groups, pool, metrics, clients, clock, timer, limits, new MeteredStreamEvents(metrics));
   }
 
   /** Serving without limits and without a timer: for in-process benchmarks. */

@@ -5,8 +5,6 @@ import io.grpc.stub.StreamObserver;
 import io.xdsproxy.core.TypeUrl;
 import java.net.SocketAddress;
 import java.util.Optional;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * One downstream State-of-the-World stream: ADS (every type multiplexed by type URL) or a per-type
@@ -14,7 +12,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class SotwStream extends ClientStream<DiscoveryRequest, SotwTypeState> {
 
-  private static final Logger log = LoggerFactory.getLogger(SotwStream.class);
   /** The variant's name in logs; lower-cased, its {@code protocol} label in metrics. */
   static final String PROTOCOL = "SotW";
 
@@ -39,8 +36,7 @@ public final class SotwStream extends ClientStream<DiscoveryRequest, SotwTypeSta
     counted(type, Reply.of(current, request.getResponseNonce(), request.hasErrorDetail()));
     if (!current) {
       // "Requests become stale": the client will ask again when it has seen the newer response.
-      fields().type(type).addTo(log.atDebug()).log("node '{}' {}: ignoring request with stale nonce {}", node().getId(),
-          type.shortName(), request.getResponseNonce());
+      stale(type, request.getResponseNonce());
       return;
     }
     if (request.hasErrorDetail()) {

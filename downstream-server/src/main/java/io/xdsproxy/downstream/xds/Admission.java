@@ -1,0 +1,132 @@
+package io.xdsproxy.downstream.xds;
+
+import io.envoyproxy.envoy.config.core.v3.Node;
+import io.grpc.Status;
+import io.xdsproxy.core.NodeGroup;
+import io.xdsproxy.core.NodeGrouping.UngroupableNodeException;
+import io.xdsproxy.core.NodeGroups;
+import io.xdsproxy.core.TypeUrl;
+import java.util.Collection;
+import java.util.Optional;
+
+/**
+ * The checks and {@link Limits} a stream passes before it is served, and each request after (DESIGN
+ * invariant 7): the node it may be, the streams of its node and of its group, the names a request
+ * carries and how long they are. A check that fails throws {@link Refused}, which says with what
+ * status the stream is ended and why, for the client and the log.
+ */
+final class Admission {
+
+  /** Why a stream is refused: the kind tells how it is counted and logged. */
+  enum Kind {
+    /** The client may not be the node it names: not a limit. */
+    NODE_ID,
+    /** Past a limit: counted in {@code xds_downstream_limited_total} by {@link Refused#limit}. */
+    LIMIT,
+    /** Its node cannot be placed in a group. */
+    UNGROUPABLE
+  }
+
+  /** A stream refused, to be ended with {@link #status}. */
+  static final class Refused extends Exception {
+    private final Kind kind;
+    private final String limit;
+    private final transient Status status;
+
+    private Refused(Kind kind, String limit, Status status) {
+      super(status.getDescription(), null, false, false);
+      this.kind = kind;
+      this.limit = limit;
+      this.status = status;
+    }
+
+    static Refused limit(String limit, Status code, String why) {
+      return new Refused(Kind.LIMIT, limit, code.withDescription(why));
+    }
+
+    Kind kind() {
+      return kind;
+    }
+
+    /** The limit gone past, one of {@link StreamMetrics#LIMITS}; null for another kind. */
+    String limit() {
+      return limit;
+    }
+
+    Status status() {
+      return status;
+    }
+  }
+
+  private final Limits limits;
+  private final Clients clients;
+  private final NodeGroups groups;
+
+  Admission(Limits limits, Clients clients, NodeGroups groups) {
+    this.limits = limits;
+    this.clients = clients;
+    this.groups = groups;
+  }
+
+  /**
+   * Counts a stream among the streams of {@code node} ({@link Clients#admit}), if its client may be
+   * that node and the node has fewer than {@code --max-streams-per-node}; the caller {@linkplain
+   * Clients#dismiss dismisses} it when it ends.
+   */
+  void count(Node node, NodeIdCheck nodeIdCheck) throws Refused {
+    Optional<String> refusal = nodeIdCheck.refusal(node.getId());
+    if (refusal.isPresent()) {
+      throw new Refused(Kind.NODE_ID, null, Status.PERMISSION_DENIED.withDescription(refusal.get()));
+    }
+    int perNode = limits.maxStreamsPerNode();
+    if (!clients.admit(node.getId(), perNode == 0 ? Integer.MAX_VALUE : perNode)) {
+      throw Refused.limit("streams_per_node", Status.RESOURCE_EXHAUSTED, "node '" + node.getId() + "' has " + perNode
+          + " streams open already, the most one node may have (--max-streams-per-node)");
+    }
+  }
+
+  /** The group of {@code node}, held for the stream until it {@linkplain NodeGroups#release releases} it. */
+  NodeGroup join(Node node) throws Refused {
+    try {
+      return groups.acquire(node, limits.maxStreamsPerGroup());
+    } catch (UngroupableNodeException e) {
+      throw new Refused(Kind.UNGROUPABLE, null, Status.FAILED_PRECONDITION.withDescription(e.getMessage()));
+    } catch (NodeGroups.GroupFullException e) {
+      throw Refused.limit("streams_per_group", Status.RESOURCE_EXHAUSTED, e.getMessage() + " (node '" + node.getId()
+          + "'; --max-streams-per-group)");
+    }
+  }
+
+  /**
+   * Checks the resource names of a request: how many it carries ({@code count}), RESOURCE_EXHAUSTED
+   * past the maximum, and how long each of {@code names} is, INVALID_ARGUMENT past the maximum.
+   */
+  @SafeVarargs
+  final void names(String nodeId, TypeUrl type, int count, Collection<String>... names) throws Refused {
+    int max = limits.maxNamesPerRequest();
+    if (count > max) {
+      throw Refused.limit("names_per_request", Status.RESOURCE_EXHAUSTED, "a request for " + type.shortName() + " names "
+          + count + " resources, more than the " + max + " allowed (node '" + nodeId + "'; --max-names-per-request)");
+    }
+    int longest = limits.maxNameLength();
+    for (Collection<String> some : names) {
+      for (String name : some) {
+        if (name.length() > longest) {
+          throw Refused.limit("name_length", Status.INVALID_ARGUMENT, "a resource name of " + type.shortName() + " is "
+              + name.length() + " characters long, more than the " + longest + " allowed: '"
+              + name.substring(0, Math.min(64, longest)) + "…' (node '" + nodeId + "'; --max-name-length)");
+        }
+      }
+    }
+  }
+
+  /** Checks that a stream subscribed to {@code count} names of {@code type} is within the limit. */
+  void subscription(String nodeId, TypeUrl type, int count) throws Refused {
+    int max = limits.maxNamesPerRequest();
+    if (count > max) {
+      throw Refused.limit("names_per_request", Status.RESOURCE_EXHAUSTED, "the stream would be subscribed to " + count
+          + " " + type.shortName() + " resources, more than the " + max + " allowed (node '" + nodeId
+          + "'; --max-names-per-request)");
+    }
+  }
+}
