@@ -27,11 +27,13 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
 
 /**
- * What every downstream xDS stream does, whatever its variant: learn the client's node from the
- * first request and hold its node group, read requests one at a time, hear of new snapshots, and
- * write responses in make-before-break order when the transport can take them. {@link SotwStream}
- * and {@link DeltaStream} add the protocol, each type's logical stream a {@link TypeState}. All
- * state lives on the stream's own {@link SerialExecutor}.
+ * What every downstream xDS stream does, whatever its variant: its lifecycle and the dispatch of its
+ * requests. It learns the client's node from the first request and holds its node group once
+ * {@link Admission} lets it, reads requests one at a time at the rate {@link RequestPacer} allows,
+ * hears of new snapshots, and leaves what to write when to {@link PushScheduler}; what happens is
+ * told to {@link StreamEvents}, for metrics and logs. {@link SotwStream} and {@link DeltaStream} add
+ * the protocol, each type's logical stream a {@link TypeState}. All state lives on the stream's own
+ * {@link SerialExecutor}, which the confined entry points assert.
  *
  * <p>Memory stays bounded whatever the client does (DESIGN invariant 8): requests are read one at a
  * time (manual flow control), snapshots from the node group coalesce into "this type changed", and
@@ -175,10 +177,6 @@ abstract class ClientStream<Q, S extends TypeState<?>> implements StreamObserver
         responses.request(1);
       }
     });
-  }
-
-  final Limits limits() {
-    return serving.limits();
   }
 
   /**

@@ -6,7 +6,10 @@
  * per call; each is a {@link io.xdsproxy.downstream.xds.ClientStream} holding its node group and one
  * type state per type ({@link io.xdsproxy.downstream.xds.SotwTypeState},
  * {@link io.xdsproxy.downstream.xds.DeltaTypeState}) that diffs the group's snapshots against what
- * its client holds. Also here: REST-JSON polling, client status (CSDS, {@code /clients}), the limits
+ * its client holds. A stream's seams: {@link io.xdsproxy.downstream.xds.Admission} (the checks and limits
+ * it passes), {@link io.xdsproxy.downstream.xds.RequestPacer} (its request rate),
+ * {@link io.xdsproxy.downstream.xds.PushScheduler} (what it writes when, under flow control) and
+ * {@link io.xdsproxy.downstream.xds.StreamEvents} (its metrics and log lines). Also here: REST-JSON polling, client status (CSDS, {@code /clients}), the limits
  * on what one client may ask, and the node id check against a client's certificate.
  *
  * <p>Depends on {@code proxy-core} and gRPC (API, stubs, protobuf), never on {@code upstream-client} or the
