@@ -1,11 +1,11 @@
 package io.xdsproxy.downstream.xds;
 
+import static io.xdsproxy.downstream.xds.SotwTypeStateTest.assignment;
+import static io.xdsproxy.downstream.xds.SotwTypeStateTest.cluster;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.Any;
 import io.envoyproxy.envoy.config.cluster.v3.Cluster;
-import io.envoyproxy.envoy.config.endpoint.v3.ClusterLoadAssignment;
-import io.envoyproxy.envoy.config.endpoint.v3.LocalityLbEndpoints;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.xdsproxy.core.ResourceUpdate;
 import io.xdsproxy.core.Snapshots;
@@ -23,16 +23,6 @@ import org.junit.jupiter.api.Test;
 
 /** When a stream writes what, alone: a transport that is ready or not, and the group's snapshots as the test sets them. */
 class PushSchedulerTest {
-
-  private static XdsResource cluster(String name) {
-    return XdsResource.of(name, Any.pack(Cluster.newBuilder().setName(name).setType(Cluster.DiscoveryType.EDS).build()));
-  }
-
-  private static XdsResource assignment(String name, int weight) {
-    return XdsResource.of(name, Any.pack(ClusterLoadAssignment.newBuilder().setClusterName(name)
-        .addEndpoints(LocalityLbEndpoints.newBuilder().setLoadBalancingWeight(
-            com.google.protobuf.UInt32Value.of(weight))).build()));
-  }
 
   private static final TypeSnapshot CLUSTERS = Snapshots.complete(TypeUrl.CLUSTER, List.of(cluster("a")));
   private static final TypeSnapshot ENDPOINTS = Snapshots.complete(TypeUrl.ENDPOINT, List.of(assignment("a", 1)));

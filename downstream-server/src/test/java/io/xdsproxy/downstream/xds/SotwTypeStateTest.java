@@ -31,12 +31,12 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class SotwTypeStateTest {
 
-  private static XdsResource cluster(String name) {
+  static XdsResource cluster(String name) {
     return XdsResource.of(name, Any.pack(Cluster.newBuilder().setName(name).setType(Cluster.DiscoveryType.EDS).build()));
   }
 
   /** An assignment; {@code weight} tells one version from another. */
-  private static XdsResource assignment(String name, int weight) {
+  static XdsResource assignment(String name, int weight) {
     return XdsResource.of(name, Any.pack(ClusterLoadAssignment.newBuilder().setClusterName(name)
         .addEndpoints(LocalityLbEndpoints.newBuilder().setLoadBalancingWeight(
             com.google.protobuf.UInt32Value.of(weight))).build()));
