@@ -1,5 +1,6 @@
 package io.xdsproxy.app;
 
+import static io.xdsproxy.app.testing.ProxyFixture.against;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -9,6 +10,7 @@ import io.envoyproxy.envoy.config.core.v3.DataSource;
 import io.envoyproxy.envoy.extensions.transport_sockets.tls.v3.Secret;
 import io.envoyproxy.envoy.extensions.transport_sockets.tls.v3.TlsCertificate;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
+import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.core.ApiTypes;
 import io.xdsproxy.app.testing.Resources;
 import io.xdsproxy.upstream.grpc.TlsFiles;
@@ -29,9 +31,9 @@ import java.util.Optional;
 import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.TrustManagerFactory;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -46,6 +48,8 @@ class AdminSurfaceTest {
   private static final String CART = "spiffe://cluster.local/ns/shop/sa/cart";
   private static final String SECRET_KEY = "-----BEGIN PRIVATE KEY-----shop";
 
+  @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
+
   @TempDir
   Path dir;
 
@@ -55,7 +59,7 @@ class AdminSurfaceTest {
 
   @BeforeEach
   void start() throws Exception {
-    controlPlane = new ControlPlane();
+    controlPlane = fixture.controlPlane();
     Secret secret = Secret.newBuilder().setName("shop-cert").setTlsCertificate(TlsCertificate.newBuilder()
         .setPrivateKey(DataSource.newBuilder().setInlineString(SECRET_KEY))).build();
     controlPlane.setSnapshot("shop", Snapshot.create(List.of(Resources.cluster("shop")), List.of(), List.of(),
@@ -64,13 +68,8 @@ class AdminSurfaceTest {
     server = ca.issue("proxy");
   }
 
-  @AfterEach
-  void stop() {
-    controlPlane.close();
-  }
-
   private XdsProxy proxy(ServerTls tls) throws IOException {
-    return XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0, 0).withRestPort(0)
+    return XdsProxy.start(against(controlPlane.target()).withRestPort(0)
         .withTls(tls).withRestPollTimeout(Duration.ofSeconds(3)));
   }
 

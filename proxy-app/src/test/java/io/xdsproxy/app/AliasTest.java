@@ -1,5 +1,6 @@
 package io.xdsproxy.app;
 
+import static io.xdsproxy.app.testing.ProxyFixture.serving;
 import static io.xdsproxy.app.testing.XdsTestClient.node;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -8,14 +9,15 @@ import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.Resource;
 import io.envoyproxy.envoy.service.route.v3.VirtualHostDiscoveryServiceGrpc;
+import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.app.testing.XdsTestClient;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -25,6 +27,8 @@ import org.junit.jupiter.api.io.TempDir;
 class AliasTest {
 
   private static final Duration WAIT = Duration.ofSeconds(10);
+
+  @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
 
   @TempDir
   Path resources;
@@ -44,12 +48,7 @@ class AliasTest {
             name: routes/shop
             domains: ["shop.example.com", "www.shop.example.com"]
         """);
-    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withResourcesDir(resources).withPorts(0, 0, 0));
-  }
-
-  @AfterEach
-  void stop() {
-    proxy.close();
+    proxy = fixture.proxy(serving(resources));
   }
 
   @Test

@@ -1,5 +1,6 @@
 package io.xdsproxy.app;
 
+import static io.xdsproxy.app.testing.ProxyFixture.against;
 import static io.xdsproxy.app.testing.XdsTestClient.node;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -14,14 +15,15 @@ import io.grpc.ManagedChannel;
 import io.grpc.Metadata;
 import io.grpc.Status;
 import io.grpc.netty.NettyChannelBuilder;
+import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.core.TypeUrl;
-import io.xdsproxy.app.testing.XdsTestClient;
 import io.xdsproxy.upstream.testing.ScriptedControlPlane;
 import java.time.Duration;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * DESIGN invariant 8: a client that stops reading costs the proxy at most the responses its
@@ -35,6 +37,8 @@ class BackpressureTest {
   /** Clusters per update, each with a large description, so that a response is about 200 KB. */
   private static final int CLUSTERS = 100;
   private static final String PADDING = "x".repeat(2000);
+
+  @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
 
   /** The upstream's state {@code version}: every cluster says which version it belongs to. */
   private static DiscoveryResponse state(int version) {
@@ -53,39 +57,38 @@ class BackpressureTest {
 
   @Test
   void aClientThatStopsReadingGetsTheNewestStateLaterAndDoesNotHoldBackTheOthers() throws Exception {
-    try (ScriptedControlPlane upstream = new ScriptedControlPlane();
-        XdsProxy proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(upstream.target()).withPorts(0, 0, 0));
-        var fast = XdsTestClient.sotwAds(proxy.xdsPort());
-        StalledClient slow = new StalledClient(proxy.xdsPort())) {
-      fast.send(DiscoveryRequest.newBuilder().setNode(node("fast", "fleet")).setTypeUrl(TypeUrl.CLUSTER.url()).build());
-      upstream.nextRequest(WAIT);
-      upstream.send(state(0));
-      assertThat(versionOf(fast.next(WAIT))).isZero();
-      slow.subscribe();
-      assertThat(versionOf(slow.next(WAIT))).as("the stalled client's first response").isZero();
+    ScriptedControlPlane upstream = fixture.scriptedControlPlane();
+    XdsProxy proxy = fixture.proxy(against(upstream.target()));
+    var fast = fixture.sotwAds();
+    StalledClient slow = fixture.add(new StalledClient(proxy.xdsPort()));
+    fast.send(DiscoveryRequest.newBuilder().setNode(node("fast", "fleet")).setTypeUrl(TypeUrl.CLUSTER.url()).build());
+    upstream.nextRequest(WAIT);
+    upstream.send(state(0));
+    assertThat(versionOf(fast.next(WAIT))).isZero();
+    slow.subscribe();
+    assertThat(versionOf(slow.next(WAIT))).as("the stalled client's first response").isZero();
 
-      for (int version = 1; version <= UPDATES; version++) {
-        upstream.send(state(version));
-      }
-
-      // The client that reads gets to the newest state while the other one reads nothing.
-      int seen = 0;
-      while (seen < UPDATES) {
-        seen = versionOf(fast.next(WAIT));
-      }
-      // The stalled client reads again: what its transport held, then the newest state, not a backlog.
-      int responses = 0;
-      int last = 0;
-      while (last < UPDATES) {
-        slow.readMore();
-        last = versionOf(slow.next(WAIT));
-        responses++;
-      }
-      assertThat(responses)
-          .as("responses the stalled client got for %d updates: what HTTP/2 flow control let through, and the newest",
-              UPDATES)
-          .isLessThan(UPDATES / 3);
+    for (int version = 1; version <= UPDATES; version++) {
+      upstream.send(state(version));
     }
+
+    // The client that reads gets to the newest state while the other one reads nothing.
+    int seen = 0;
+    while (seen < UPDATES) {
+      seen = versionOf(fast.next(WAIT));
+    }
+    // The stalled client reads again: what its transport held, then the newest state, not a backlog.
+    int responses = 0;
+    int last = 0;
+    while (last < UPDATES) {
+      slow.readMore();
+      last = versionOf(slow.next(WAIT));
+      responses++;
+    }
+    assertThat(responses)
+        .as("responses the stalled client got for %d updates: what HTTP/2 flow control let through, and the newest",
+            UPDATES)
+        .isLessThan(UPDATES / 3);
   }
 
   /** A client that reads one response at a time, only when told to: the rest waits in flow control. */

@@ -1,39 +1,30 @@
 package io.xdsproxy.app;
 
+import static io.xdsproxy.app.testing.ProxyFixture.serving;
 import static io.xdsproxy.app.testing.XdsTestClient.node;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import com.google.gson.JsonArray;
 import com.google.gson.JsonObject;
-import com.google.gson.JsonParser;
 import com.google.rpc.Status;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
+import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.core.TypeUrl;
-import io.xdsproxy.app.testing.XdsTestClient;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** {@code GET /clients}: each open stream with its node, group, variant, subscriptions, ACKs and NACKs. */
 class ClientsTest {
 
   private static final Duration WAIT = Duration.ofSeconds(10);
 
-  private static JsonArray clients(XdsProxy proxy) throws Exception {
-    HttpResponse<String> response = HttpClient.newHttpClient().send(
-        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + proxy.adminPort() + "/clients")).build(),
-        HttpResponse.BodyHandlers.ofString());
-    assertThat(response.statusCode()).isEqualTo(200);
-    return JsonParser.parseString(response.body()).getAsJsonObject().getAsJsonArray("clients");
-  }
+  @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
 
   private static JsonObject client(JsonArray clients, String nodeId) {
     return clients.asList().stream().map(c -> c.getAsJsonObject())
@@ -42,36 +33,34 @@ class ClientsTest {
 
   @Test
   void eachStreamIsListedWithWhatItAskedForAckedAndRejected() throws Exception {
-    try (XdsProxy proxy = XdsProxy.start(
-            ProxyConfig.DEFAULTS.withResourcesDir(Path.of("../deploy/examples/resources")).withPorts(0, 0, 0));
-        var sotw = XdsTestClient.sotwAds(proxy.xdsPort());
-        var delta = XdsTestClient.deltaAds(proxy.xdsPort())) {
-      sotw.send(DiscoveryRequest.newBuilder().setNode(node("rejecting", "example")).setTypeUrl(TypeUrl.ENDPOINT.url())
-          .addResourceNames("example-cluster").build());
-      DiscoveryResponse endpoints = sotw.next(WAIT);
-      sotw.send(DiscoveryRequest.newBuilder().setTypeUrl(TypeUrl.ENDPOINT.url()).addResourceNames("example-cluster")
-          .setResponseNonce(endpoints.getNonce()).setErrorDetail(Status.newBuilder().setMessage("port 8080 is closed")).build());
-      delta.send(DeltaDiscoveryRequest.newBuilder().setNode(node("accepting", "example")).setTypeUrl(TypeUrl.CLUSTER.url())
-          .build());
-      DeltaDiscoveryResponse clusters = delta.next(WAIT);
-      delta.send(DeltaDiscoveryRequest.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).setResponseNonce(clusters.getNonce())
-          .build());
+    fixture.proxy(serving(Path.of("../deploy/examples/resources")));
+    var sotw = fixture.sotwAds();
+    var delta = fixture.deltaAds();
+    sotw.send(DiscoveryRequest.newBuilder().setNode(node("rejecting", "example")).setTypeUrl(TypeUrl.ENDPOINT.url())
+        .addResourceNames("example-cluster").build());
+    DiscoveryResponse endpoints = sotw.next(WAIT);
+    sotw.send(DiscoveryRequest.newBuilder().setTypeUrl(TypeUrl.ENDPOINT.url()).addResourceNames("example-cluster")
+        .setResponseNonce(endpoints.getNonce()).setErrorDetail(Status.newBuilder().setMessage("port 8080 is closed")).build());
+    delta.send(DeltaDiscoveryRequest.newBuilder().setNode(node("accepting", "example")).setTypeUrl(TypeUrl.CLUSTER.url())
+        .build());
+    DeltaDiscoveryResponse clusters = delta.next(WAIT);
+    delta.send(DeltaDiscoveryRequest.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).setResponseNonce(clusters.getNonce())
+        .build());
 
-      await().atMost(WAIT).untilAsserted(() -> {
-        JsonArray all = clients(proxy);
-        assertThat(all).hasSize(2);
-        JsonObject rejecting = client(all, "rejecting");
-        assertThat(rejecting.get("group").getAsString()).isEqualTo("example");
-        assertThat(rejecting.get("variant").getAsString()).isEqualTo("SotW ADS");
-        JsonObject eds = rejecting.getAsJsonArray("types").get(0).getAsJsonObject();
-        assertThat(eds.get("typeUrl").getAsString()).isEqualTo(TypeUrl.ENDPOINT.url());
-        assertThat(eds.getAsJsonArray("names").get(0).getAsString()).isEqualTo("example-cluster");
-        assertThat(eds.get("lastNack").getAsString()).isEqualTo("port 8080 is closed");
-        JsonObject cds = client(all, "accepting").getAsJsonArray("types").get(0).getAsJsonObject();
-        assertThat(cds.get("wildcard").getAsBoolean()).isTrue();
-        assertThat(cds.get("ackedVersion").getAsString()).isEqualTo(clusters.getSystemVersionInfo());
-        assertThat(cds.get("lastNack").isJsonNull()).isTrue();
-      });
-    }
+    await().atMost(WAIT).untilAsserted(() -> {
+      JsonArray all = fixture.clients();
+      assertThat(all).hasSize(2);
+      JsonObject rejecting = client(all, "rejecting");
+      assertThat(rejecting.get("group").getAsString()).isEqualTo("example");
+      assertThat(rejecting.get("variant").getAsString()).isEqualTo("SotW ADS");
+      JsonObject eds = rejecting.getAsJsonArray("types").get(0).getAsJsonObject();
+      assertThat(eds.get("typeUrl").getAsString()).isEqualTo(TypeUrl.ENDPOINT.url());
+      assertThat(eds.getAsJsonArray("names").get(0).getAsString()).isEqualTo("example-cluster");
+      assertThat(eds.get("lastNack").getAsString()).isEqualTo("port 8080 is closed");
+      JsonObject cds = client(all, "accepting").getAsJsonArray("types").get(0).getAsJsonObject();
+      assertThat(cds.get("wildcard").getAsBoolean()).isTrue();
+      assertThat(cds.get("ackedVersion").getAsString()).isEqualTo(clusters.getSystemVersionInfo());
+      assertThat(cds.get("lastNack").isJsonNull()).isTrue();
+    });
   }
 }

@@ -1,5 +1,6 @@
 package io.xdsproxy.app;
 
+import static io.xdsproxy.app.testing.ProxyFixture.serving;
 import static io.xdsproxy.app.testing.XdsTestClient.node;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -7,21 +8,18 @@ import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
+import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.core.TypeUrl;
-import io.xdsproxy.app.testing.XdsTestClient;
 import java.io.IOException;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -32,6 +30,8 @@ class ConfigDumpTest {
 
   private static final Duration WAIT = Duration.ofSeconds(10);
   private static final String PRIVATE_KEY = "-----BEGIN PRIVATE KEY-----not-for-your-eyes";
+
+  @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
 
   @TempDir
   Path resources;
@@ -45,27 +45,24 @@ class ConfigDumpTest {
           type: EDS
         """);
     writeSecret(resources);
-    try (XdsProxy proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withResourcesDir(resources).withPorts(0, 0, 0));
-        var client = XdsTestClient.sotwAds(proxy.xdsPort())) {
-      client.send(DiscoveryRequest.newBuilder().setNode(node("n1", "shop-fleet")).setTypeUrl(TypeUrl.CLUSTER.url()).build());
-      client.next(WAIT);
+    XdsProxy proxy = fixture.proxy(serving(resources));
+    var client = fixture.sotwAds();
+    client.send(DiscoveryRequest.newBuilder().setNode(node("n1", "shop-fleet")).setTypeUrl(TypeUrl.CLUSTER.url()).build());
+    client.next(WAIT);
 
-      HttpResponse<String> response = HttpClient.newHttpClient().send(
-          HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + proxy.adminPort() + "/config_dump")).build(),
-          HttpResponse.BodyHandlers.ofString());
+    HttpResponse<String> response = dump(proxy, "");
 
-      assertThat(response.statusCode()).isEqualTo(200);
-      assertThat(response.body()).doesNotContain(PRIVATE_KEY).contains("shop-cert").contains("[redacted]");
-      JsonObject group = JsonParser.parseString(response.body()).getAsJsonObject().getAsJsonArray("groups").get(0)
-          .getAsJsonObject();
-      assertThat(group.get("group").getAsString()).isEqualTo("shop-fleet");
-      assertThat(group.get("upstream_node_id").getAsString()).isEqualTo("n1");
-      JsonObject clusters = group.getAsJsonArray("types").asList().stream().map(t -> t.getAsJsonObject())
-          .filter(t -> t.get("type_url").getAsString().equals(TypeUrl.CLUSTER.url())).findFirst().orElseThrow();
-      JsonObject shop = clusters.getAsJsonArray("resources").get(0).getAsJsonObject();
-      assertThat(shop.get("name").getAsString()).isEqualTo("shop");
-      assertThat(shop.getAsJsonObject("resource").get("type").getAsString()).isEqualTo("EDS");
-    }
+    assertThat(response.statusCode()).isEqualTo(200);
+    assertThat(response.body()).doesNotContain(PRIVATE_KEY).contains("shop-cert").contains("[redacted]");
+    JsonObject group = JsonParser.parseString(response.body()).getAsJsonObject().getAsJsonArray("groups").get(0)
+        .getAsJsonObject();
+    assertThat(group.get("group").getAsString()).isEqualTo("shop-fleet");
+    assertThat(group.get("upstream_node_id").getAsString()).isEqualTo("n1");
+    JsonObject clusters = group.getAsJsonArray("types").asList().stream().map(t -> t.getAsJsonObject())
+        .filter(t -> t.get("type_url").getAsString().equals(TypeUrl.CLUSTER.url())).findFirst().orElseThrow();
+    JsonObject shop = clusters.getAsJsonArray("resources").get(0).getAsJsonObject();
+    assertThat(shop.get("name").getAsString()).isEqualTo("shop");
+    assertThat(shop.getAsJsonObject("resource").get("type").getAsString()).isEqualTo("EDS");
   }
 
   /** Clusters {@code shop}, {@code shop-canary} and {@code bank}, the endpoints of {@code shop}, a secret. */
@@ -91,12 +88,10 @@ class ConfigDumpTest {
   }
 
   /** A proxy serving the resources directory, with a client of each of {@code groups} in its group. */
-  private XdsProxy proxyWithGroups(List<XdsTestClient<DiscoveryRequest, ?>> clients, String... groups)
-      throws Exception {
-    XdsProxy proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withResourcesDir(resources).withPorts(0, 0, 0));
+  private XdsProxy proxyWithGroups(String... groups) throws Exception {
+    XdsProxy proxy = fixture.proxy(serving(resources));
     for (String group : groups) {
-      var client = XdsTestClient.sotwAds(proxy.xdsPort());
-      clients.add(client);
+      var client = fixture.sotwAds();
       client.send(DiscoveryRequest.newBuilder().setNode(node("client-of-" + group, group))
           .setTypeUrl(TypeUrl.CLUSTER.url()).build());
       client.next(WAIT);
@@ -105,9 +100,7 @@ class ConfigDumpTest {
   }
 
   private static HttpResponse<String> dump(XdsProxy proxy, String query) throws Exception {
-    return HttpClient.newHttpClient().send(
-        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + proxy.adminPort() + "/config_dump" + query)).build(),
-        HttpResponse.BodyHandlers.ofString());
+    return ProxyFixture.get(proxy, "/config_dump" + query);
   }
 
   /** What a dump shows, one line per resource: {@code group type-short-name resource-name}. */
@@ -126,59 +119,50 @@ class ConfigDumpTest {
   @Test
   void theDumpIsNarrowedByGroupTypeAndNameRegexAloneOrTogether() throws Exception {
     writeShopAndBank();
-    List<XdsTestClient<DiscoveryRequest, ?>> clients = new ArrayList<>();
-    try (XdsProxy proxy = proxyWithGroups(clients, "shop-fleet", "bank-fleet")) {
-      assertThat(listed(dump(proxy, "?group=bank-fleet"))).allMatch(line -> line.startsWith("bank-fleet "))
-          .contains("bank-fleet Cluster bank", "bank-fleet Cluster shop", "bank-fleet Secret shop-cert");
-      assertThat(listed(dump(proxy, "?type=clusters"))).containsExactly(
-          "bank-fleet Cluster bank", "bank-fleet Cluster shop", "bank-fleet Cluster shop-canary",
-          "shop-fleet Cluster bank", "shop-fleet Cluster shop", "shop-fleet Cluster shop-canary");
-      assertThat(listed(dump(proxy, "?type=ClusterLoadAssignment&group=shop-fleet")))
-          .containsExactly("shop-fleet ClusterLoadAssignment shop");
-      assertThat(listed(dump(proxy, "?type=" + TypeUrl.ENDPOINT.url() + "&group=shop-fleet")))
-          .containsExactly("shop-fleet ClusterLoadAssignment shop");
-      assertThat(listed(dump(proxy, "?name_regex=canary%7Ccert&group=shop-fleet")))
-          .containsExactly("shop-fleet Cluster shop-canary", "shop-fleet Secret shop-cert");
-      assertThat(listed(dump(proxy, "?group=shop-fleet&type=Cluster&name_regex=%5Eshop%24")))
-          .containsExactly("shop-fleet Cluster shop");
-    } finally {
-      clients.forEach(XdsTestClient::close);
-    }
+    XdsProxy proxy = proxyWithGroups("shop-fleet", "bank-fleet");
+    assertThat(listed(dump(proxy, "?group=bank-fleet"))).allMatch(line -> line.startsWith("bank-fleet "))
+        .contains("bank-fleet Cluster bank", "bank-fleet Cluster shop", "bank-fleet Secret shop-cert");
+    assertThat(listed(dump(proxy, "?type=clusters"))).containsExactly(
+        "bank-fleet Cluster bank", "bank-fleet Cluster shop", "bank-fleet Cluster shop-canary",
+        "shop-fleet Cluster bank", "shop-fleet Cluster shop", "shop-fleet Cluster shop-canary");
+    assertThat(listed(dump(proxy, "?type=ClusterLoadAssignment&group=shop-fleet")))
+        .containsExactly("shop-fleet ClusterLoadAssignment shop");
+    assertThat(listed(dump(proxy, "?type=" + TypeUrl.ENDPOINT.url() + "&group=shop-fleet")))
+        .containsExactly("shop-fleet ClusterLoadAssignment shop");
+    assertThat(listed(dump(proxy, "?name_regex=canary%7Ccert&group=shop-fleet")))
+        .containsExactly("shop-fleet Cluster shop-canary", "shop-fleet Secret shop-cert");
+    assertThat(listed(dump(proxy, "?group=shop-fleet&type=Cluster&name_regex=%5Eshop%24")))
+        .containsExactly("shop-fleet Cluster shop");
   }
 
   @Test
   void whatAFilterLeavesEmptyIsLeftOutAndSecretsStayRedacted() throws Exception {
     writeShopAndBank();
-    List<XdsTestClient<DiscoveryRequest, ?>> clients = new ArrayList<>();
-    try (XdsProxy proxy = proxyWithGroups(clients, "shop-fleet")) {
-      HttpResponse<String> secrets = dump(proxy, "?type=secrets");
-      JsonObject group = JsonParser.parseString(secrets.body()).getAsJsonObject().getAsJsonArray("groups").get(0)
-          .getAsJsonObject();
+    XdsProxy proxy = proxyWithGroups("shop-fleet");
+    HttpResponse<String> secrets = dump(proxy, "?type=secrets");
+    JsonObject group = JsonParser.parseString(secrets.body()).getAsJsonObject().getAsJsonArray("groups").get(0)
+        .getAsJsonObject();
 
-      assertThat(group.getAsJsonArray("types")).hasSize(1);
-      assertThat(secrets.body()).doesNotContain(PRIVATE_KEY).contains("[redacted]");
-      assertThat(JsonParser.parseString(dump(proxy, "?name_regex=nothing-is-called-this").body()).getAsJsonObject()
-          .getAsJsonArray("groups")).isEmpty();
-      assertThat(JsonParser.parseString(dump(proxy, "?group=no-such-group").body()).getAsJsonObject()
-          .getAsJsonArray("groups")).isEmpty();
-    } finally {
-      clients.forEach(XdsTestClient::close);
-    }
+    assertThat(group.getAsJsonArray("types")).hasSize(1);
+    assertThat(secrets.body()).doesNotContain(PRIVATE_KEY).contains("[redacted]");
+    assertThat(JsonParser.parseString(dump(proxy, "?name_regex=nothing-is-called-this").body()).getAsJsonObject()
+        .getAsJsonArray("groups")).isEmpty();
+    assertThat(JsonParser.parseString(dump(proxy, "?group=no-such-group").body()).getAsJsonObject()
+        .getAsJsonArray("groups")).isEmpty();
   }
 
   @Test
   void anUnknownParameterTypeOrAnInvalidRegexIsABadRequestSayingWhich() throws Exception {
-    try (XdsProxy proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withResourcesDir(resources).withPorts(0, 0, 0))) {
-      assertThat(dump(proxy, "?grup=shop-fleet"))
-          .satisfies(r -> assertThat(r.statusCode()).isEqualTo(400))
-          .satisfies(r -> assertThat(r.body()).contains("grup").contains("group, name_regex, type"));
-      assertThat(dump(proxy, "?name_regex=shop("))
-          .satisfies(r -> assertThat(r.statusCode()).isEqualTo(400))
-          .satisfies(r -> assertThat(r.body()).contains("name_regex").contains("Unclosed group"));
-      assertThat(dump(proxy, "?type=clusterz"))
-          .satisfies(r -> assertThat(r.statusCode()).isEqualTo(400))
-          .satisfies(r -> assertThat(r.body()).contains("clusterz"));
-    }
+    XdsProxy proxy = fixture.proxy(serving(resources));
+    assertThat(dump(proxy, "?grup=shop-fleet"))
+        .satisfies(r -> assertThat(r.statusCode()).isEqualTo(400))
+        .satisfies(r -> assertThat(r.body()).contains("grup").contains("group, name_regex, type"));
+    assertThat(dump(proxy, "?name_regex=shop("))
+        .satisfies(r -> assertThat(r.statusCode()).isEqualTo(400))
+        .satisfies(r -> assertThat(r.body()).contains("name_regex").contains("Unclosed group"));
+    assertThat(dump(proxy, "?type=clusterz"))
+        .satisfies(r -> assertThat(r.statusCode()).isEqualTo(400))
+        .satisfies(r -> assertThat(r.body()).contains("clusterz"));
   }
 
   @Test
@@ -189,24 +173,23 @@ class ConfigDumpTest {
         .map(name -> "- \"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster\n  name: " + name
             + "\n  type: EDS\n")
         .collect(Collectors.joining("", "resources:\n", "")));
-    try (XdsProxy proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withResourcesDir(resources).withPorts(0, 0, 0));
-        var client = XdsTestClient.sotwAds(proxy.xdsPort())) {
-      client.send(DiscoveryRequest.newBuilder().setNode(node("n1", "big-fleet")).setTypeUrl(TypeUrl.CLUSTER.url())
-          .build());
-      assertThat(client.next(WAIT).getResourcesCount()).isEqualTo(count);
+    XdsProxy proxy = fixture.proxy(serving(resources));
+    var client = fixture.sotwAds();
+    client.send(DiscoveryRequest.newBuilder().setNode(node("n1", "big-fleet")).setTypeUrl(TypeUrl.CLUSTER.url())
+        .build());
+    assertThat(client.next(WAIT).getResourcesCount()).isEqualTo(count);
 
-      HttpResponse<String> response = dump(proxy, "");
+    HttpResponse<String> response = dump(proxy, "");
 
-      assertThat(response.headers().firstValue("Transfer-Encoding")).as("written as it is read").hasValue("chunked");
-      assertThat(response.headers().firstValue("Content-Length")).isEmpty();
-      JsonObject clusters = JsonParser.parseString(response.body()).getAsJsonObject().getAsJsonArray("groups").get(0)
-          .getAsJsonObject().getAsJsonArray("types").get(0).getAsJsonObject();
-      assertThat(clusters.getAsJsonArray("resources").asList().stream()
-          .map(resource -> resource.getAsJsonObject().get("name").getAsString()).toList()).isEqualTo(names);
-      assertThat(clusters.getAsJsonArray("resources").asList()).allSatisfy(resource ->
-          assertThat(resource.getAsJsonObject().getAsJsonObject("resource").get("type").getAsString()).isEqualTo("EDS"));
-      assertThat(response.body()).endsWith("}\n");
-    }
+    assertThat(response.headers().firstValue("Transfer-Encoding")).as("written as it is read").hasValue("chunked");
+    assertThat(response.headers().firstValue("Content-Length")).isEmpty();
+    JsonObject clusters = JsonParser.parseString(response.body()).getAsJsonObject().getAsJsonArray("groups").get(0)
+        .getAsJsonObject().getAsJsonArray("types").get(0).getAsJsonObject();
+    assertThat(clusters.getAsJsonArray("resources").asList().stream()
+        .map(resource -> resource.getAsJsonObject().get("name").getAsString()).toList()).isEqualTo(names);
+    assertThat(clusters.getAsJsonArray("resources").asList()).allSatisfy(resource ->
+        assertThat(resource.getAsJsonObject().getAsJsonObject("resource").get("type").getAsString()).isEqualTo("EDS"));
+    assertThat(response.body()).endsWith("}\n");
   }
 
   /** A Secret whose private key a dump must never show. */

@@ -1,26 +1,26 @@
 package io.xdsproxy.app;
 
+import static io.xdsproxy.app.testing.ProxyFixture.against;
 import static io.xdsproxy.app.testing.XdsTestClient.node;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.envoyproxy.controlplane.cache.v3.Snapshot;
-import io.envoyproxy.envoy.config.cluster.v3.Cluster;
 import io.envoyproxy.envoy.config.endpoint.v3.ClusterLoadAssignment;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.grpc.Status.Code;
+import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.app.testing.Resources;
 import io.xdsproxy.app.testing.VariantClient;
 import io.xdsproxy.app.testing.VariantClient.Variant;
 import io.xdsproxy.upstream.testing.ControlPlane;
 import java.time.Duration;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -35,27 +35,21 @@ class ConformanceTest {
   private static final Duration WAIT = Duration.ofSeconds(10);
   private static final Duration QUIET = Duration.ofMillis(600);
 
+  @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
+
   private ControlPlane controlPlane;
   private XdsProxy proxy;
 
   @BeforeEach
   void start() throws Exception {
-    controlPlane = new ControlPlane();
-    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0, 0)
+    controlPlane = fixture.controlPlane();
+    proxy = fixture.proxy(against(controlPlane.target())
         .withNotFoundTimeout(Duration.ofMillis(300)));
-  }
-
-  @AfterEach
-  void stop() {
-    proxy.close();
-    controlPlane.close();
   }
 
   /** Clusters, and endpoints for each on {@code port}. */
   private void publish(String version, int port, String... clusters) {
-    List<Cluster> cds = Arrays.stream(clusters).map(Resources::cluster).toList();
-    List<ClusterLoadAssignment> eds = Arrays.stream(clusters).map(name -> Resources.endpoints(name, port)).toList();
-    controlPlane.setSnapshot("fleet", Snapshot.create(cds, eds, List.of(), List.of(), List.of(), version));
+    controlPlane.setSnapshot("fleet", Resources.clustersAt(port, version, clusters));
   }
 
   private VariantClient client(Variant variant, String id) {

@@ -1,25 +1,22 @@
 package io.xdsproxy.app;
 
+import static io.xdsproxy.app.testing.ProxyFixture.serving;
 import static io.xdsproxy.app.testing.XdsTestClient.node;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import com.google.gson.JsonParser;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.grpc.Status;
+import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.app.testing.Backend;
 import io.xdsproxy.app.testing.ExampleResources;
 import io.xdsproxy.app.testing.XdsClientChannel;
-import io.xdsproxy.app.testing.XdsTestClient;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -34,47 +31,42 @@ class ConnectionAgeTest {
   private static final Duration AGED_OUT = AGE.plus(XdsProxy.CONNECTION_AGE_GRACE).plusSeconds(10);
   private static final Duration WAIT = Duration.ofSeconds(15);
 
+  @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
+
   @TempDir
   Path resources;
 
   @Test
   void aStreamOnAnAgedConnectionIsEndedSoItsClientReconnects() throws Exception {
-    try (XdsProxy proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withResourcesDir(ExampleResources.DIRECTORY)
-            .withPorts(0, 0, 0).withMaxConnectionAge(AGE));
-        var client = XdsTestClient.sotwAds(proxy.xdsPort())) {
-      client.send(DiscoveryRequest.newBuilder().setNode(node("n1", "example")).setTypeUrl(TypeUrl.CLUSTER.url()).build());
-      assertThat(client.next(WAIT).getResourcesCount()).isPositive();
+    fixture.proxy(serving(ExampleResources.DIRECTORY).withMaxConnectionAge(AGE));
+    var client = fixture.sotwAds();
+    client.send(DiscoveryRequest.newBuilder().setNode(node("n1", "example")).setTypeUrl(TypeUrl.CLUSTER.url()).build());
+    assertThat(client.next(WAIT).getResourcesCount()).isPositive();
 
-      Status end = client.awaitEnd(AGED_OUT);
+    Status end = client.awaitEnd(AGED_OUT);
 
-      assertThat(end.getCode()).as("how the aged stream ended: %s", end).isEqualTo(Status.Code.UNAVAILABLE);
-    }
+    assertThat(end.getCode()).as("how the aged stream ended: %s", end).isEqualTo(Status.Code.UNAVAILABLE);
   }
 
   @Test
   void aGrpcXdsClientMovesToANewConnectionAndKeepsGettingUpdates() throws Exception {
-    try (Backend first = new Backend("first"); Backend second = new Backend("second")) {
-      ExampleResources.copyPointingAt(resources, first.port());
-      try (XdsProxy proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withResourcesDir(resources).withPorts(0, 0, 0)
-              .withMaxConnectionAge(AGE));
-          XdsClientChannel client = new XdsClientChannel(proxy.xdsPort(), "client-1", "local", "example-service")) {
-        await().atMost(WAIT).ignoreExceptions().until(client::whoAmI, "first"::equals);
-        String firstPeer = await().atMost(WAIT).until(() -> peerOf(proxy, "client-1"), Optional::isPresent).get();
+    Backend first = fixture.add(new Backend("first"));
+    Backend second = fixture.add(new Backend("second"));
+    ExampleResources.copyPointingAt(resources, first.port());
+    XdsProxy proxy = fixture.proxy(serving(resources).withMaxConnectionAge(AGE));
+    XdsClientChannel client = fixture.grpcClient("client-1", "local", "example-service");
+    await().atMost(WAIT).ignoreExceptions().until(client::whoAmI, "first"::equals);
+    String firstPeer = await().atMost(WAIT).until(() -> peerOf(proxy, "client-1"), Optional::isPresent).get();
 
-        await().atMost(AGED_OUT).until(() -> peerOf(proxy, "client-1").filter(peer -> !peer.equals(firstPeer)).isPresent());
-        ExampleResources.copyPointingAt(resources, second.port());
+    await().atMost(AGED_OUT).until(() -> peerOf(proxy, "client-1").filter(peer -> !peer.equals(firstPeer)).isPresent());
+    ExampleResources.copyPointingAt(resources, second.port());
 
-        await().atMost(WAIT).ignoreExceptions().until(client::whoAmI, "second"::equals);
-      }
-    }
+    await().atMost(WAIT).ignoreExceptions().until(client::whoAmI, "second"::equals);
   }
 
   /** The address the proxy sees {@code nodeId}'s stream come from, from {@code GET /clients}. */
   private static Optional<String> peerOf(XdsProxy proxy, String nodeId) throws Exception {
-    HttpResponse<String> response = HttpClient.newHttpClient().send(
-        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + proxy.adminPort() + "/clients")).build(),
-        HttpResponse.BodyHandlers.ofString());
-    return JsonParser.parseString(response.body()).getAsJsonObject().getAsJsonArray("clients").asList().stream()
+    return ProxyFixture.clients(proxy).asList().stream()
         .map(client -> client.getAsJsonObject())
         .filter(client -> client.get("nodeId").getAsString().equals(nodeId))
         .map(client -> client.get("peer").getAsString())

@@ -1,5 +1,6 @@
 package io.xdsproxy.app;
 
+import static io.xdsproxy.app.testing.ProxyFixture.against;
 import static io.xdsproxy.app.testing.XdsTestClient.node;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -7,10 +8,10 @@ import static org.awaitility.Awaitility.await;
 import io.envoyproxy.controlplane.cache.v3.Snapshot;
 import io.envoyproxy.envoy.config.cluster.v3.Cluster;
 import io.envoyproxy.envoy.config.endpoint.v3.ClusterLoadAssignment;
+import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.app.testing.ControlPlaneCell;
 import io.xdsproxy.app.testing.ConvergenceChecker;
-import io.xdsproxy.app.testing.Opened;
 import io.xdsproxy.app.testing.Resources;
 import io.xdsproxy.app.testing.VariantClient;
 import io.xdsproxy.app.testing.VariantClient.Variant;
@@ -24,8 +25,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.stream.IntStream;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -44,20 +45,14 @@ class ControlPlaneMatrixTest {
   private static final Backoff QUICK = new Backoff(Duration.ofMillis(50), Duration.ofMillis(500), 2.0, 0.2);
   private static final String FLEET = "fleet";
 
-  private final Opened opened = new Opened();
+  @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
 
-  @AfterEach
-  void closeAll() throws Exception {
-    opened.close();
-  }
-
-  private UpstreamControlPlane controlPlane(ControlPlaneCell cell) throws Exception {
-    return opened.add(cell.create());
+  private static ProxyConfig config(ControlPlaneCell cell, UpstreamControlPlane controlPlane) {
+    return against(cell, controlPlane).withUpstreamBackoff(QUICK).withNotFoundTimeout(Duration.ofSeconds(1));
   }
 
   private XdsProxy proxy(ControlPlaneCell cell, UpstreamControlPlane controlPlane) throws Exception {
-    return opened.add(XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0, 0)
-        .withUpstreamProtocol(cell.upstream()).withUpstreamBackoff(QUICK).withNotFoundTimeout(Duration.ofSeconds(1))));
+    return fixture.proxy(config(cell, controlPlane));
   }
 
   /**
@@ -81,7 +76,7 @@ class ControlPlaneMatrixTest {
 
   /** A client of {@code variant} in {@code group}: every cluster (wildcard) and the assignments of {@code endpoints}. */
   private VariantClient wildcardClient(Variant variant, int port, String id, String group, String... endpoints) {
-    VariantClient client = opened.add(new VariantClient(variant, port, node(id, group)));
+    VariantClient client = fixture.add(new VariantClient(variant, port, node(id, group)));
     client.subscribe(TypeUrl.CLUSTER);
     client.subscribe(TypeUrl.ENDPOINT, endpoints);
     return client;
@@ -103,7 +98,7 @@ class ControlPlaneMatrixTest {
 
   /** A client of {@code variant} in {@code group} that names the clusters and assignments it wants, as gRPC does. */
   private VariantClient namedClient(Variant variant, int port, String id, String group, String... clusters) {
-    VariantClient client = opened.add(new VariantClient(variant, port, node(id, group)));
+    VariantClient client = fixture.add(new VariantClient(variant, port, node(id, group)));
     client.subscribe(TypeUrl.CLUSTER, clusters);
     client.subscribe(TypeUrl.ENDPOINT, clusters);
     return client;
@@ -112,7 +107,7 @@ class ControlPlaneMatrixTest {
   @ParameterizedTest(name = "{0}")
   @MethodSource(ControlPlaneCell.EVERY)
   void aOneClientGroupThatLeavesAndComesBackWithinTheIdleGraceIsServedAgain(ControlPlaneCell cell) throws Exception {
-    UpstreamControlPlane controlPlane = controlPlane(cell);
+    UpstreamControlPlane controlPlane = fixture.controlPlane(cell);
     XdsProxy proxy = proxy(cell, controlPlane);
     // A group per client, wildcard and named, SotW and Delta: each group's only client leaves and a
     // new one comes, as an Envoy restarting or a pod rescheduled would.
@@ -154,7 +149,7 @@ class ControlPlaneMatrixTest {
   @ParameterizedTest(name = "{0}")
   @MethodSource(ControlPlaneCell.EVERY)
   void whenEveryStreamOfAGroupChurnsAwayTheNewOnesConvergeAndFollowLaterChanges(ControlPlaneCell cell) throws Exception {
-    UpstreamControlPlane controlPlane = controlPlane(cell);
+    UpstreamControlPlane controlPlane = fixture.controlPlane(cell);
     XdsProxy proxy = proxy(cell, controlPlane);
     Snapshot before = fleet("1", 1, clusterNames(5));
     controlPlane.setSnapshot(FLEET, before);
@@ -176,7 +171,7 @@ class ControlPlaneMatrixTest {
   @ParameterizedTest(name = "{0}")
   @MethodSource(ControlPlaneCell.EVERY)
   void aDoNotCacheResourceReachesAClientThatSubscribesAfterItCame(ControlPlaneCell cell) throws Exception {
-    UpstreamControlPlane controlPlane = controlPlane(cell);
+    UpstreamControlPlane controlPlane = fixture.controlPlane(cell);
     try {
       controlPlane.setDoNotCache(Set.of("c-0"));
     } catch (UnsupportedOperationException cannot) {
@@ -205,7 +200,7 @@ class ControlPlaneMatrixTest {
   @ParameterizedTest(name = "{0}")
   @MethodSource(ControlPlaneCell.EVERY)
   void aClientsNackIsNotForwardedAndProvokesNoLoopUpstream(ControlPlaneCell cell) throws Exception {
-    UpstreamControlPlane controlPlane = controlPlane(cell);
+    UpstreamControlPlane controlPlane = fixture.controlPlane(cell);
     XdsProxy proxy = proxy(cell, controlPlane);
     controlPlane.setSnapshot(FLEET, fleet("1", 1, clusterNames(3)));
     VariantClient rejecting = wildcardClient(Variant.SOTW_ADS, proxy.xdsPort(), "rejecting", FLEET, "c-0");
@@ -234,7 +229,7 @@ class ControlPlaneMatrixTest {
   @ParameterizedTest(name = "{0}")
   @MethodSource(ControlPlaneCell.REPRESENTATIVE)
   void clientsConvergeToTheNewerStateWhenTheControlPlaneRestartsInTheMiddleOfAPush(ControlPlaneCell cell) throws Exception {
-    UpstreamControlPlane controlPlane = controlPlane(cell);
+    UpstreamControlPlane controlPlane = fixture.controlPlane(cell);
     XdsProxy proxy = proxy(cell, controlPlane);
     Snapshot small = fleet("1", 1, clusterNames(10));
     controlPlane.setSnapshot(FLEET, small);
@@ -256,7 +251,7 @@ class ControlPlaneMatrixTest {
 
   /** An Envoy-like client of {@code mode} in the fleet, connected to {@code port}, reconnecting on its own. */
   private EnvoyLikeClient envoy(EnvoyLikeClient.Builder mode, String id, int port) {
-    return opened.add(mode.nodeId(id).nodeCluster(FLEET).reconnectAfter(Duration.ofMillis(100)).start("127.0.0.1:" + port));
+    return fixture.add(mode.nodeId(id).nodeCluster(FLEET).reconnectAfter(Duration.ofMillis(100)).start("127.0.0.1:" + port));
   }
 
   /** {@code fleet} with cluster {@code name}'s definition changed (its connect timeout), its assignment not. */
@@ -285,7 +280,7 @@ class ControlPlaneMatrixTest {
   @ParameterizedTest(name = "{0}")
   @MethodSource(ControlPlaneCell.EVERY)
   void aClusterChangeReachesAnEnvoyWithItsAssignmentWithinASecond(ControlPlaneCell cell) throws Exception {
-    UpstreamControlPlane controlPlane = controlPlane(cell);
+    UpstreamControlPlane controlPlane = fixture.controlPlane(cell);
     XdsProxy proxy = proxy(cell, controlPlane);
     Snapshot before = fleet("1", 1, clusterNames(3));
     controlPlane.setSnapshot(FLEET, before);
@@ -310,9 +305,8 @@ class ControlPlaneMatrixTest {
   @ParameterizedTest(name = "{0}")
   @MethodSource(ControlPlaneCell.REPRESENTATIVE)
   void envoysReconnectingToARestartedProxyGetWhatChangedMeanwhileAndWarmIt(ControlPlaneCell cell) throws Exception {
-    UpstreamControlPlane controlPlane = controlPlane(cell);
-    XdsProxy first = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0, 0)
-        .withUpstreamProtocol(cell.upstream()).withUpstreamBackoff(QUICK).withNotFoundTimeout(Duration.ofSeconds(1)));
+    UpstreamControlPlane controlPlane = fixture.controlPlane(cell);
+    XdsProxy first = XdsProxy.start(config(cell, controlPlane));
     int port = first.xdsPort();
     Snapshot before = fleet("1", 1, "c-0", "c-1", "c-2");
     controlPlane.setSnapshot(FLEET, before);
@@ -335,8 +329,7 @@ class ControlPlaneMatrixTest {
     endpoints.addAll(c3.endpoints().resources().values());
     Instant change = Instant.now();
     controlPlane.setSnapshot(FLEET, Snapshot.create(clusters, endpoints, List.of(), List.of(), List.of(), "2"));
-    opened.add(XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(port, 0, 0)
-        .withUpstreamProtocol(cell.upstream()).withUpstreamBackoff(QUICK).withNotFoundTimeout(Duration.ofSeconds(1))));
+    fixture.proxy(config(cell, controlPlane).withPorts(port, 0, 0));
 
     for (EnvoyLikeClient envoy : envoys) {
       awaitWarm(envoy, Set.of("c-0", "c-1", "c-3"));
@@ -358,7 +351,7 @@ class ControlPlaneMatrixTest {
   @ParameterizedTest(name = "{0}")
   @MethodSource(ControlPlaneCell.EVERY)
   void anEnvoyWhoseClusterHasNoAssignmentUpstreamStillStarts(ControlPlaneCell cell) throws Exception {
-    UpstreamControlPlane controlPlane = controlPlane(cell);
+    UpstreamControlPlane controlPlane = fixture.controlPlane(cell);
     XdsProxy proxy = proxy(cell, controlPlane);
     Snapshot full = fleet("1", 1, clusterNames(3));
     List<ClusterLoadAssignment> endpoints = new ArrayList<>(full.endpoints().resources().values());

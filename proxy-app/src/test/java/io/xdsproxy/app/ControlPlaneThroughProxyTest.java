@@ -1,11 +1,13 @@
 package io.xdsproxy.app;
 
+import static io.xdsproxy.app.testing.ProxyFixture.against;
 import static io.xdsproxy.app.testing.XdsTestClient.node;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
+import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.app.testing.Backend;
 import io.xdsproxy.app.testing.ControlPlaneCell;
@@ -15,9 +17,9 @@ import io.xdsproxy.app.testing.XdsTestClient;
 import io.xdsproxy.upstream.testing.ControlPlane;
 import io.xdsproxy.upstream.testing.UpstreamControlPlane;
 import java.time.Duration;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -26,19 +28,15 @@ class ControlPlaneThroughProxyTest {
 
   private static final Duration WAIT = Duration.ofSeconds(15);
 
+  @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
+
   private ControlPlane controlPlane;
   private XdsProxy proxy;
 
   @BeforeEach
   void start() throws Exception {
-    controlPlane = new ControlPlane();
-    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0, 0));
-  }
-
-  @AfterEach
-  void stop() {
-    proxy.close();
-    controlPlane.close();
+    controlPlane = fixture.controlPlane();
+    proxy = fixture.proxy(against(controlPlane.target()));
   }
 
   /** Over one cell per control plane: each answers grpc-java's named subscriptions by its own rules. */
@@ -46,21 +44,19 @@ class ControlPlaneThroughProxyTest {
   @MethodSource(ControlPlaneCell.REPRESENTATIVE)
   void grpcXdsClientReachesTheBackendTheControlPlaneNamesAndFollowsAnEndpointMove(ControlPlaneCell cell)
       throws Exception {
-    try (UpstreamControlPlane upstream = cell.create();
-        XdsProxy through = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(upstream.target())
-            .withUpstreamProtocol(cell.upstream()).withPorts(0, 0, 0));
-        Backend first = new Backend("first");
-        Backend second = new Backend("second");
-        XdsClientChannel client = new XdsClientChannel(through.xdsPort(), "client-1", "fleet-a", "greeter")) {
-      upstream.setSnapshot("fleet-a", Resources.greeterAt(first.port(), "1"));
+    UpstreamControlPlane upstream = fixture.controlPlane(cell);
+    fixture.proxy(against(cell, upstream));
+    Backend first = fixture.add(new Backend("first"));
+    Backend second = fixture.add(new Backend("second"));
+    XdsClientChannel client = fixture.grpcClient("client-1", "fleet-a", "greeter");
+    upstream.setSnapshot("fleet-a", Resources.greeterAt(first.port(), "1"));
 
-      await().atMost(WAIT).ignoreExceptions().until(client::whoAmI, "first"::equals);
+    await().atMost(WAIT).ignoreExceptions().until(client::whoAmI, "first"::equals);
 
-      upstream.setSnapshot("fleet-a", Resources.greeterAt(second.port(), "2"));
+    upstream.setSnapshot("fleet-a", Resources.greeterAt(second.port(), "2"));
 
-      await().atMost(WAIT).ignoreExceptions().until(client::whoAmI, "second"::equals);
-      assertThat(upstream.streamGroups()).containsExactly("fleet-a");
-    }
+    await().atMost(WAIT).ignoreExceptions().until(client::whoAmI, "second"::equals);
+    assertThat(upstream.streamGroups()).containsExactly("fleet-a");
   }
 
   @Test

@@ -1,34 +1,34 @@
 package io.xdsproxy.app;
 
+import static io.xdsproxy.app.testing.ProxyFixture.against;
 import static io.xdsproxy.app.testing.XdsTestClient.node;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import com.google.gson.JsonElement;
-import com.google.gson.JsonParser;
 import io.envoyproxy.controlplane.cache.v3.Snapshot;
 import io.envoyproxy.envoy.config.cluster.v3.Cluster;
+import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.app.testing.ConvergenceChecker;
 import io.xdsproxy.app.testing.Resources;
 import io.xdsproxy.app.testing.VariantClient;
 import io.xdsproxy.app.testing.VariantClient.Variant;
 import io.xdsproxy.upstream.testing.ControlPlane;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** The convergence checker the fault tests end with: it passes on clients that caught up and names those that did not. */
 class ConvergenceCheckerTest {
 
   private static final Duration WAIT = Duration.ofSeconds(10);
+
+  @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
 
   private static Snapshot clusters(String version, int timeout, String... names) {
     List<Cluster> cds = java.util.Arrays.stream(names).map(name -> Resources.cluster(name).toBuilder()
@@ -38,46 +38,42 @@ class ConvergenceCheckerTest {
 
   @Test
   void aClientThatRejectedTheLatestStateFailsTheCheckNamingWhatItLacks() throws Exception {
-    try (ControlPlane controlPlane = new ControlPlane();
-        XdsProxy proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0, 0));
-        VariantClient current = new VariantClient(Variant.SOTW_ADS, proxy.xdsPort(), node("current", "fleet"));
-        VariantClient behind = new VariantClient(Variant.DELTA_ADS, proxy.xdsPort(), node("behind", "fleet"))) {
-      Snapshot first = clusters("1", 1, "a", "b", "old");
-      controlPlane.setSnapshot("fleet", first);
-      current.subscribe(TypeUrl.CLUSTER);
-      behind.subscribe(TypeUrl.CLUSTER, "a", "b", "c");
-      new ConvergenceChecker().upstream("fleet", first).client(current).client(behind).awaitConverged(WAIT);
-      // The clients' last ACKs reach the proxy before the change: one taken after it would be answered
-      // with the additions and the removal together, not the split the message below describes.
-      await().atMost(WAIT).until(() -> {
-        Set<String> acked = ackedClusterVersions(proxy);
-        return acked.size() == 1 && !acked.contains("");
-      });
+    ControlPlane controlPlane = fixture.controlPlane();
+    fixture.proxy(against(controlPlane.target()));
+    VariantClient current = fixture.client(Variant.SOTW_ADS, node("current", "fleet"));
+    VariantClient behind = fixture.client(Variant.DELTA_ADS, node("behind", "fleet"));
+    Snapshot first = clusters("1", 1, "a", "b", "old");
+    controlPlane.setSnapshot("fleet", first);
+    current.subscribe(TypeUrl.CLUSTER);
+    behind.subscribe(TypeUrl.CLUSTER, "a", "b", "c");
+    new ConvergenceChecker().upstream("fleet", first).client(current).client(behind).awaitConverged(WAIT);
+    // The clients' last ACKs reach the proxy before the change: one taken after it would be answered
+    // with the additions and the removal together, not the split the message below describes.
+    await().atMost(WAIT).until(() -> {
+      Set<String> acked = ackedClusterVersions();
+      return acked.size() == 1 && !acked.contains("");
+    });
 
-      Snapshot second = clusters("2", 2, "a", "c");
-      behind.rejectNext(TypeUrl.CLUSTER);
-      controlPlane.setSnapshot("fleet", second);
+    Snapshot second = clusters("2", 2, "a", "c");
+    behind.rejectNext(TypeUrl.CLUSTER);
+    controlPlane.setSnapshot("fleet", second);
 
-      ConvergenceChecker checker = new ConvergenceChecker().upstream("fleet", second).client(current).client(behind);
-      assertThatThrownBy(() -> checker.awaitConverged(Duration.ofSeconds(2)))
-          .isInstanceOf(AssertionError.class)
-          .hasMessageContaining("1 of 2 clients did not converge")
-          .hasMessageContaining("client behind (group fleet, DELTA_ADS)")
-          // The proxy sent the additions and the removal of b apart (make-before-break); only the first was rejected.
-          .hasMessageContaining("Cluster (names [a, b, c]): holds 1, upstream has 2; missing [c]; stale [a (held at version")
-          .hasMessageContaining("exchanged on the stream of envoy.config.cluster.v3.Cluster")
-          .hasMessageNotContaining("client current");
-      assertThat(checker.differences()).extracting(d -> d.client().node().getId()).containsExactly("behind");
-    }
+    ConvergenceChecker checker = new ConvergenceChecker().upstream("fleet", second).client(current).client(behind);
+    assertThatThrownBy(() -> checker.awaitConverged(Duration.ofSeconds(2)))
+        .isInstanceOf(AssertionError.class)
+        .hasMessageContaining("1 of 2 clients did not converge")
+        .hasMessageContaining("client behind (group fleet, DELTA_ADS)")
+        // The proxy sent the additions and the removal of b apart (make-before-break); only the first was rejected.
+        .hasMessageContaining("Cluster (names [a, b, c]): holds 1, upstream has 2; missing [c]; stale [a (held at version")
+        .hasMessageContaining("exchanged on the stream of envoy.config.cluster.v3.Cluster")
+        .hasMessageNotContaining("client current");
+    assertThat(checker.differences()).extracting(d -> d.client().node().getId()).containsExactly("behind");
   }
 
   /** The Cluster version each open stream last ACKed, as {@code GET /clients} tells. */
-  private static Set<String> ackedClusterVersions(XdsProxy proxy) throws Exception {
-    HttpResponse<String> response = HttpClient.newHttpClient().send(
-        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + proxy.adminPort() + "/clients")).build(),
-        HttpResponse.BodyHandlers.ofString());
+  private Set<String> ackedClusterVersions() {
     Set<String> versions = new HashSet<>();
-    for (JsonElement client : JsonParser.parseString(response.body()).getAsJsonObject().getAsJsonArray("clients")) {
+    for (JsonElement client : fixture.clients()) {
       for (JsonElement type : client.getAsJsonObject().getAsJsonArray("types")) {
         if (type.getAsJsonObject().get("typeUrl").getAsString().equals(TypeUrl.CLUSTER.url())) {
           versions.add(type.getAsJsonObject().get("ackedVersion").getAsString());

@@ -1,5 +1,6 @@
 package io.xdsproxy.app;
 
+import static io.xdsproxy.app.testing.ProxyFixture.against;
 import static io.xdsproxy.app.testing.XdsTestClient.node;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -28,6 +29,7 @@ import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
 import io.grpc.netty.NettyChannelBuilder;
 import io.grpc.stub.StreamObserver;
+import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.app.testing.Resources;
 import io.xdsproxy.app.testing.XdsTestClient;
@@ -41,6 +43,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Client status (CSDS) on the xDS port, asked over a real gRPC channel about real SotW and Delta
@@ -53,6 +56,8 @@ class CsdsTest {
   private static final Duration WAIT = Duration.ofSeconds(10);
   private static final Any CLUSTER_A = Any.pack(Resources.cluster("a"));
   private static final Any CLUSTER_B = Any.pack(Resources.cluster("b"));
+
+  @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
 
   private ScriptedControlPlane upstream;
   private XdsProxy proxy;
@@ -67,14 +72,13 @@ class CsdsTest {
 
   @BeforeEach
   void start() throws Exception {
-    upstream = new ScriptedControlPlane();
+    upstream = fixture.scriptedControlPlane();
     // Long enough that the unanswered endpoints stay unanswered however slow the machine.
-    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(upstream.target()).withPorts(0, 0, 0)
-        .withNotFoundTimeout(Duration.ofMinutes(5)));
+    proxy = fixture.proxy(against(upstream.target()).withNotFoundTimeout(Duration.ofMinutes(5)));
     channel = NettyChannelBuilder.forAddress("127.0.0.1", proxy.xdsPort()).usePlaintext().build();
-    acking = XdsTestClient.sotwAds(proxy.xdsPort());
-    nacking = XdsTestClient.sotwAds(proxy.xdsPort());
-    delta = XdsTestClient.deltaAds(proxy.xdsPort());
+    acking = fixture.sotwAds();
+    nacking = fixture.sotwAds();
+    delta = fixture.deltaAds();
 
     acking.send(DiscoveryRequest.newBuilder().setNode(node("acking-1", "fleet")).setTypeUrl(TypeUrl.CLUSTER.url()).build());
     upstream.nextRequest(WAIT);
@@ -101,11 +105,6 @@ class CsdsTest {
   @AfterEach
   void stop() {
     channel.shutdownNow();
-    acking.close();
-    nacking.close();
-    delta.close();
-    proxy.close();
-    upstream.close();
   }
 
   private ClientStatusResponse fetch(ClientStatusRequest request) {

@@ -1,5 +1,6 @@
 package io.xdsproxy.app;
 
+import static io.xdsproxy.app.testing.ProxyFixture.against;
 import static io.xdsproxy.app.testing.XdsTestClient.node;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -12,6 +13,7 @@ import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.Resource;
 import io.grpc.Status.Code;
+import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.app.testing.Resources;
 import io.xdsproxy.app.testing.XdsTestClient;
@@ -20,9 +22,9 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The rules of "Incremental xDS" on the proxy's DeltaAggregatedResources, fed by a State-of-the-World
@@ -33,23 +35,18 @@ class DeltaAdsTest {
   private static final Duration WAIT = Duration.ofSeconds(10);
   private static final Duration QUIET = Duration.ofMillis(700);
 
+  @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
+
   private ControlPlane controlPlane;
   private XdsProxy proxy;
   private XdsTestClient<DeltaDiscoveryRequest, DeltaDiscoveryResponse> client;
 
   @BeforeEach
   void start() throws Exception {
-    controlPlane = new ControlPlane();
-    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0, 0)
+    controlPlane = fixture.controlPlane();
+    proxy = fixture.proxy(against(controlPlane.target())
         .withNotFoundTimeout(Duration.ofMillis(300)));
-    client = XdsTestClient.deltaAds(proxy.xdsPort());
-  }
-
-  @AfterEach
-  void stop() {
-    client.close();
-    proxy.close();
-    controlPlane.close();
+    client = fixture.deltaAds();
   }
 
   /** Clusters named {@code clusters} (connect timeout {@code timeout} s), and their endpoints. */

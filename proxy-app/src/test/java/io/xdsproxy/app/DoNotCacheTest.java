@@ -1,5 +1,6 @@
 package io.xdsproxy.app;
 
+import static io.xdsproxy.app.testing.ProxyFixture.against;
 import static io.xdsproxy.app.testing.XdsTestClient.node;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -10,15 +11,16 @@ import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.Resource;
+import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.core.ResourceDecoder;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.app.testing.XdsTestClient;
 import io.xdsproxy.upstream.testing.ScriptedControlPlane;
 import java.time.Duration;
 import java.util.List;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Invariant 3: a resource the upstream marks {@code cache_control.do_not_cache} reaches the streams
@@ -30,19 +32,15 @@ class DoNotCacheTest {
   private static final Duration WAIT = Duration.ofSeconds(10);
   private static final Duration QUIET = Duration.ofMillis(600);
 
+  @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
+
   private ScriptedControlPlane upstream;
   private XdsProxy proxy;
 
   @BeforeEach
   void start() throws Exception {
-    upstream = new ScriptedControlPlane();
-    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(upstream.target()).withPorts(0, 0, 0));
-  }
-
-  @AfterEach
-  void stop() {
-    proxy.close();
-    upstream.close();
+    upstream = fixture.scriptedControlPlane();
+    proxy = fixture.proxy(against(upstream.target()));
   }
 
   private static Cluster cluster(String name) {

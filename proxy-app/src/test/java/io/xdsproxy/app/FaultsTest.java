@@ -9,10 +9,10 @@ import io.envoyproxy.envoy.config.cluster.v3.Cluster;
 import io.envoyproxy.envoy.config.endpoint.v3.ClusterLoadAssignment;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
+import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.app.testing.ControlPlaneCell;
 import io.xdsproxy.app.testing.ConvergenceChecker;
-import io.xdsproxy.app.testing.Opened;
 import io.xdsproxy.app.testing.Resources;
 import io.xdsproxy.app.testing.VariantClient;
 import io.xdsproxy.app.testing.VariantClient.Variant;
@@ -27,8 +27,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.function.IntFunction;
 import java.util.stream.IntStream;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -52,12 +52,7 @@ class FaultsTest {
    */
   private static final String[] ENDPOINT_NAMES = {"c-0", "c-1"};
 
-  private final Opened opened = new Opened();
-
-  @AfterEach
-  void closeAll() throws Exception {
-    opened.close();
-  }
+  @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
 
   /**
    * {@code count} clusters c-0, c-1, … with their endpoints; {@code generation} is in their bytes
@@ -96,7 +91,7 @@ class FaultsTest {
   private List<VariantClient> everyVariant(int port, String prefix) {
     List<VariantClient> clients = new ArrayList<>();
     for (Variant variant : Variant.values()) {
-      VariantClient client = opened.add(new VariantClient(variant, port, node(prefix + "-" + variant, GROUP)));
+      VariantClient client = fixture.add(new VariantClient(variant, port, node(prefix + "-" + variant, GROUP)));
       client.subscribe(TypeUrl.CLUSTER);
       client.subscribe(TypeUrl.ENDPOINT, ENDPOINT_NAMES);
       clients.add(client);
@@ -111,9 +106,9 @@ class FaultsTest {
   @ParameterizedTest(name = "{0}")
   @MethodSource(ControlPlaneCell.REPRESENTATIVE)
   void clientsConvergeWhenTheUpstreamComesUpAfterTheProxyStarted(ControlPlaneCell cell) throws Exception {
-    UpstreamControlPlane controlPlane = opened.add(cell.create());
+    UpstreamControlPlane controlPlane = fixture.controlPlane(cell);
     controlPlane.stop();
-    XdsProxy proxy = opened.add(XdsProxy.start(config(cell, controlPlane)));
+    XdsProxy proxy = fixture.proxy(config(cell, controlPlane));
     List<VariantClient> clients = everyVariant(proxy.xdsPort(), "early");
     clients.forEach(VariantClient::pump);
     assertThat(proxy.ready()).as("ready before the upstream was ever reached").isFalse();
@@ -129,8 +124,8 @@ class FaultsTest {
   @ParameterizedTest(name = "{0}")
   @MethodSource(ControlPlaneCell.REPRESENTATIVE)
   void clientsConvergeToTheNewerStateWhenTheUpstreamRestartsInTheMiddleOfALargePush(ControlPlaneCell cell) throws Exception {
-    UpstreamControlPlane controlPlane = opened.add(cell.create());
-    XdsProxy proxy = opened.add(XdsProxy.start(config(cell, controlPlane)));
+    UpstreamControlPlane controlPlane = fixture.controlPlane(cell);
+    XdsProxy proxy = fixture.proxy(config(cell, controlPlane));
     Snapshot small = fleet("1", 10, 1);
     controlPlane.setSnapshot(GROUP, small);
     List<VariantClient> clients = everyVariant(proxy.xdsPort(), "pushed");
@@ -154,13 +149,13 @@ class FaultsTest {
   void aControlPlaneThatAcceptsTcpButNeverAnswersIsLeftForTheNextAddressOnceKeepaliveGoesUnanswered() throws Exception {
     // The kernel completes the TCP handshake of a connection in the backlog: the socket accepts,
     // and nothing ever reads or writes, so the HTTP/2 preface, SETTINGS and PINGs go unanswered.
-    ServerSocket silent = opened.add(new ServerSocket(0, 50, InetAddress.getLoopbackAddress()));
-    ControlPlane controlPlane = opened.add(new ControlPlane());
+    ServerSocket silent = fixture.add(new ServerSocket(0, 50, InetAddress.getLoopbackAddress()));
+    ControlPlane controlPlane = fixture.controlPlane();
     Snapshot served = fleet("1", 20, 1);
     controlPlane.setSnapshot(GROUP, served);
     // grpc-java raises a keepalive time under 10 s to 10 s: this is as quick as a channel can notice.
-    XdsProxy proxy = opened.add(XdsProxy.start(config("127.0.0.1:" + silent.getLocalPort(), controlPlane.target())
-        .withUpstreamKeepalive(new AdsUpstream.Keepalive(Duration.ofSeconds(10), Duration.ofSeconds(1)))));
+    XdsProxy proxy = fixture.proxy(config("127.0.0.1:" + silent.getLocalPort(), controlPlane.target())
+        .withUpstreamKeepalive(new AdsUpstream.Keepalive(Duration.ofSeconds(10), Duration.ofSeconds(1))));
     List<VariantClient> clients = everyVariant(proxy.xdsPort(), "patient");
 
     awaitConverged(served, clients, Duration.ofSeconds(25));
@@ -169,14 +164,14 @@ class FaultsTest {
   @ParameterizedTest(name = "{0}")
   @MethodSource(ControlPlaneCell.REPRESENTATIVE)
   void clientsThatVanishInTheMiddleOfALargeResponseDoNotDisturbTheOthers(ControlPlaneCell cell) throws Exception {
-    UpstreamControlPlane controlPlane = opened.add(cell.create());
-    XdsProxy proxy = opened.add(XdsProxy.start(config(cell, controlPlane)));
+    UpstreamControlPlane controlPlane = fixture.controlPlane(cell);
+    XdsProxy proxy = fixture.proxy(config(cell, controlPlane));
     Snapshot large = fleet("1", 2000, 1);
     controlPlane.setSnapshot(GROUP, large);
     List<VariantClient> clients = everyVariant(proxy.xdsPort(), "staying");
     for (int i = 0; i < 20; i++) {
       Variant variant = Variant.values()[i % 4];
-      VariantClient quitter = opened.add(new VariantClient(variant, proxy.xdsPort(), node("quitter-" + i, GROUP)));
+      VariantClient quitter = fixture.add(new VariantClient(variant, proxy.xdsPort(), node("quitter-" + i, GROUP)));
       quitter.subscribe(TypeUrl.CLUSTER);
       quitter.subscribe(TypeUrl.ENDPOINT, ENDPOINT_NAMES);
       // Half go at once, half once the large response is on its way to them.
@@ -195,8 +190,8 @@ class FaultsTest {
   @ParameterizedTest(name = "{0}")
   @MethodSource(ControlPlaneCell.REPRESENTATIVE)
   void twoThousandClientsDroppedTogetherReconnectTogetherAndConverge(ControlPlaneCell cell) throws Exception {
-    UpstreamControlPlane controlPlane = opened.add(cell.create());
-    XdsProxy proxy = opened.add(XdsProxy.start(config(cell, controlPlane)));
+    UpstreamControlPlane controlPlane = fixture.controlPlane(cell);
+    XdsProxy proxy = fixture.proxy(config(cell, controlPlane));
     Snapshot before = fleet("1", 20, 1);
     controlPlane.setSnapshot(GROUP, before);
     // 2,000 ADS streams, SotW and Delta in turn, 100 to a connection, as 20 hosts of 100 clients would be.
@@ -205,7 +200,7 @@ class FaultsTest {
     List<VariantClient> clients = new ArrayList<>();
     for (int i = 0; i < 2000; i++) {
       Variant variant = i % 2 == 0 ? Variant.SOTW_ADS : Variant.DELTA_ADS;
-      VariantClient client = opened.add(new VariantClient(variant, channels.get(i % connections), node("many-" + i, GROUP)));
+      VariantClient client = fixture.add(new VariantClient(variant, channels.get(i % connections), node("many-" + i, GROUP)));
       client.subscribe(TypeUrl.CLUSTER);
       clients.add(client);
     }
@@ -226,7 +221,7 @@ class FaultsTest {
     List<ManagedChannel> channels = new ArrayList<>();
     for (int i = 0; i < count; i++) {
       ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", port).usePlaintext().build();
-      opened.add(channel::shutdownNow);
+      fixture.add(channel::shutdownNow);
       channels.add(channel);
     }
     return channels;
@@ -240,7 +235,7 @@ class FaultsTest {
   @ParameterizedTest(name = "{0}")
   @MethodSource(ControlPlaneCell.SOTW)
   void deltaClientsReconnectingToARestartedProxyAreSentOnlyWhatChanged(ControlPlaneCell cell) throws Exception {
-    UpstreamControlPlane controlPlane = opened.add(cell.create());
+    UpstreamControlPlane controlPlane = fixture.controlPlane(cell);
     XdsProxy first = XdsProxy.start(config(cell, controlPlane));
     int port = first.xdsPort();
     List<String> names = IntStream.range(0, 30).mapToObj(i -> "c-" + i).toList();
@@ -249,7 +244,7 @@ class FaultsTest {
     List<VariantClient> clients = new ArrayList<>();
     for (int i = 0; i < 6; i++) {
       Variant variant = i % 2 == 0 ? Variant.DELTA_ADS : Variant.DELTA_PER_TYPE;
-      VariantClient client = opened.add(new VariantClient(variant, port, node("delta-" + i, GROUP)));
+      VariantClient client = fixture.add(new VariantClient(variant, port, node("delta-" + i, GROUP)));
       client.subscribe(TypeUrl.CLUSTER);
       client.subscribe(TypeUrl.ENDPOINT, ENDPOINT_NAMES);
       clients.add(client);
@@ -270,7 +265,7 @@ class FaultsTest {
     controlPlane.setSnapshot(GROUP, after);
     // Clients reconnect as the proxy comes back: those too early are refused and try again.
     clients.forEach(client -> client.reconnect(null));
-    XdsProxy second = opened.add(XdsProxy.start(config(cell, controlPlane).withPorts(port, 0, 0)));
+    XdsProxy second = fixture.proxy(config(cell, controlPlane).withPorts(port, 0, 0));
     await().atMost(WAIT).pollInterval(Duration.ofMillis(100)).until(() -> {
       clients.stream().filter(VariantClient::anyStreamEnded).forEach(client -> client.reconnect(null));
       return clients.stream().noneMatch(VariantClient::anyStreamEnded);
@@ -295,14 +290,14 @@ class FaultsTest {
   @ParameterizedTest(name = "{0}")
   @MethodSource(ControlPlaneCell.REPRESENTATIVE)
   void clientsThatComeAndGoDuringAHundredUpstreamUpdatesASecondAllConverge(ControlPlaneCell cell) throws Exception {
-    UpstreamControlPlane controlPlane = opened.add(cell.create());
-    XdsProxy proxy = opened.add(XdsProxy.start(config(cell, controlPlane)));
+    UpstreamControlPlane controlPlane = fixture.controlPlane(cell);
+    XdsProxy proxy = fixture.proxy(config(cell, controlPlane));
     List<String> names = IntStream.range(0, 50).mapToObj(i -> "c-" + i).toList();
     java.util.concurrent.atomic.AtomicReference<Snapshot> latest = new java.util.concurrent.atomic.AtomicReference<>(
         fleet("0", names, i -> 0));
     controlPlane.setSnapshot(GROUP, latest.get());
     java.util.concurrent.ScheduledExecutorService updater = java.util.concurrent.Executors.newSingleThreadScheduledExecutor();
-    opened.add(updater::shutdownNow);
+    fixture.add(updater::shutdownNow);
     java.util.concurrent.atomic.AtomicInteger updates = new java.util.concurrent.atomic.AtomicInteger();
     int total = 300;
     // Update k changes cluster c-(k mod 50) and its endpoints: 100 a second for 3 seconds.
@@ -320,7 +315,7 @@ class FaultsTest {
     int[] arrivals = {0};
     await().atMost(WAIT).pollInterval(Duration.ofMillis(30)).until(() -> {
       Variant variant = Variant.values()[arrivals[0] % 4];
-      VariantClient arriving = opened.add(new VariantClient(variant, proxy.xdsPort(), node("passing-" + arrivals[0], GROUP)));
+      VariantClient arriving = fixture.add(new VariantClient(variant, proxy.xdsPort(), node("passing-" + arrivals[0], GROUP)));
       arrivals[0]++;
       arriving.subscribe(TypeUrl.CLUSTER);
       arriving.subscribe(TypeUrl.ENDPOINT, ENDPOINT_NAMES);

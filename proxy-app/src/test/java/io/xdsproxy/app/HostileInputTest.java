@@ -1,5 +1,6 @@
 package io.xdsproxy.app;
 
+import static io.xdsproxy.app.testing.ProxyFixture.against;
 import static io.xdsproxy.app.testing.XdsTestClient.node;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -13,6 +14,7 @@ import io.grpc.Status;
 import io.grpc.netty.NettyChannelBuilder;
 import io.grpc.stub.ClientCalls;
 import io.grpc.stub.StreamObserver;
+import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.app.testing.Resources;
 import io.xdsproxy.app.testing.XdsTestClient;
@@ -27,30 +29,26 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** Clients that send what no xDS client should: each is told so, and no other client notices. */
 class HostileInputTest {
 
   private static final Duration WAIT = Duration.ofSeconds(10);
 
+  @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
+
   private ControlPlane controlPlane;
   private XdsProxy proxy;
 
   @BeforeEach
   void start() throws Exception {
-    controlPlane = new ControlPlane();
+    controlPlane = fixture.controlPlane();
     controlPlane.setSnapshot("fleet", Snapshot.create(List.of(Resources.cluster("a"), Resources.cluster("b")),
         List.of(Resources.endpoints("a", 8080), Resources.endpoints("b", 8081)), List.of(), List.of(), List.of(), "1"));
-    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0, 0));
-  }
-
-  @AfterEach
-  void stop() {
-    proxy.close();
-    controlPlane.close();
+    proxy = fixture.proxy(against(controlPlane.target()));
   }
 
   /** Raw bytes as a request of {@code method}, as a broken or hostile client would send them. */

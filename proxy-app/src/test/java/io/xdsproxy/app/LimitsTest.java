@@ -1,5 +1,6 @@
 package io.xdsproxy.app;
 
+import static io.xdsproxy.app.testing.ProxyFixture.against;
 import static io.xdsproxy.app.testing.XdsTestClient.node;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -15,24 +16,21 @@ import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.netty.NettyChannelBuilder;
 import io.grpc.stub.StreamObserver;
+import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.app.testing.Resources;
 import io.xdsproxy.app.testing.XdsTestClient;
 import io.xdsproxy.downstream.xds.Limits;
 import io.xdsproxy.upstream.testing.ControlPlane;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.IntStream;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Hostile and broken clients against the limits (DESIGN invariant 7): each is told what it did
@@ -43,23 +41,19 @@ class LimitsTest {
   private static final Duration WAIT = Duration.ofSeconds(10);
   private static final Limits TIGHT = new Limits(64 * 1024, 10, 100, 2, 3, 2, 5);
 
+  @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
+
   private ControlPlane controlPlane;
   private XdsProxy proxy;
 
   @BeforeEach
   void start() throws Exception {
-    controlPlane = new ControlPlane();
+    controlPlane = fixture.controlPlane();
     for (String group : List.of("fleet", "other")) {
       controlPlane.setSnapshot(group, Snapshot.create(List.of(Resources.cluster("a"), Resources.cluster("b")),
           List.of(Resources.endpoints("a", 8080), Resources.endpoints("b", 8081)), List.of(), List.of(), List.of(), "1"));
     }
-    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0, 0).withLimits(TIGHT));
-  }
-
-  @AfterEach
-  void stop() {
-    proxy.close();
-    controlPlane.close();
+    proxy = fixture.proxy(against(controlPlane.target()).withLimits(TIGHT));
   }
 
   /** A SotW ADS client of group {@code group} that asked for every cluster and got them. */
@@ -224,13 +218,13 @@ class LimitsTest {
 
       await().atMost(Duration.ofSeconds(15)).untilAsserted(
           () -> assertThat(requestsRead() - before).as("every request is read in the end").isGreaterThanOrEqualTo(40 + 1));
-      assertThat(scrape()).contains("xds_downstream_limited_total{limit=\"request_rate\"} 1.0");
+      assertThat(fixture.scrape()).contains("xds_downstream_limited_total{limit=\"request_rate\"} 1.0");
     }
   }
 
   /** Requests of the proxy's streams read so far, of every type, from its metrics. */
   private double requestsRead() throws Exception {
-    Matcher counts = REQUESTS.matcher(scrape());
+    Matcher counts = REQUESTS.matcher(fixture.scrape());
     double total = 0;
     while (counts.find()) {
       total += Double.parseDouble(counts.group(1));
@@ -239,13 +233,6 @@ class LimitsTest {
   }
 
   private static final Pattern REQUESTS = Pattern.compile("(?m)^xds_downstream_requests_total\\{[^}]*} (\\S+)$");
-
-  private String scrape() throws Exception {
-    HttpResponse<String> response = HttpClient.newHttpClient().send(
-        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + proxy.monitoringPort() + "/metrics")).build(),
-        HttpResponse.BodyHandlers.ofString());
-    return response.body();
-  }
 
   /** Records the responses of one raw stream. */
   private static final class Recorder implements StreamObserver<DiscoveryResponse> {

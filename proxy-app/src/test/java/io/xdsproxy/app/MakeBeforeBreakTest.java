@@ -1,5 +1,6 @@
 package io.xdsproxy.app;
 
+import static io.xdsproxy.app.testing.ProxyFixture.serving;
 import static io.xdsproxy.app.testing.XdsTestClient.node;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -10,15 +11,16 @@ import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.Resource;
+import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.app.testing.XdsTestClient;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.time.Duration;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -30,6 +32,8 @@ class MakeBeforeBreakTest {
 
   private static final Duration WAIT = Duration.ofSeconds(10);
   private static final Duration QUIET = Duration.ofMillis(700);
+
+  @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
 
   @TempDir
   Path resources;
@@ -44,12 +48,7 @@ class MakeBeforeBreakTest {
     for (String file : new String[] {"clusters.yaml", "routes.yaml"}) {
       Files.createSymbolicLink(resources.resolve(file), Path.of("..data", file));
     }
-    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withResourcesDir(resources).withPorts(0, 0, 0));
-  }
-
-  @AfterEach
-  void stop() {
-    proxy.close();
+    proxy = fixture.proxy(serving(resources));
   }
 
   /** A version of the configuration: one cluster, and route r pointing at it. */

@@ -1,5 +1,6 @@
 package io.xdsproxy.app;
 
+import static io.xdsproxy.app.testing.ProxyFixture.against;
 import static io.xdsproxy.app.testing.XdsTestClient.node;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -16,47 +17,31 @@ import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.Resource;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
+import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.app.testing.XdsTestClient;
 import io.xdsproxy.upstream.testing.ScriptedControlPlane;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** {@code GET /metrics} in Prometheus text, after real traffic, with the values it should have. */
 class MetricsTest {
 
   private static final Duration WAIT = Duration.ofSeconds(10);
 
+  @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
+
   private ScriptedControlPlane upstream;
   private XdsProxy proxy;
 
   @BeforeEach
   void start() throws Exception {
-    upstream = new ScriptedControlPlane();
-    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(upstream.target()).withPorts(0, 0, 0));
-  }
-
-  @AfterEach
-  void stop() {
-    proxy.close();
-    upstream.close();
-  }
-
-  private String scrape() throws Exception {
-    HttpResponse<String> response = HttpClient.newHttpClient().send(
-        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + proxy.monitoringPort() + "/metrics")).build(),
-        HttpResponse.BodyHandlers.ofString());
-    assertThat(response.statusCode()).isEqualTo(200);
-    assertThat(response.headers().firstValue("Content-Type")).hasValueSatisfying(type -> assertThat(type).startsWith("text/plain"));
-    return response.body();
+    upstream = fixture.scriptedControlPlane();
+    proxy = fixture.proxy(against(upstream.target()));
   }
 
   @Test
@@ -96,7 +81,7 @@ class MetricsTest {
       }
     }
 
-    String metrics = scrape();
+    String metrics = fixture.scrape();
 
     assertThat(metrics).contains(expected);
     assertThat(BuildInfo.CURRENT.version()).as("the version Maven wrote into build.properties").matches("\\d+\\.\\d+\\.\\d+.*");
@@ -119,7 +104,7 @@ class MetricsTest {
         var huge = XdsTestClient.sotwAds(proxy.xdsPort())) {
       cancelled.send(DiscoveryRequest.newBuilder().setNode(node("n1", "fleet")).setTypeUrl(TypeUrl.CLUSTER.url()).build());
       upstream.nextRequest(WAIT);
-      await().atMost(WAIT).untilAsserted(() -> assertThat(scrape())
+      await().atMost(WAIT).untilAsserted(() -> assertThat(fixture.scrape())
           .contains("xds_downstream_streams{protocol=\"sotw\",service=\"ads\"} 1.0"));
       cancelled.cancel();
       // The proxy ends a stream whose first request names no node.
@@ -130,7 +115,7 @@ class MetricsTest {
           "x".repeat(ProxyConfig.DEFAULTS.limits().maxRequestBytes())).setTypeUrl(TypeUrl.CLUSTER.url()).build());
       assertThat(huge.awaitEnd(WAIT).getCode()).isEqualTo(io.grpc.Status.Code.RESOURCE_EXHAUSTED);
 
-      await().atMost(WAIT).untilAsserted(() -> assertThat(scrape())
+      await().atMost(WAIT).untilAsserted(() -> assertThat(fixture.scrape())
           .contains("xds_downstream_streams_ended_total{status=\"CANCELLED\"} 1.0")
           .contains("xds_downstream_streams_ended_total{status=\"INVALID_ARGUMENT\"} 1.0")
           .contains("xds_downstream_streams_ended_total{status=\"RESOURCE_EXHAUSTED\"} 1.0")
@@ -157,7 +142,7 @@ class MetricsTest {
       client.send(DiscoveryRequest.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).setResponseNonce(response.getNonce())
           .setErrorDetail(Status.newBuilder().setCode(3).setMessage("no")).build());
 
-      await().atMost(WAIT).untilAsserted(() -> assertThat(scrape())
+      await().atMost(WAIT).untilAsserted(() -> assertThat(fixture.scrape())
           .contains("xds_upstream_nacks_total{group=\"fleet\"} 1.0")
           .contains("xds_downstream_nacks_total{type=\"envoy.config.cluster.v3.Cluster\"} 1.0")
           .contains("xds_downstream_requests_total{type=\"envoy.config.cluster.v3.Cluster\"} 2.0")
@@ -167,7 +152,7 @@ class MetricsTest {
           .contains("jvm_memory_used_bytes"));
     }
     await().atMost(WAIT).untilAsserted(() ->
-        assertThat(scrape()).contains("xds_downstream_streams{protocol=\"sotw\",service=\"ads\"} 0.0"));
+        assertThat(fixture.scrape()).contains("xds_downstream_streams{protocol=\"sotw\",service=\"ads\"} 0.0"));
   }
 
   @Test
@@ -182,7 +167,7 @@ class MetricsTest {
       client.send(DiscoveryRequest.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).setVersionInfo(response.getVersionInfo())
           .setResponseNonce(response.getNonce()).build());
 
-      await().atMost(WAIT).untilAsserted(() -> assertThat(scrape())
+      await().atMost(WAIT).untilAsserted(() -> assertThat(fixture.scrape())
           .contains("xds_downstream_acks_total{type=\"envoy.config.cluster.v3.Cluster\"} 1.0")
           .contains("xds_downstream_sent_bytes_total{type=\"envoy.config.cluster.v3.Cluster\"} "
               + (double) response.getSerializedSize())
@@ -194,10 +179,10 @@ class MetricsTest {
 
       upstream.endStream(io.grpc.Status.UNAVAILABLE.withDescription("restarting"));
 
-      await().atMost(WAIT).untilAsserted(() -> assertThat(scrape())
+      await().atMost(WAIT).untilAsserted(() -> assertThat(fixture.scrape())
           .contains("xds_upstream_reconnects_total{group=\"fleet\"} 1.0"));
       // The stream is being reopened and has not answered: not connected.
-      assertThat(scrape()).contains("xds_upstream_connected{group=\"fleet\"} 0.0");
+      assertThat(fixture.scrape()).contains("xds_upstream_connected{group=\"fleet\"} 0.0");
     }
   }
 
@@ -214,7 +199,7 @@ class MetricsTest {
       upstream.send(DiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).setVersionInfo("1").setNonce("u1")
           .addResources(Any.pack(uncacheable)).addResources(Any.pack(leased)).build());
 
-      await().atMost(WAIT).untilAsserted(() -> assertThat(scrape())
+      await().atMost(WAIT).untilAsserted(() -> assertThat(fixture.scrape())
           .contains("xds_do_not_cache_relays_total{type=\"envoy.config.cluster.v3.Cluster\"} 1.0")
           .contains("xds_ttl_expiries_total{type=\"envoy.config.cluster.v3.Cluster\"} 1.0")
           .contains("xds_store_resources{type=\"envoy.config.cluster.v3.Cluster\"} 1.0"));

@@ -1,5 +1,6 @@
 package io.xdsproxy.app;
 
+import static io.xdsproxy.app.testing.ProxyFixture.against;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -7,39 +8,36 @@ import io.envoyproxy.controlplane.cache.v3.Snapshot;
 import io.envoyproxy.envoy.config.core.v3.Node;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.grpc.Status.Code;
+import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.app.testing.Resources;
 import io.xdsproxy.app.testing.XdsTestClient;
 import io.xdsproxy.upstream.testing.ControlPlane;
 import java.time.Duration;
 import java.util.List;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** Node groups made by a configured rule, and the node the upstream sees for a group. */
 class NodeGroupRulesTest {
 
   private static final Duration WAIT = Duration.ofSeconds(10);
 
+  @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
+
   private ControlPlane controlPlane;
   private XdsProxy proxy;
 
   @BeforeEach
   void start() throws Exception {
-    controlPlane = new ControlPlane();
+    controlPlane = fixture.controlPlane();
     // Grouped by the namespace in an Istio-style node id; the upstream sees one node per namespace.
-    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0, 0)
+    proxy = fixture.proxy(against(controlPlane.target())
         .withNodeGroupKey(List.of("id:^[^~]*~[^~]*~[^.~]*\\.([^~]+)~"))
         .withUpstreamNodeId("xds-proxy~{group}"));
     controlPlane.setSnapshot("reviews", Snapshot.create(
         List.of(Resources.cluster("reviews")), List.of(), List.of(), List.of(), List.of(), "1"));
-  }
-
-  @AfterEach
-  void stop() {
-    proxy.close();
-    controlPlane.close();
   }
 
   private static Node sidecar(String pod, String cluster) {

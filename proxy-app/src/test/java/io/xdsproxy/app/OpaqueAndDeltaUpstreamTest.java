@@ -1,5 +1,6 @@
 package io.xdsproxy.app;
 
+import static io.xdsproxy.app.testing.ProxyFixture.against;
 import static io.xdsproxy.app.testing.XdsTestClient.node;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -10,14 +11,15 @@ import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.Resource;
+import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.app.testing.XdsTestClient;
 import io.xdsproxy.upstream.grpc.AdsUpstream;
 import io.xdsproxy.upstream.testing.ScriptedControlPlane;
 import java.time.Duration;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Through an incremental upstream: types the proxy has never heard of pass through ADS as opaque
@@ -30,20 +32,16 @@ class OpaqueAndDeltaUpstreamTest {
   private static final String WIDGET = "type.googleapis.com/example.v1.Widget";
   private static final String XDSTP_NAME = "xdstp://example.org/example.v1.Widget/blue";
 
+  @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
+
   private ScriptedControlPlane upstream;
   private XdsProxy proxy;
 
   @BeforeEach
   void start() throws Exception {
-    upstream = new ScriptedControlPlane();
-    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(upstream.target())
-        .withUpstreamProtocol(AdsUpstream.Protocol.DELTA).withPorts(0, 0, 0).withNotFoundTimeout(Duration.ofMinutes(1)));
-  }
-
-  @AfterEach
-  void stop() {
-    proxy.close();
-    upstream.close();
+    upstream = fixture.scriptedControlPlane();
+    proxy = fixture.proxy(against(upstream.target()).withUpstreamProtocol(AdsUpstream.Protocol.DELTA)
+        .withNotFoundTimeout(Duration.ofMinutes(1)));
   }
 
   /** A resource of a type the proxy has no schema for: its name, as in every xDS type, in field 1. */

@@ -1,5 +1,6 @@
 package io.xdsproxy.app;
 
+import static io.xdsproxy.app.testing.ProxyFixture.serving;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.DescriptorProtos.FileDescriptorProto;
@@ -15,6 +16,7 @@ import io.grpc.reflection.v1.ServerReflectionRequest;
 import io.grpc.reflection.v1.ServerReflectionResponse;
 import io.grpc.reflection.v1.ServiceResponse;
 import io.grpc.stub.StreamObserver;
+import io.xdsproxy.app.testing.ProxyFixture;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -23,6 +25,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The tools an operator points at the xDS port without the protos: gRPC server reflection, as
@@ -32,20 +35,20 @@ class ReflectionTest {
 
   private static final Duration WAIT = Duration.ofSeconds(10);
 
+  @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
+
   private XdsProxy proxy;
   private ManagedChannel channel;
 
   @BeforeEach
   void start() throws Exception {
-    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withResourcesDir(Path.of("../deploy/examples/resources"))
-        .withPorts(0, 0, 0));
+    proxy = fixture.proxy(serving(Path.of("../deploy/examples/resources")));
     channel = ManagedChannelBuilder.forAddress("127.0.0.1", proxy.xdsPort()).usePlaintext().build();
   }
 
   @AfterEach
   void stop() {
     channel.shutdownNow();
-    proxy.close();
   }
 
   /** One request on a reflection stream, and its one answer. */

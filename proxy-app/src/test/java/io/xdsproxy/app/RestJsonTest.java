@@ -1,14 +1,15 @@
 package io.xdsproxy.app;
 
+import static io.xdsproxy.app.testing.ProxyFixture.against;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import com.google.protobuf.Any;
 import com.google.protobuf.util.JsonFormat;
-import io.envoyproxy.controlplane.cache.v3.Snapshot;
 import io.envoyproxy.envoy.config.cluster.v3.Cluster;
 import io.envoyproxy.envoy.config.endpoint.v3.ClusterLoadAssignment;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
+import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.core.ApiTypes;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.app.testing.Resources;
@@ -18,13 +19,12 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
-import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** "REST-JSON polling subscriptions" on the plaintext REST port, fed by java-control-plane. */
 class RestJsonTest {
@@ -32,27 +32,21 @@ class RestJsonTest {
   private static final Duration WAIT = Duration.ofSeconds(10);
   private static final String NODE = "\"node\": {\"id\": \"poller\", \"cluster\": \"fleet\"}";
 
+  @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
+
   private final HttpClient http = HttpClient.newHttpClient();
   private ControlPlane controlPlane;
   private XdsProxy proxy;
 
   @BeforeEach
   void start() throws Exception {
-    controlPlane = new ControlPlane();
-    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0, 0).withRestPort(0)
+    controlPlane = fixture.controlPlane();
+    proxy = fixture.proxy(against(controlPlane.target()).withRestPort(0)
         .withRestPollTimeout(Duration.ofSeconds(3)));
   }
 
-  @AfterEach
-  void stop() {
-    proxy.close();
-    controlPlane.close();
-  }
-
   private void publish(String version, int port, String... clusters) {
-    List<Cluster> cds = Arrays.stream(clusters).map(Resources::cluster).toList();
-    List<ClusterLoadAssignment> eds = Arrays.stream(clusters).map(name -> Resources.endpoints(name, port)).toList();
-    controlPlane.setSnapshot("fleet", Snapshot.create(cds, eds, List.of(), List.of(), List.of(), version));
+    controlPlane.setSnapshot("fleet", Resources.clustersAt(port, version, clusters));
   }
 
   private CompletableFuture<HttpResponse<String>> post(String path, String json) {

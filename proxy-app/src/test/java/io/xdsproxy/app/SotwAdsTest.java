@@ -1,5 +1,6 @@
 package io.xdsproxy.app;
 
+import static io.xdsproxy.app.testing.ProxyFixture.against;
 import static io.xdsproxy.app.testing.XdsTestClient.node;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -12,15 +13,16 @@ import io.envoyproxy.envoy.config.endpoint.v3.ClusterLoadAssignment;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.grpc.Status.Code;
+import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.app.testing.XdsTestClient;
 import io.xdsproxy.upstream.testing.ControlPlane;
 import io.xdsproxy.app.testing.Resources;
 import java.time.Duration;
 import java.util.List;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** The SotW ADS rules issue 2 needs, through a real control plane and a raw ADS client. */
 class SotwAdsTest {
@@ -29,30 +31,22 @@ class SotwAdsTest {
   /** How long "nothing arrives" is watched for; the proxy answers in milliseconds when it does. */
   private static final Duration QUIET = Duration.ofMillis(700);
 
+  @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
+
   private ControlPlane controlPlane;
   private XdsProxy proxy;
   private XdsTestClient<DiscoveryRequest, DiscoveryResponse> client;
 
   @BeforeEach
   void start() throws Exception {
-    controlPlane = new ControlPlane();
-    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0, 0));
-    client = XdsTestClient.sotwAds(proxy.xdsPort());
-  }
-
-  @AfterEach
-  void stop() {
-    client.close();
-    proxy.close();
-    controlPlane.close();
+    controlPlane = fixture.controlPlane();
+    proxy = fixture.proxy(against(controlPlane.target()));
+    client = fixture.sotwAds();
   }
 
   /** Clusters named {@code clusters}, and endpoints for each on {@code port}. */
   private void publish(String version, int port, String... clusters) {
-    List<Cluster> cds = java.util.Arrays.stream(clusters).map(Resources::cluster).toList();
-    List<ClusterLoadAssignment> eds =
-        java.util.Arrays.stream(clusters).map(name -> Resources.endpoints(name, port)).toList();
-    controlPlane.setSnapshot("fleet", Snapshot.create(cds, eds, List.of(), List.of(), List.of(), version));
+    controlPlane.setSnapshot("fleet", Resources.clustersAt(port, version, clusters));
   }
 
   private static DiscoveryRequest.Builder request(TypeUrl type, String... names) {

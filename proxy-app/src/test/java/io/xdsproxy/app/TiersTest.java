@@ -1,5 +1,6 @@
 package io.xdsproxy.app;
 
+import static io.xdsproxy.app.testing.ProxyFixture.against;
 import static io.xdsproxy.app.testing.XdsTestClient.node;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -13,21 +14,20 @@ import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.Resource;
+import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.app.testing.Backend;
 import io.xdsproxy.app.testing.ControlPlaneCell;
-import io.xdsproxy.app.testing.Opened;
 import io.xdsproxy.app.testing.Resources;
 import io.xdsproxy.app.testing.XdsClientChannel;
 import io.xdsproxy.app.testing.XdsTestClient;
 import io.xdsproxy.upstream.grpc.AdsUpstream.Protocol;
-import io.xdsproxy.upstream.testing.ControlPlane;
 import io.xdsproxy.upstream.testing.ScriptedControlPlane;
 import io.xdsproxy.upstream.testing.UpstreamControlPlane;
 import java.time.Duration;
 import java.util.List;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -46,17 +46,11 @@ class TiersTest {
   private static final String KNOWS_TTL = "xds.config.supports-resource-ttl";
   private static final String KNOWS_RESOURCE_IN_SOTW = "xds.config.supports-resource-in-sotw";
 
-  private final Opened opened = new Opened();
-
-  @AfterEach
-  void closeAll() throws Exception {
-    opened.close();
-  }
+  @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
 
   /** A proxy of the lower tier: its upstream is {@code upper}, spoken to in {@code between}. */
   private XdsProxy lowerTier(XdsProxy upper, Protocol between) throws Exception {
-    return opened.add(XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream("127.0.0.1:" + upper.xdsPort())
-        .withUpstreamProtocol(between).withPorts(0, 0, 0)));
+    return fixture.proxy(against("127.0.0.1:" + upper.xdsPort()).withUpstreamProtocol(between));
   }
 
   /**
@@ -67,20 +61,19 @@ class TiersTest {
   @MethodSource(ControlPlaneCell.EVERY)
   void grpcXdsClientsBelowThreeTiersAreServedAndTheTopSeesOneStreamPerNodeGroupWithAClientsNode(ControlPlaneCell cell)
       throws Exception {
-    UpstreamControlPlane top = opened.add(cell.create());
-    XdsProxy global = opened.add(XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(top.target())
-        .withUpstreamProtocol(cell.upstream()).withPorts(0, 0, 0)));
+    UpstreamControlPlane top = fixture.controlPlane(cell);
+    XdsProxy global = fixture.proxy(against(cell, top));
     XdsProxy regional = lowerTier(global, cell.upstream());
     XdsProxy zonal = lowerTier(regional, cell.upstream());
-    Backend first = opened.add(new Backend("first"));
-    Backend second = opened.add(new Backend("second"));
-    Backend third = opened.add(new Backend("third"));
+    Backend first = fixture.add(new Backend("first"));
+    Backend second = fixture.add(new Backend("second"));
+    Backend third = fixture.add(new Backend("third"));
     top.setSnapshot("east", Resources.greeterAt(first.port(), "1"));
     top.setSnapshot("west", Resources.greeterAt(second.port(), "1"));
     // Clients at the bottom tier and one tier up, of two node groups.
-    XdsClientChannel east1 = opened.add(new XdsClientChannel(zonal.xdsPort(), "east-1", "east", "greeter"));
-    XdsClientChannel east2 = opened.add(new XdsClientChannel(regional.xdsPort(), "east-2", "east", "greeter"));
-    XdsClientChannel west1 = opened.add(new XdsClientChannel(zonal.xdsPort(), "west-1", "west", "greeter"));
+    XdsClientChannel east1 = fixture.add(new XdsClientChannel(zonal.xdsPort(), "east-1", "east", "greeter"));
+    XdsClientChannel east2 = fixture.add(new XdsClientChannel(regional.xdsPort(), "east-2", "east", "greeter"));
+    XdsClientChannel west1 = fixture.add(new XdsClientChannel(zonal.xdsPort(), "west-1", "west", "greeter"));
 
     await().atMost(WAIT).ignoreExceptions().until(east1::whoAmI, "first"::equals);
     await().atMost(WAIT).ignoreExceptions().until(east2::whoAmI, "first"::equals);
@@ -107,8 +100,8 @@ class TiersTest {
   private record Scripted(ScriptedControlPlane top, XdsProxy global, XdsProxy regional) {}
 
   private Scripted scripted(Protocol between) throws Exception {
-    ScriptedControlPlane top = opened.add(new ScriptedControlPlane());
-    XdsProxy global = opened.add(XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(top.target()).withPorts(0, 0, 0)));
+    ScriptedControlPlane top = fixture.scriptedControlPlane();
+    XdsProxy global = fixture.proxy(against(top.target()));
     return new Scripted(top, global, lowerTier(global, between));
   }
 
@@ -117,7 +110,7 @@ class TiersTest {
    * them, whatever their first client asked for, is what carries TTLs and do_not_cache over SotW.
    */
   private XdsTestClient<DeltaDiscoveryRequest, DeltaDiscoveryResponse> knowingClient(XdsProxy proxy, String id) {
-    var client = opened.add(XdsTestClient.deltaAds(proxy.xdsPort()));
+    var client = fixture.add(XdsTestClient.deltaAds(proxy.xdsPort()));
     Node node = node(id, "fleet").toBuilder().addClientFeatures(KNOWS_TTL).build();
     client.send(DeltaDiscoveryRequest.newBuilder().setNode(node).setTypeUrl(TypeUrl.CLUSTER.url()).build());
     return client;

@@ -1,5 +1,6 @@
 package io.xdsproxy.app;
 
+import static io.xdsproxy.app.testing.ProxyFixture.scrape;
 import static io.xdsproxy.app.testing.XdsTestClient.node;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -26,10 +27,6 @@ import io.xdsproxy.upstream.testing.TestCertificates.Ca;
 import io.xdsproxy.upstream.testing.TestCertificates.Issued;
 import io.xdsproxy.upstream.testing.TestCertificates.Leaf;
 import java.io.IOException;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -276,12 +273,6 @@ class TlsTest {
       assertThat(metric(scrape(proxy), serverExpiry)).as("the renewed certificate stays in use")
           .isEqualTo(expiry(renewed.cert()));
     }
-  }
-
-  private static String scrape(XdsProxy proxy) throws Exception {
-    return HttpClient.newHttpClient().send(
-        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + proxy.monitoringPort() + "/metrics")).build(),
-        HttpResponse.BodyHandlers.ofString()).body();
   }
 
   /** The value of {@code series} (a name and its labels, as exported) in {@code metrics}. */

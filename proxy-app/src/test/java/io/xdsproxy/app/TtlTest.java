@@ -1,5 +1,6 @@
 package io.xdsproxy.app;
 
+import static io.xdsproxy.app.testing.ProxyFixture.against;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.Any;
@@ -11,13 +12,14 @@ import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.Resource;
+import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.app.testing.XdsTestClient;
 import io.xdsproxy.upstream.testing.ScriptedControlPlane;
 import java.time.Duration;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * "TTL": resources with a TTL, and heartbeats, pass from the upstream to the clients that announce
@@ -30,19 +32,15 @@ class TtlTest {
   private static final Duration QUIET = Duration.ofMillis(600);
   private static final String RESOURCE_URL = "type.googleapis.com/envoy.service.discovery.v3.Resource";
 
+  @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
+
   private ScriptedControlPlane upstream;
   private XdsProxy proxy;
 
   @BeforeEach
   void start() throws Exception {
-    upstream = new ScriptedControlPlane();
-    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(upstream.target()).withPorts(0, 0, 0));
-  }
-
-  @AfterEach
-  void stop() {
-    proxy.close();
-    upstream.close();
+    upstream = fixture.scriptedControlPlane();
+    proxy = fixture.proxy(against(upstream.target()));
   }
 
   private static Node node(String id, boolean knowsTtl) {

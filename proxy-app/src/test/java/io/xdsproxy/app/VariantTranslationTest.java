@@ -1,5 +1,6 @@
 package io.xdsproxy.app;
 
+import static io.xdsproxy.app.testing.ProxyFixture.against;
 import static io.xdsproxy.app.testing.XdsTestClient.node;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -7,12 +8,12 @@ import static org.awaitility.Awaitility.await;
 import com.google.protobuf.Any;
 import io.envoyproxy.controlplane.cache.v3.Snapshot;
 import io.envoyproxy.envoy.config.cluster.v3.Cluster;
-import io.envoyproxy.envoy.config.endpoint.v3.ClusterLoadAssignment;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.Resource;
+import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.core.Versions;
 import io.xdsproxy.app.testing.Backend;
@@ -22,11 +23,10 @@ import io.xdsproxy.app.testing.XdsTestClient;
 import io.xdsproxy.upstream.grpc.AdsUpstream;
 import io.xdsproxy.upstream.testing.ControlPlane;
 import java.time.Duration;
-import java.util.Arrays;
 import java.util.List;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Whatever the upstream speaks, each client gets what its own variant requires: here the upstream
@@ -37,26 +37,19 @@ class VariantTranslationTest {
 
   private static final Duration WAIT = Duration.ofSeconds(10);
 
+  @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
+
   private ControlPlane controlPlane;
   private XdsProxy proxy;
 
   @BeforeEach
   void start() throws Exception {
-    controlPlane = new ControlPlane();
-    proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target())
-        .withUpstreamProtocol(AdsUpstream.Protocol.DELTA).withPorts(0, 0, 0));
-  }
-
-  @AfterEach
-  void stop() {
-    proxy.close();
-    controlPlane.close();
+    controlPlane = fixture.controlPlane();
+    proxy = fixture.proxy(against(controlPlane.target()).withUpstreamProtocol(AdsUpstream.Protocol.DELTA));
   }
 
   private void publish(String version, String... clusters) {
-    List<Cluster> cds = Arrays.stream(clusters).map(Resources::cluster).toList();
-    List<ClusterLoadAssignment> eds = Arrays.stream(clusters).map(name -> Resources.endpoints(name, 1000)).toList();
-    controlPlane.setSnapshot("fleet", Snapshot.create(cds, eds, List.of(), List.of(), List.of(), version));
+    controlPlane.setSnapshot("fleet", Resources.clustersAt(1000, version, clusters));
   }
 
   private static List<String> clusterNames(DiscoveryResponse response) {

@@ -26,6 +26,7 @@ import io.envoyproxy.envoy.extensions.filters.http.router.v3.Router;
 import io.envoyproxy.envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager;
 import io.envoyproxy.envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter;
 import io.envoyproxy.envoy.extensions.filters.network.http_connection_manager.v3.Rds;
+import java.util.Arrays;
 import java.util.List;
 
 /** The xDS resources of one gRPC service, the shape grpc-java's xDS client accepts. */
@@ -43,6 +44,17 @@ public final class Resources {
         List.of(endpoints("greeter-cluster", port)),
         List.of(listener("greeter", "greeter-route")),
         List.of(route("greeter-route", "greeter-cluster")),
+        List.of(),
+        version);
+  }
+
+  /** java-control-plane's snapshot of clusters named {@code clusters}, each with its endpoint on {@code port}. */
+  public static Snapshot clustersAt(int port, String version, String... clusters) {
+    return Snapshot.create(
+        Arrays.stream(clusters).map(Resources::cluster).toList(),
+        Arrays.stream(clusters).map(name -> endpoints(name, port)).toList(),
+        List.of(),
+        List.of(),
         List.of(),
         version);
   }
