@@ -92,10 +92,9 @@ public final class ControlPlane implements UpstreamControlPlane {
 
   /** Starts serving, on the port of the previous start if there was one. */
   public void start() throws IOException {
-    server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port), credentials)
+    server = SamePort.start(() -> NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port), credentials)
         .addService(discovery.getAggregatedDiscoveryServiceImpl())
-        .build()
-        .start();
+        .build());
     port = server.getPort();
   }
 

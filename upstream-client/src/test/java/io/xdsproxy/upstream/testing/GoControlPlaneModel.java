@@ -163,10 +163,9 @@ public final class GoControlPlaneModel implements UpstreamControlPlane {
 
   @Override
   public synchronized void start() throws IOException {
-    server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port))
+    server = SamePort.start(() -> NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port))
         .addService(new Service())
-        .build()
-        .start();
+        .build());
     port = server.getPort();
   }
 

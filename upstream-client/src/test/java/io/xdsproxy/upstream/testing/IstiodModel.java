@@ -132,7 +132,7 @@ public final class IstiodModel implements UpstreamControlPlane {
 
   @Override
   public synchronized void start() throws IOException {
-    server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port))
+    server = SamePort.start(() -> NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port))
         .addService(new AggregatedDiscoveryServiceImplBase() {
           @Override
           public StreamObserver<DiscoveryRequest> streamAggregatedResources(
@@ -146,8 +146,7 @@ public final class IstiodModel implements UpstreamControlPlane {
             return new IstiodDeltaConnection(IstiodModel.this, streamIds.incrementAndGet(), responses).requests();
           }
         })
-        .build()
-        .start();
+        .build());
     port = server.getPort();
   }
 
