@@ -26,8 +26,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * The upstream of the benchmark, in its own process: java-control-plane's V3DiscoveryServer over a
  * SimpleCache keyed by node.cluster, one snapshot per node group, all alike. Driven over stdin:
  * {@code update} moves cluster 0's endpoints in every group and prints {@code updated ROUND
- * NANOTIME} (the monotonic clock is the machine's, comparable with the clients' process);
- * {@code stats} prints {@code stats STREAMS MESSAGES BYTES}, what it sent since it started.
+ * NANOTIME} (the monotonic clock is the machine's, comparable with the clients' process); {@code
+ * stats} prints {@code stats STREAMS MESSAGES BYTES}, what it sent since it started.
  *
  * <p>Usage: {@code BenchControlPlane GROUPS CLUSTERS [ENDPOINTS|CLUSTER]} (what an update changes);
  * prints {@code ready PORT} once listening.
@@ -54,18 +54,27 @@ public final class BenchControlPlane {
   }
 
   public static void main(String[] args) throws Exception {
-    BenchControlPlane plane = new BenchControlPlane(Integer.parseInt(args[0]), Integer.parseInt(args[1]),
-        args.length > 2 ? BenchResources.Change.valueOf(args[2]) : BenchResources.Change.ENDPOINTS);
+    BenchControlPlane plane =
+        new BenchControlPlane(
+            Integer.parseInt(args[0]),
+            Integer.parseInt(args[1]),
+            args.length > 2
+                ? BenchResources.Change.valueOf(args[2])
+                : BenchResources.Change.ENDPOINTS);
     plane.publish();
-    Server server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
-        .addService(ServerInterceptors.intercept(
-            new V3DiscoveryServer(plane.cache).getAggregatedDiscoveryServiceImpl(), plane.new Counting()))
-        .maxInboundMessageSize(64 * 1024 * 1024)
-        .build()
-        .start();
+    Server server =
+        NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
+            .addService(
+                ServerInterceptors.intercept(
+                    new V3DiscoveryServer(plane.cache).getAggregatedDiscoveryServiceImpl(),
+                    plane.new Counting()))
+            .maxInboundMessageSize(64 * 1024 * 1024)
+            .build()
+            .start();
     System.out.println("ready " + server.getPort());
     System.out.flush();
-    BufferedReader commands = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    BufferedReader commands =
+        new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
     for (String command = commands.readLine(); command != null; command = commands.readLine()) {
       switch (command.trim()) {
         case "update" -> {
@@ -74,7 +83,14 @@ public final class BenchControlPlane {
           plane.publish();
           System.out.println("updated " + plane.round + " " + at);
         }
-        case "stats" -> System.out.println("stats " + plane.streams.get() + " " + plane.messages.get() + " " + plane.bytes.get());
+        case "stats" ->
+            System.out.println(
+                "stats "
+                    + plane.streams.get()
+                    + " "
+                    + plane.messages.get()
+                    + " "
+                    + plane.bytes.get());
         case "quit" -> {
           server.shutdownNow();
           return;
@@ -89,9 +105,14 @@ public final class BenchControlPlane {
   /** Sets every group's snapshot to the current round of what changes. */
   private void publish() {
     boolean clustersChange = change == BenchResources.Change.CLUSTER;
-    Snapshot snapshot = Snapshot.create(BenchResources.clusters(clusters, clustersChange ? round : 0),
-        BenchResources.allEndpoints(clusters, clustersChange ? 0 : round),
-        List.of(), List.of(), List.of(), Integer.toString(round));
+    Snapshot snapshot =
+        Snapshot.create(
+            BenchResources.clusters(clusters, clustersChange ? round : 0),
+            BenchResources.allEndpoints(clusters, clustersChange ? 0 : round),
+            List.of(),
+            List.of(),
+            List.of(),
+            Integer.toString(round));
     for (int group = 0; group < groups; group++) {
       cache.setSnapshot(groupName(group), snapshot);
     }
@@ -100,16 +121,18 @@ public final class BenchControlPlane {
   /** Counts open streams and what is written on them. */
   private final class Counting implements ServerInterceptor {
     @Override
-    public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers, ServerCallHandler<Q, R> next) {
+    public <Q, R> ServerCall.Listener<Q> interceptCall(
+        ServerCall<Q, R> call, Metadata headers, ServerCallHandler<Q, R> next) {
       streams.incrementAndGet();
-      ServerCall<Q, R> counted = new SimpleForwardingServerCall<>(call) {
-        @Override
-        public void sendMessage(R message) {
-          messages.incrementAndGet();
-          bytes.addAndGet(((MessageLite) message).getSerializedSize());
-          super.sendMessage(message);
-        }
-      };
+      ServerCall<Q, R> counted =
+          new SimpleForwardingServerCall<>(call) {
+            @Override
+            public void sendMessage(R message) {
+              messages.incrementAndGet();
+              bytes.addAndGet(((MessageLite) message).getSerializedSize());
+              super.sendMessage(message);
+            }
+          };
       return new SimpleForwardingServerCallListener<>(next.startCall(counted, headers)) {
         private final AtomicBoolean ended = new AtomicBoolean();
 

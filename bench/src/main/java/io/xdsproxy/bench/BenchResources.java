@@ -17,8 +17,8 @@ import java.util.List;
 /**
  * The benchmark's configuration, the same in the control plane and in the clients: {@code clusters}
  * EDS clusters, each with endpoints. Round {@code r} changes one resource of cluster 0: its
- * endpoints (moved to port {@code 10000 + r}), or the cluster itself (its connect timeout); a client
- * has converged on round r when it holds that resource.
+ * endpoints (moved to port {@code 10000 + r}), or the cluster itself (its connect timeout); a
+ * client has converged on round r when it holds that resource.
  */
 public final class BenchResources {
 
@@ -45,14 +45,19 @@ public final class BenchResources {
     CLUSTER
   }
 
-  /** Cluster {@code index} in round {@code round}: only cluster 0 changes, and only when clusters change. */
+  /**
+   * Cluster {@code index} in round {@code round}: only cluster 0 changes, and only when clusters
+   * change.
+   */
   public static Cluster cluster(int index, int round) {
     return Cluster.newBuilder()
         .setName(clusterName(index))
         .setType(Cluster.DiscoveryType.EDS)
         .setConnectTimeout(Durations.fromMillis(1000 + (index == 0 ? round : 0)))
-        .setEdsClusterConfig(Cluster.EdsClusterConfig.newBuilder()
-            .setEdsConfig(ConfigSource.newBuilder().setAds(AggregatedConfigSource.getDefaultInstance())))
+        .setEdsClusterConfig(
+            Cluster.EdsClusterConfig.newBuilder()
+                .setEdsConfig(
+                    ConfigSource.newBuilder().setAds(AggregatedConfigSource.getDefaultInstance())))
         .build();
   }
 
@@ -69,11 +74,21 @@ public final class BenchResources {
     LocalityLbEndpoints.Builder locality = LocalityLbEndpoints.newBuilder();
     for (int e = 0; e < ENDPOINTS; e++) {
       int port = index == 0 ? 10000 + round : 20000 + e;
-      locality.addLbEndpoints(LbEndpoint.newBuilder().setEndpoint(Endpoint.newBuilder().setAddress(Address.newBuilder()
-          .setSocketAddress(SocketAddress.newBuilder().setAddress("10.0." + (index / 250) + "." + (index % 250 + e))
-              .setPortValue(port)))));
+      locality.addLbEndpoints(
+          LbEndpoint.newBuilder()
+              .setEndpoint(
+                  Endpoint.newBuilder()
+                      .setAddress(
+                          Address.newBuilder()
+                              .setSocketAddress(
+                                  SocketAddress.newBuilder()
+                                      .setAddress("10.0." + (index / 250) + "." + (index % 250 + e))
+                                      .setPortValue(port)))));
     }
-    return ClusterLoadAssignment.newBuilder().setClusterName(clusterName(index)).addEndpoints(locality).build();
+    return ClusterLoadAssignment.newBuilder()
+        .setClusterName(clusterName(index))
+        .addEndpoints(locality)
+        .build();
   }
 
   public static List<ClusterLoadAssignment> allEndpoints(int clusters, int round) {

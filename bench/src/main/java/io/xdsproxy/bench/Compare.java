@@ -25,49 +25,86 @@ import java.util.function.IntSupplier;
  * one endpoint change takes to reach every client, and what serving them costs. Prints a Markdown
  * table of both and their ratio.
  *
- * <p>{@code java -jar bench/target/xds-bench.jar [--clients N] [--groups G] [--clusters K]
- * [--delta SHARE] [--streams-per-connection S] [--warmup W] [--updates U] [--mode both|direct|proxy]
- * [--change endpoints|cluster] [--proxy-jar PATH] [--jvm "OPTIONS"] [--proxy-jvm "MORE OPTIONS"] [--logs DIR] [--timeout-seconds S]};
- * {@code --warmup W} makes W updates before the U that are measured, so that what is measured is
- * the servers' steady state rather than their JIT compiling the update path (the same for both);
- * {@code --proxy-jvm} adds options to the proxy's JVM only; {@code --profile DIR} writes a flight
- * recording of the serving process over the updates (not the initial sync) to DIR, and its heap by
- * class once every client is in sync; with {@code
- * --async-profiler LIB} (the path of async-profiler's {@code libasyncProfiler.so}), a CPU profile of
- * every thread, GC and native frames included, instead.
+ * <p>{@code java -jar bench/target/xds-bench.jar [--clients N] [--groups G] [--clusters K] [--delta
+ * SHARE] [--streams-per-connection S] [--warmup W] [--updates U] [--mode both|direct|proxy]
+ * [--change endpoints|cluster] [--proxy-jar PATH] [--jvm "OPTIONS"] [--proxy-jvm "MORE OPTIONS"]
+ * [--logs DIR] [--timeout-seconds S]}; {@code --warmup W} makes W updates before the U that are
+ * measured, so that what is measured is the servers' steady state rather than their JIT compiling
+ * the update path (the same for both); {@code --proxy-jvm} adds options to the proxy's JVM only;
+ * {@code --profile DIR} writes a flight recording of the serving process over the updates (not the
+ * initial sync) to DIR, and its heap by class once every client is in sync; with {@code
+ * --async-profiler LIB} (the path of async-profiler's {@code libasyncProfiler.so}), a CPU profile
+ * of every thread, GC and native frames included, instead.
  */
 public final class Compare {
 
   /** One run's options. */
-  record Options(int clients, int groups, int clusters, double delta, int streamsPerConnection, int warmup, int updates,
-      String mode, Path proxyJar, List<String> jvm, List<String> proxyJvm, Path logs, Duration timeout,
-      Optional<Path> profile, Optional<Path> asyncProfiler, BenchResources.Change change) {
+  record Options(
+      int clients,
+      int groups,
+      int clusters,
+      double delta,
+      int streamsPerConnection,
+      int warmup,
+      int updates,
+      String mode,
+      Path proxyJar,
+      List<String> jvm,
+      List<String> proxyJvm,
+      Path logs,
+      Duration timeout,
+      Optional<Path> profile,
+      Optional<Path> asyncProfiler,
+      BenchResources.Change change) {
 
     static Options parse(String[] args) {
       Map<String, String> given = optionValues(args);
-      Options options = new Options(
-          Integer.parseInt(given.getOrDefault("clients", "1000")),
-          Integer.parseInt(given.getOrDefault("groups", "10")),
-          Integer.parseInt(given.getOrDefault("clusters", "1000")),
-          Double.parseDouble(given.getOrDefault("delta", "0.5")),
-          Integer.parseInt(given.getOrDefault("streams-per-connection", "1")),
-          Integer.parseInt(given.getOrDefault("warmup", "0")),
-          Integer.parseInt(given.getOrDefault("updates", "5")),
-          given.getOrDefault("mode", "both"),
-          Path.of(given.getOrDefault("proxy-jar", "proxy-app/target/xds-proxy.jar")),
-          Arrays.asList(given.getOrDefault("jvm", "-Xmx4g -XX:+UseG1GC").trim().split("\\s+")),
-          given.containsKey("proxy-jvm") ? Arrays.asList(given.get("proxy-jvm").trim().split("\\s+")) : List.of(),
-          Path.of(given.getOrDefault("logs", "bench/target/logs")),
-          Duration.ofSeconds(Long.parseLong(given.getOrDefault("timeout-seconds", "600"))),
-          Optional.ofNullable(given.get("profile")).map(Path::of),
-          Optional.ofNullable(given.get("async-profiler")).map(Path::of),
-          BenchResources.Change.valueOf(given.getOrDefault("change", "endpoints").toUpperCase(Locale.ROOT)));
-      given.keySet().removeAll(List.of("clients", "groups", "clusters", "delta", "streams-per-connection", "warmup", "updates",
-          "mode", "proxy-jar", "jvm", "proxy-jvm", "logs", "timeout-seconds", "profile", "async-profiler", "change"));
+      Options options =
+          new Options(
+              Integer.parseInt(given.getOrDefault("clients", "1000")),
+              Integer.parseInt(given.getOrDefault("groups", "10")),
+              Integer.parseInt(given.getOrDefault("clusters", "1000")),
+              Double.parseDouble(given.getOrDefault("delta", "0.5")),
+              Integer.parseInt(given.getOrDefault("streams-per-connection", "1")),
+              Integer.parseInt(given.getOrDefault("warmup", "0")),
+              Integer.parseInt(given.getOrDefault("updates", "5")),
+              given.getOrDefault("mode", "both"),
+              Path.of(given.getOrDefault("proxy-jar", "proxy-app/target/xds-proxy.jar")),
+              Arrays.asList(given.getOrDefault("jvm", "-Xmx4g -XX:+UseG1GC").trim().split("\\s+")),
+              given.containsKey("proxy-jvm")
+                  ? Arrays.asList(given.get("proxy-jvm").trim().split("\\s+"))
+                  : List.of(),
+              Path.of(given.getOrDefault("logs", "bench/target/logs")),
+              Duration.ofSeconds(Long.parseLong(given.getOrDefault("timeout-seconds", "600"))),
+              Optional.ofNullable(given.get("profile")).map(Path::of),
+              Optional.ofNullable(given.get("async-profiler")).map(Path::of),
+              BenchResources.Change.valueOf(
+                  given.getOrDefault("change", "endpoints").toUpperCase(Locale.ROOT)));
+      given
+          .keySet()
+          .removeAll(
+              List.of(
+                  "clients",
+                  "groups",
+                  "clusters",
+                  "delta",
+                  "streams-per-connection",
+                  "warmup",
+                  "updates",
+                  "mode",
+                  "proxy-jar",
+                  "jvm",
+                  "proxy-jvm",
+                  "logs",
+                  "timeout-seconds",
+                  "profile",
+                  "async-profiler",
+                  "change"));
       if (!given.isEmpty()) {
         throw new IllegalArgumentException("unknown options " + given.keySet());
       }
-      if (options.groups > options.clients || !List.of("both", "direct", "proxy").contains(options.mode)) {
+      if (options.groups > options.clients
+          || !List.of("both", "direct", "proxy").contains(options.mode)) {
         throw new IllegalArgumentException("need groups <= clients and mode both, direct or proxy");
       }
       return options;
@@ -75,9 +112,21 @@ public final class Compare {
   }
 
   /** What one setup measured. Times in milliseconds, sizes in bytes, medians over the updates. */
-  record Result(String setup, double syncSeconds, double p50, double p99, double max, double serverCpuPerUpdate,
-      double upstreamCpuPerUpdate, double clientsCpuPerUpdate, double heapPerStream, double rssPerStream, double bytesPerUpdate,
-      int upstreamStreams, double upstreamBytesPerUpdate, int failedStreams) {}
+  record Result(
+      String setup,
+      double syncSeconds,
+      double p50,
+      double p99,
+      double max,
+      double serverCpuPerUpdate,
+      double upstreamCpuPerUpdate,
+      double clientsCpuPerUpdate,
+      double heapPerStream,
+      double rssPerStream,
+      double bytesPerUpdate,
+      int upstreamStreams,
+      double upstreamBytesPerUpdate,
+      int failedStreams) {}
 
   public static void main(String[] args) throws Exception {
     Options options;
@@ -107,8 +156,16 @@ public final class Compare {
   private static Result measure(Options options, boolean throughProxy) throws Exception {
     String setup = throughProxy ? "through xds-proxy" : "java-control-plane direct";
     log("%s: starting", setup);
-    try (JavaProcess plane = startControlPlane(options.jvm(), options.groups(), options.clusters(), options.change(),
-        options.logs().resolve(throughProxy ? "control-plane-upstream.log" : "control-plane-direct.log"))) {
+    try (JavaProcess plane =
+        startControlPlane(
+            options.jvm(),
+            options.groups(),
+            options.clusters(),
+            options.change(),
+            options
+                .logs()
+                .resolve(
+                    throughProxy ? "control-plane-upstream.log" : "control-plane-direct.log"))) {
       int planePort = readyPort(plane);
       JavaProcess proxy = null;
       try {
@@ -116,29 +173,53 @@ public final class Compare {
         if (throughProxy) {
           List<String> jvm = new ArrayList<>(options.jvm());
           jvm.addAll(options.proxyJvm());
-          Proxy started = startProxy(options.proxyJar(), jvm, planePort, options.logs().resolve("xds-proxy.log"));
+          Proxy started =
+              startProxy(
+                  options.proxyJar(), jvm, planePort, options.logs().resolve("xds-proxy.log"));
           proxy = started.process();
           port = started.xdsPort();
         }
         JavaProcess server = throughProxy ? proxy : plane;
-        try (LoadClients clients = new LoadClients(new InetSocketAddress("127.0.0.1", port), options.groups(),
-            options.clusters(), options.delta(), options.streamsPerConnection(), options.change())) {
-          // One client per group first: what is left after that is the shared store and fixed costs.
+        try (LoadClients clients =
+            new LoadClients(
+                new InetSocketAddress("127.0.0.1", port),
+                options.groups(),
+                options.clusters(),
+                options.delta(),
+                options.streamsPerConnection(),
+                options.change())) {
+          // One client per group first: what is left after that is the shared store and fixed
+          // costs.
           clients.openUpTo(options.groups());
-          await(() -> clients.holding(0), options.groups(), options.timeout(), setup + ": first client of each group");
+          await(
+              () -> clients.holding(0),
+              options.groups(),
+              options.timeout(),
+              setup + ": first client of each group");
           long heapBase = server.heapAfterGcBytes();
           long rssBase = server.rssBytes();
           long start = System.nanoTime();
           clients.openUpTo(options.clients());
-          await(() -> clients.holding(0), options.clients(), options.timeout(), setup + ": every client's first state");
+          await(
+              () -> clients.holding(0),
+              options.clients(),
+              options.timeout(),
+              setup + ": every client's first state");
           double syncSeconds = (System.nanoTime() - start) / 1e9;
           log("%s: %d clients in sync after %.1f s", setup, options.clients(), syncSeconds);
           int streams = options.clients() - options.groups();
-          Thread.sleep(2000); // the last clients' ACKs are read before the heap is: they are not what a stream holds
-          double heapPerStream = Math.max(0, server.heapAfterGcBytes() - heapBase) / (double) Math.max(1, streams);
-          double rssPerStream = Math.max(0, server.rssBytes() - rssBase) / (double) Math.max(1, streams);
+          Thread.sleep(
+              2000); // the last clients' ACKs are read before the heap is: they are not what a
+          // stream holds
+          double heapPerStream =
+              Math.max(0, server.heapAfterGcBytes() - heapBase) / (double) Math.max(1, streams);
+          double rssPerStream =
+              Math.max(0, server.rssBytes() - rssBase) / (double) Math.max(1, streams);
 
-          Optional<Path> profile = options.profile().map(dir -> dir.resolve(throughProxy ? "xds-proxy" : "control-plane"));
+          Optional<Path> profile =
+              options
+                  .profile()
+                  .map(dir -> dir.resolve(throughProxy ? "xds-proxy" : "control-plane"));
           if (profile.isPresent()) {
             Files.createDirectories(options.profile().get());
             server.classHistogram(Path.of(profile.get() + "-histogram.txt"));
@@ -160,18 +241,34 @@ public final class Compare {
             long bytes = clients.bytesReceived();
             long upstreamBytes = upstreamBytes(plane);
             plane.send("update");
-            long changedAt = Long.parseLong(plane.await("updated ", Duration.ofSeconds(60)).split(" ")[2]);
+            long changedAt =
+                Long.parseLong(plane.await("updated ", Duration.ofSeconds(60)).split(" ")[2]);
             int updated = round;
-            await(() -> clients.holding(updated), options.clients(), options.timeout(),
+            await(
+                () -> clients.holding(updated),
+                options.clients(),
+                options.timeout(),
                 setup + ": update " + round);
             long[] latencies = clients.latencies(round, changedAt);
             Thread.sleep(500); // the ACKs of this round are processed before the CPU is read
             double[] measured = {
-                percentile(latencies, 0.50) / 1e6, percentile(latencies, 0.99) / 1e6, latencies[latencies.length - 1] / 1e6,
-                server.cpuSeconds() - serverCpu, throughProxy ? plane.cpuSeconds() - planeCpu : 0,
-                clients.bytesReceived() - bytes, upstreamBytes(plane) - upstreamBytes, ownCpuSeconds() - clientsCpu};
-            log("%s: %s %d reached every client: p50 %.0f ms, p99 %.0f ms, max %.0f ms", setup,
-                warmup ? "warm-up update" : "update", round, measured[0], measured[1], measured[2]);
+              percentile(latencies, 0.50) / 1e6,
+              percentile(latencies, 0.99) / 1e6,
+              latencies[latencies.length - 1] / 1e6,
+              server.cpuSeconds() - serverCpu,
+              throughProxy ? plane.cpuSeconds() - planeCpu : 0,
+              clients.bytesReceived() - bytes,
+              upstreamBytes(plane) - upstreamBytes,
+              ownCpuSeconds() - clientsCpu
+            };
+            log(
+                "%s: %s %d reached every client: p50 %.0f ms, p99 %.0f ms, max %.0f ms",
+                setup,
+                warmup ? "warm-up update" : "update",
+                round,
+                measured[0],
+                measured[1],
+                measured[2]);
             if (!warmup) {
               rounds.add(measured);
             }
@@ -184,9 +281,22 @@ public final class Compare {
             }
           }
           plane.send("stats");
-          int upstreamStreams = Integer.parseInt(plane.await("stats ", Duration.ofSeconds(10)).split(" ")[1]);
-          return new Result(setup, syncSeconds, median(rounds, 0), median(rounds, 1), median(rounds, 2), median(rounds, 3),
-              median(rounds, 4), median(rounds, 7), heapPerStream, rssPerStream, median(rounds, 5), upstreamStreams, median(rounds, 6),
+          int upstreamStreams =
+              Integer.parseInt(plane.await("stats ", Duration.ofSeconds(10)).split(" ")[1]);
+          return new Result(
+              setup,
+              syncSeconds,
+              median(rounds, 0),
+              median(rounds, 1),
+              median(rounds, 2),
+              median(rounds, 3),
+              median(rounds, 4),
+              median(rounds, 7),
+              heapPerStream,
+              rssPerStream,
+              median(rounds, 5),
+              upstreamStreams,
+              median(rounds, 6),
               clients.failed());
         }
       } finally {
@@ -199,8 +309,10 @@ public final class Compare {
 
   /** This process's CPU time (the load generator's), in seconds. */
   private static double ownCpuSeconds() {
-    return ((com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean())
-        .getProcessCpuTime() / 1e9;
+    return ((com.sun.management.OperatingSystemMXBean)
+                java.lang.management.ManagementFactory.getOperatingSystemMXBean())
+            .getProcessCpuTime()
+        / 1e9;
   }
 
   private static long upstreamBytes(JavaProcess plane) throws InterruptedException {
@@ -210,11 +322,22 @@ public final class Compare {
 
   static String table(Options options, List<Result> results) {
     StringBuilder out = new StringBuilder();
-    out.append(String.format(Locale.ROOT, "%d clients (%.0f%% Delta, %d per connection) in %d node groups, %d clusters with %d"
-            + " endpoints each; medians over %d updates of one cluster's %s%s%n%n", options.clients(),
-        options.delta() * 100, options.streamsPerConnection(), options.groups(), options.clusters(), BenchResources.ENDPOINTS,
-        options.updates(), options.change() == BenchResources.Change.CLUSTER ? "definition (the whole CDS state)" : "endpoints",
-        options.warmup() > 0 ? ", after " + options.warmup() + " warm-up updates" : ""));
+    out.append(
+        String.format(
+            Locale.ROOT,
+            "%d clients (%.0f%% Delta, %d per connection) in %d node groups, %d clusters with %d"
+                + " endpoints each; medians over %d updates of one cluster's %s%s%n%n",
+            options.clients(),
+            options.delta() * 100,
+            options.streamsPerConnection(),
+            options.groups(),
+            options.clusters(),
+            BenchResources.ENDPOINTS,
+            options.updates(),
+            options.change() == BenchResources.Change.CLUSTER
+                ? "definition (the whole CDS state)"
+                : "endpoints",
+            options.warmup() > 0 ? ", after " + options.warmup() + " warm-up updates" : ""));
     out.append("| measure |");
     results.forEach(r -> out.append(' ').append(r.setup()).append(" |"));
     boolean both = results.size() == 2;
@@ -224,26 +347,78 @@ public final class Compare {
     row(out, results, "update reaches clients, p50 (ms)", Result::p50, "%.0f", both);
     row(out, results, "update reaches clients, p99 (ms)", Result::p99, "%.0f", both);
     row(out, results, "update reaches clients, max (ms)", Result::max, "%.0f", both);
-    row(out, results, "serving process CPU per update (s)", Result::serverCpuPerUpdate, "%.2f", both);
-    row(out, results, "control plane CPU per update behind the proxy (s)", Result::upstreamCpuPerUpdate, "%.2f", false);
-    row(out, results, "load generator CPU per update, same cores (s)", Result::clientsCpuPerUpdate, "%.2f", false);
-    row(out, results, "serving process heap per stream (KiB)", r -> r.heapPerStream() / 1024, "%.1f", both);
-    row(out, results, "serving process RSS per stream (KiB)", r -> r.rssPerStream() / 1024, "%.1f", both);
-    row(out, results, "bytes to clients per update (KiB)", r -> r.bytesPerUpdate() / 1024, "%.0f", both);
+    row(
+        out,
+        results,
+        "serving process CPU per update (s)",
+        Result::serverCpuPerUpdate,
+        "%.2f",
+        both);
+    row(
+        out,
+        results,
+        "control plane CPU per update behind the proxy (s)",
+        Result::upstreamCpuPerUpdate,
+        "%.2f",
+        false);
+    row(
+        out,
+        results,
+        "load generator CPU per update, same cores (s)",
+        Result::clientsCpuPerUpdate,
+        "%.2f",
+        false);
+    row(
+        out,
+        results,
+        "serving process heap per stream (KiB)",
+        r -> r.heapPerStream() / 1024,
+        "%.1f",
+        both);
+    row(
+        out,
+        results,
+        "serving process RSS per stream (KiB)",
+        r -> r.rssPerStream() / 1024,
+        "%.1f",
+        both);
+    row(
+        out,
+        results,
+        "bytes to clients per update (KiB)",
+        r -> r.bytesPerUpdate() / 1024,
+        "%.0f",
+        both);
     row(out, results, "streams open on the control plane", r -> r.upstreamStreams(), "%.0f", both);
-    row(out, results, "control plane bytes sent per update (KiB)", r -> r.upstreamBytesPerUpdate() / 1024, "%.0f", both);
+    row(
+        out,
+        results,
+        "control plane bytes sent per update (KiB)",
+        r -> r.upstreamBytesPerUpdate() / 1024,
+        "%.0f",
+        both);
     row(out, results, "client streams that failed", r -> r.failedStreams(), "%.0f", false);
     return out.toString();
   }
 
-  private static void row(StringBuilder out, List<Result> results, String name,
-      java.util.function.ToDoubleFunction<Result> value, String format, boolean ratio) {
+  private static void row(
+      StringBuilder out,
+      List<Result> results,
+      String name,
+      java.util.function.ToDoubleFunction<Result> value,
+      String format,
+      boolean ratio) {
     out.append("| ").append(name).append(" |");
-    results.forEach(r -> out.append(' ').append(String.format(Locale.ROOT, format, value.applyAsDouble(r))).append(" |"));
+    results.forEach(
+        r ->
+            out.append(' ')
+                .append(String.format(Locale.ROOT, format, value.applyAsDouble(r)))
+                .append(" |"));
     if (results.size() == 2) {
       double direct = value.applyAsDouble(results.get(0));
       double proxy = value.applyAsDouble(results.get(1));
-      out.append(ratio && proxy > 0 ? String.format(Locale.ROOT, " %.1f× |", direct / proxy) : " |");
+      out.append(
+          ratio && proxy > 0 ? String.format(Locale.ROOT, " %.1f× |", direct / proxy) : " |");
     }
     out.append('\n');
   }
@@ -261,10 +436,20 @@ public final class Compare {
   }
 
   /** Starts {@link BenchControlPlane} in its own JVM; {@link #readyPort} says where it listens. */
-  static JavaProcess startControlPlane(List<String> jvm, int groups, int clusters, BenchResources.Change change, Path log)
+  static JavaProcess startControlPlane(
+      List<String> jvm, int groups, int clusters, BenchResources.Change change, Path log)
       throws IOException {
-    return JavaProcess.start("control plane", jvm, List.of("-cp", System.getProperty("java.class.path"),
-        BenchControlPlane.class.getName(), Integer.toString(groups), Integer.toString(clusters), change.name()), log);
+    return JavaProcess.start(
+        "control plane",
+        jvm,
+        List.of(
+            "-cp",
+            System.getProperty("java.class.path"),
+            BenchControlPlane.class.getName(),
+            Integer.toString(groups),
+            Integer.toString(clusters),
+            change.name()),
+        log);
   }
 
   static int readyPort(JavaProcess plane) throws InterruptedException {
@@ -274,12 +459,30 @@ public final class Compare {
   /** The proxy's JVM and its ports. */
   record Proxy(JavaProcess process, int xdsPort, int monitoringPort) {}
 
-  /** Starts the proxy's jar in its own JVM, fed by the control plane on {@code planePort}; returns once it is healthy. */
-  static Proxy startProxy(Path jar, List<String> jvm, int planePort, Path log) throws IOException, InterruptedException {
+  /**
+   * Starts the proxy's jar in its own JVM, fed by the control plane on {@code planePort}; returns
+   * once it is healthy.
+   */
+  static Proxy startProxy(Path jar, List<String> jvm, int planePort, Path log)
+      throws IOException, InterruptedException {
     int port = freePort();
     int monitoring = freePort();
-    JavaProcess process = JavaProcess.start("xds-proxy", jvm, List.of("-jar", jar.toString(),
-        "--upstream", "127.0.0.1:" + planePort, "--xds-port", Integer.toString(port), "--monitoring-port", Integer.toString(monitoring), "--admin-port", "0"), log);
+    JavaProcess process =
+        JavaProcess.start(
+            "xds-proxy",
+            jvm,
+            List.of(
+                "-jar",
+                jar.toString(),
+                "--upstream",
+                "127.0.0.1:" + planePort,
+                "--xds-port",
+                Integer.toString(port),
+                "--monitoring-port",
+                Integer.toString(monitoring),
+                "--admin-port",
+                "0"),
+            log);
     try {
       awaitHealthy(monitoring, Duration.ofSeconds(60));
     } catch (RuntimeException | InterruptedException e) {
@@ -289,23 +492,31 @@ public final class Compare {
     return new Proxy(process, port, monitoring);
   }
 
-  static void await(IntSupplier count, int wanted, Duration timeout, String what) throws InterruptedException {
+  static void await(IntSupplier count, int wanted, Duration timeout, String what)
+      throws InterruptedException {
     long deadline = System.nanoTime() + timeout.toNanos();
     while (count.getAsInt() < wanted) {
       if (System.nanoTime() > deadline) {
-        throw new IllegalStateException(what + ": only " + count.getAsInt() + " of " + wanted + " clients after " + timeout);
+        throw new IllegalStateException(
+            what + ": only " + count.getAsInt() + " of " + wanted + " clients after " + timeout);
       }
       Thread.sleep(5);
     }
   }
 
-  private static void awaitHealthy(int monitoringPort, Duration timeout) throws InterruptedException {
+  private static void awaitHealthy(int monitoringPort, Duration timeout)
+      throws InterruptedException {
     HttpClient http = HttpClient.newHttpClient();
     long deadline = System.nanoTime() + timeout.toNanos();
     while (System.nanoTime() < deadline) {
       try {
-        if (http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + monitoringPort + "/healthz")).build(),
-            HttpResponse.BodyHandlers.discarding()).statusCode() == 200) {
+        if (http.send(
+                    HttpRequest.newBuilder(
+                            URI.create("http://127.0.0.1:" + monitoringPort + "/healthz"))
+                        .build(),
+                    HttpResponse.BodyHandlers.discarding())
+                .statusCode()
+            == 200) {
           return;
         }
       } catch (IOException starting) {

@@ -37,32 +37,49 @@ final class JavaProcess implements AutoCloseable {
     this.name = name;
     this.process = process;
     this.input = new PrintWriter(process.getOutputStream(), true, StandardCharsets.UTF_8);
-    // The proxy logs to stdout: each line is copied to the log too, appended as the process's stderr is.
-    Thread reader = new Thread(() -> {
-      try (BufferedReader output = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
-          Writer copy = Files.newBufferedWriter(log, StandardCharsets.UTF_8, StandardOpenOption.CREATE,
-              StandardOpenOption.APPEND)) {
-        for (String line = output.readLine(); line != null; line = output.readLine()) {
-          lines.add(line);
-          copy.write(line + "\n");
-          copy.flush();
-        }
-      } catch (IOException e) {
-        // the process ended
-      }
-    }, name + "-output");
+    // The proxy logs to stdout: each line is copied to the log too, appended as the process's
+    // stderr is.
+    Thread reader =
+        new Thread(
+            () -> {
+              try (BufferedReader output =
+                      new BufferedReader(
+                          new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+                  Writer copy =
+                      Files.newBufferedWriter(
+                          log,
+                          StandardCharsets.UTF_8,
+                          StandardOpenOption.CREATE,
+                          StandardOpenOption.APPEND)) {
+                for (String line = output.readLine(); line != null; line = output.readLine()) {
+                  lines.add(line);
+                  copy.write(line + "\n");
+                  copy.flush();
+                }
+              } catch (IOException e) {
+                // the process ended
+              }
+            },
+            name + "-output");
     reader.setDaemon(true);
     reader.start();
   }
 
-  /** Starts {@code java JVM_OPTIONS ARGUMENTS}; its stdout and stderr go to {@code log}, which starts empty. */
-  static JavaProcess start(String name, List<String> jvmOptions, List<String> arguments, Path log) throws IOException {
+  /**
+   * Starts {@code java JVM_OPTIONS ARGUMENTS}; its stdout and stderr go to {@code log}, which
+   * starts empty.
+   */
+  static JavaProcess start(String name, List<String> jvmOptions, List<String> arguments, Path log)
+      throws IOException {
     List<String> command = new ArrayList<>();
     command.add(JAVA.toString());
     command.addAll(jvmOptions);
     command.addAll(arguments);
     Files.write(log, new byte[0]);
-    Process process = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
+    Process process =
+        new ProcessBuilder(command)
+            .redirectError(ProcessBuilder.Redirect.appendTo(log.toFile()))
+            .start();
     return new JavaProcess(name, process, log);
   }
 
@@ -77,8 +94,13 @@ final class JavaProcess implements AutoCloseable {
     while (true) {
       String line = lines.poll(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
       if (line == null) {
-        throw new IllegalStateException(name + " printed no '" + prefix + "' line within " + timeout
-            + (process.isAlive() ? "" : "; it exited with " + process.exitValue()));
+        throw new IllegalStateException(
+            name
+                + " printed no '"
+                + prefix
+                + "' line within "
+                + timeout
+                + (process.isAlive() ? "" : "; it exited with " + process.exitValue()));
       }
       if (line.startsWith(prefix)) {
         return line;
@@ -135,12 +157,18 @@ final class JavaProcess implements AutoCloseable {
     return Long.parseLong(used.group(1)) * 1024;
   }
 
-  /** Writes the live objects of this process, by class, largest first ({@code jcmd GC.class_histogram}) to {@code file}. */
+  /**
+   * Writes the live objects of this process, by class, largest first ({@code jcmd
+   * GC.class_histogram}) to {@code file}.
+   */
   void classHistogram(Path file) throws IOException, InterruptedException {
     Files.writeString(file, jcmd("GC.class_histogram"));
   }
 
-  /** Starts a flight recording (JFR, profiling settings) that {@link #stopRecording} writes to {@code file}. */
+  /**
+   * Starts a flight recording (JFR, profiling settings) that {@link #stopRecording} writes to
+   * {@code file}.
+   */
   void startRecording(Path file) throws IOException, InterruptedException {
     jcmd("JFR.start", "name=bench", "settings=profile", "filename=" + file.toAbsolutePath());
   }
@@ -150,34 +178,40 @@ final class JavaProcess implements AutoCloseable {
   }
 
   /**
-   * Starts async-profiler ({@code library}: its {@code libasyncProfiler.so}) in this process, sampling
-   * CPU time of every thread, the JVM's own (GC, JIT) and native frames included, which a flight
-   * recording does not see.
+   * Starts async-profiler ({@code library}: its {@code libasyncProfiler.so}) in this process,
+   * sampling CPU time of every thread, the JVM's own (GC, JIT) and native frames included, which a
+   * flight recording does not see.
    */
   void startProfiler(Path library) throws IOException, InterruptedException {
     profilerCommand(library, "start,event=cpu,interval=1ms");
   }
 
-  /** Stops async-profiler and writes its samples to {@code base}.collapsed and its hottest stacks and methods to {@code base}.txt. */
+  /**
+   * Stops async-profiler and writes its samples to {@code base}.collapsed and its hottest stacks
+   * and methods to {@code base}.txt.
+   */
   void stopProfiler(Path library, Path base) throws IOException, InterruptedException {
     String path = base.toAbsolutePath().toString();
     profilerCommand(library, "stop,file=" + path + ".txt,traces=30,flat=40");
     profilerCommand(library, "dump,file=" + path + ".collapsed,collapsed");
   }
 
-  private void profilerCommand(Path library, String command) throws IOException, InterruptedException {
+  private void profilerCommand(Path library, String command)
+      throws IOException, InterruptedException {
     // Quoted: jcmd would take the '=' of an unquoted option for one of its own.
-    String output = jcmd("JVMTI.agent_load", library.toAbsolutePath().toString(), '"' + command + '"');
+    String output =
+        jcmd("JVMTI.agent_load", library.toAbsolutePath().toString(), '"' + command + '"');
     if (output.contains("[ERROR]") || !output.contains("return code: 0")) {
-      throw new IllegalStateException("async-profiler in " + name + " refused " + command + ": " + output);
+      throw new IllegalStateException(
+          "async-profiler in " + name + " refused " + command + ": " + output);
     }
   }
 
   private String jcmd(String... command) throws IOException, InterruptedException {
-    List<String> line = new ArrayList<>(List.of(JAVA.resolveSibling("jcmd").toString(), Long.toString(pid())));
+    List<String> line =
+        new ArrayList<>(List.of(JAVA.resolveSibling("jcmd").toString(), Long.toString(pid())));
     line.addAll(List.of(command));
-    Process jcmd = new ProcessBuilder(line)
-        .redirectErrorStream(true).start();
+    Process jcmd = new ProcessBuilder(line).redirectErrorStream(true).start();
     String output = new String(jcmd.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
     jcmd.waitFor();
     return output;
@@ -186,7 +220,8 @@ final class JavaProcess implements AutoCloseable {
   private static long ticksPerSecond() {
     try {
       Process getconf = new ProcessBuilder("getconf", "CLK_TCK").start();
-      return Long.parseLong(new String(getconf.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim());
+      return Long.parseLong(
+          new String(getconf.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim());
     } catch (IOException | NumberFormatException e) {
       return 100;
     }
@@ -194,7 +229,8 @@ final class JavaProcess implements AutoCloseable {
 
   @Override
   public void close() throws InterruptedException {
-    // SIGTERM first, so that the JVM ends cleanly (a flight recording is written, the proxy drains).
+    // SIGTERM first, so that the JVM ends cleanly (a flight recording is written, the proxy
+    // drains).
     process.destroy();
     if (!process.waitFor(20, TimeUnit.SECONDS)) {
       process.destroyForcibly();

@@ -32,23 +32,26 @@ import java.util.stream.Collectors;
  * java-control-plane forgets it otherwise. SotW or Delta per client, spread over node groups
  * (node.cluster {@code group-i}), several streams per connection if asked. Each client notes the
  * moment it holds a new round's endpoints of cluster 0 (compared by bytes: the proxy passes the
- * control plane's encoding through) and ACKs it. Connections can be closed and opened again with new
- * clients (churn), which catch up on whatever round the control plane has made by then.
+ * control plane's encoding through) and ACKs it. Connections can be closed and opened again with
+ * new clients (churn), which catch up on whatever round the control plane has made by then.
  */
 final class LoadClients implements AutoCloseable {
 
   private static final String CDS = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
-  private static final String EDS = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment";
+  private static final String EDS =
+      "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment";
 
   private final InetSocketAddress target;
   private final int groups;
   private final List<String> clusterNames;
+
   /**
    * The EDS names as UTF-8 bytes: a SotW client repeats all of them in every EDS ACK, and a request
    * built from bytes is written without encoding each name again, which keeps the load generator's
    * own CPU (on the same cores as the server it measures) small.
    */
   private final List<ByteString> clusterNameBytes;
+
   private final double deltaShare;
   private final int streamsPerConnection;
   private final BenchResources.Change change;
@@ -58,14 +61,22 @@ final class LoadClients implements AutoCloseable {
   private final Map<Integer, Any> rounds = new ConcurrentHashMap<>();
   private final AtomicLong bytesReceived = new AtomicLong();
   private final AtomicInteger failed = new AtomicInteger();
+
   /** Clients opened so far, reopened ones included: the next client's node id. */
   private int opened;
+
   /** The connection {@link #reconnect} closes next: the one open longest. */
   private int nextToReconnect;
+
   /** The newest round the control plane is known to have made, -1 if nobody said. */
   private volatile int newestRound = -1;
 
-  LoadClients(InetSocketAddress target, int groups, int clusters, double deltaShare, int streamsPerConnection,
+  LoadClients(
+      InetSocketAddress target,
+      int groups,
+      int clusters,
+      double deltaShare,
+      int streamsPerConnection,
       BenchResources.Change change) {
     this.change = change;
     this.target = target;
@@ -76,7 +87,10 @@ final class LoadClients implements AutoCloseable {
     this.streamsPerConnection = streamsPerConnection;
   }
 
-  /** Opens clients until there are {@code total}, a few hundred at a time so the listener's backlog is not flooded. */
+  /**
+   * Opens clients until there are {@code total}, a few hundred at a time so the listener's backlog
+   * is not flooded.
+   */
   void openUpTo(int total) throws InterruptedException {
     while (clients.size() < total) {
       int index = clients.size();
@@ -117,7 +131,10 @@ final class LoadClients implements AutoCloseable {
     }
   }
 
-  /** The control plane has made round {@code round}: a client that joins later may hold it, or any round since the one it holds. */
+  /**
+   * The control plane has made round {@code round}: a client that joins later may hold it, or any
+   * round since the one it holds.
+   */
   void roundMade(int round) {
     newestRound = round;
   }
@@ -136,7 +153,11 @@ final class LoadClients implements AutoCloseable {
   private Client newClient(int index) {
     // Delta clients spread evenly: client i is Delta when the share's running count steps up at i.
     boolean delta = (int) ((index + 1) * deltaShare) > (int) (index * deltaShare);
-    Node node = Node.newBuilder().setId("client-" + opened++).setCluster(BenchControlPlane.groupName(index % groups)).build();
+    Node node =
+        Node.newBuilder()
+            .setId("client-" + opened++)
+            .setCluster(BenchControlPlane.groupName(index % groups))
+            .build();
     return delta ? new DeltaClient(node) : new SotwClient(node);
   }
 
@@ -155,12 +176,17 @@ final class LoadClients implements AutoCloseable {
 
   /** How many clients hold each round (-1: none yet), to say where the ones that lag are. */
   Map<Integer, Long> roundsHeld() {
-    return clients.stream().collect(Collectors.groupingBy(c -> c.round, TreeMap::new, Collectors.counting()));
+    return clients.stream()
+        .collect(Collectors.groupingBy(c -> c.round, TreeMap::new, Collectors.counting()));
   }
 
   /** Per client that holds {@code round}, nanoseconds from {@code since} until it did. */
   long[] latencies(int round, long since) {
-    return clients.stream().filter(c -> c.round == round).mapToLong(c -> c.roundAt - since).sorted().toArray();
+    return clients.stream()
+        .filter(c -> c.round == round)
+        .mapToLong(c -> c.roundAt - since)
+        .sorted()
+        .toArray();
   }
 
   long bytesReceived() {
@@ -193,7 +219,9 @@ final class LoadClients implements AutoCloseable {
   private abstract class Client {
     /** The newest round of cluster 0 this client holds, and when it got it. */
     volatile int round = -1;
+
     volatile long roundAt;
+
     /** Set before {@link #reconnect} closes this client's stream, whose error is then expected. */
     volatile boolean closedHere;
 
@@ -204,7 +232,8 @@ final class LoadClients implements AutoCloseable {
      * client holds: the next round, or a later one for a client that joined late or was passed by.
      */
     final void check(Predicate<Any> holds) {
-      // One past the newest known: the control plane's newest round can reach a client before roundMade.
+      // One past the newest known: the control plane's newest round can reach a client before
+      // roundMade.
       for (int candidate = Math.max(newestRound + 1, round + 1); candidate > round; candidate--) {
         if (holds.test(expected(candidate))) {
           roundAt = System.nanoTime();
@@ -239,8 +268,12 @@ final class LoadClients implements AutoCloseable {
     @Override
     public void onNext(DiscoveryResponse response) {
       bytesReceived.addAndGet(response.getSerializedSize());
-      DiscoveryRequest.Builder ack = DiscoveryRequest.newBuilder().setNode(node).setTypeUrl(response.getTypeUrl())
-          .setVersionInfo(response.getVersionInfo()).setResponseNonce(response.getNonce());
+      DiscoveryRequest.Builder ack =
+          DiscoveryRequest.newBuilder()
+              .setNode(node)
+              .setTypeUrl(response.getTypeUrl())
+              .setVersionInfo(response.getVersionInfo())
+              .setResponseNonce(response.getNonce());
       if (response.getTypeUrl().equals(watched())) {
         check(response.getResourcesList()::contains);
       }
@@ -251,7 +284,12 @@ final class LoadClients implements AutoCloseable {
         requests.onNext(ack.build());
         if (!endpointsAsked) {
           endpointsAsked = true;
-          requests.onNext(DiscoveryRequest.newBuilder().setNode(node).setTypeUrl(EDS).addAllResourceNames(clusterNames).build());
+          requests.onNext(
+              DiscoveryRequest.newBuilder()
+                  .setNode(node)
+                  .setTypeUrl(EDS)
+                  .addAllResourceNames(clusterNames)
+                  .build());
         }
       }
     }
@@ -283,17 +321,28 @@ final class LoadClients implements AutoCloseable {
     @Override
     public void onNext(DeltaDiscoveryResponse response) {
       bytesReceived.addAndGet(response.getSerializedSize());
-      requests.onNext(DeltaDiscoveryRequest.newBuilder().setNode(node).setTypeUrl(response.getTypeUrl())
-          .setResponseNonce(response.getNonce()).build());
+      requests.onNext(
+          DeltaDiscoveryRequest.newBuilder()
+              .setNode(node)
+              .setTypeUrl(response.getTypeUrl())
+              .setResponseNonce(response.getNonce())
+              .build());
       if (response.getTypeUrl().equals(watched())) {
         String changed = BenchResources.clusterName(0);
-        check(expected -> response.getResourcesList().stream()
-            .anyMatch(r -> r.getName().equals(changed) && r.getResource().equals(expected)));
+        check(
+            expected ->
+                response.getResourcesList().stream()
+                    .anyMatch(
+                        r -> r.getName().equals(changed) && r.getResource().equals(expected)));
       }
       if (!response.getTypeUrl().equals(EDS) && !endpointsAsked) {
         endpointsAsked = true;
-        requests.onNext(DeltaDiscoveryRequest.newBuilder().setNode(node).setTypeUrl(EDS)
-            .addAllResourceNamesSubscribe(clusterNames).build());
+        requests.onNext(
+            DeltaDiscoveryRequest.newBuilder()
+                .setNode(node)
+                .setTypeUrl(EDS)
+                .addAllResourceNamesSubscribe(clusterNames)
+                .build());
       }
     }
 

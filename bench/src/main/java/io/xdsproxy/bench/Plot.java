@@ -14,7 +14,10 @@ import java.util.Locale;
 import java.util.Map;
 import javax.imageio.ImageIO;
 
-/** A line chart of a few series against N or time, drawn with Java 2D and written as PNG: no plotting library needed. */
+/**
+ * A line chart of a few series against N or time, drawn with Java 2D and written as PNG: no
+ * plotting library needed.
+ */
 final class Plot {
 
   private static final int WIDTH = 800;
@@ -24,7 +27,11 @@ final class Plot {
   private static final int TOP = 50;
   private static final int BOTTOM = 60;
   private static final Color[] COLORS = {
-      new Color(0xD6, 0x27, 0x28), new Color(0x1F, 0x77, 0xB4), new Color(0xFF, 0x7F, 0x0E), new Color(0x2C, 0xA0, 0x2C)};
+    new Color(0xD6, 0x27, 0x28),
+    new Color(0x1F, 0x77, 0xB4),
+    new Color(0xFF, 0x7F, 0x0E),
+    new Color(0x2C, 0xA0, 0x2C)
+  };
 
   private final String title;
   private final String xLabel;
@@ -44,8 +51,19 @@ final class Plot {
   }
 
   void write(Path file) throws IOException {
-    double maxX = series.values().stream().flatMap(java.util.Arrays::stream).mapToDouble(p -> p[0]).max().orElse(1);
-    double maxY = niceCeiling(series.values().stream().flatMap(java.util.Arrays::stream).mapToDouble(p -> p[1]).max().orElse(1));
+    double maxX =
+        series.values().stream()
+            .flatMap(java.util.Arrays::stream)
+            .mapToDouble(p -> p[0])
+            .max()
+            .orElse(1);
+    double maxY =
+        niceCeiling(
+            series.values().stream()
+                .flatMap(java.util.Arrays::stream)
+                .mapToDouble(p -> p[1])
+                .max()
+                .orElse(1));
     BufferedImage image = new BufferedImage(WIDTH, HEIGHT, BufferedImage.TYPE_INT_RGB);
     Graphics2D g = image.createGraphics();
     g.setRenderingHint(RenderingHints.KEY_ANTIALIASING, RenderingHints.VALUE_ANTIALIAS_ON);
@@ -65,7 +83,12 @@ final class Plot {
       g.setColor(Color.BLACK);
       g.drawString(format(y), 10, py + 4);
     }
-    double[] xs = series.values().stream().flatMap(java.util.Arrays::stream).mapToDouble(p -> p[0]).distinct().toArray();
+    double[] xs =
+        series.values().stream()
+            .flatMap(java.util.Arrays::stream)
+            .mapToDouble(p -> p[0])
+            .distinct()
+            .toArray();
     if (xs.length > 12) {
       // A time series: ticks at round steps rather than at every point, whose labels would overlap.
       double step = niceCeiling(maxX / 10);
@@ -89,8 +112,11 @@ final class Plot {
         int py = TOP + plotHeight - (int) (plotHeight * points[i][1] / maxY);
         g.fillOval(px - 4, py - 4, 8, 8);
         if (i > 0) {
-          g.drawLine(LEFT + (int) (plotWidth * points[i - 1][0] / maxX),
-              TOP + plotHeight - (int) (plotHeight * points[i - 1][1] / maxY), px, py);
+          g.drawLine(
+              LEFT + (int) (plotWidth * points[i - 1][0] / maxX),
+              TOP + plotHeight - (int) (plotHeight * points[i - 1][1] / maxY),
+              px,
+              py);
         }
       }
       g.drawString(entry.getKey(), LEFT + 15, TOP + 20 + 18 * index);

@@ -26,7 +26,8 @@ public final class ProfileSummary {
     Map<String, Integer> total = new HashMap<>();
     int samples = 0;
     for (RecordedEvent event : RecordingFile.readAllEvents(Path.of(args[0]))) {
-      if (!event.getEventType().getName().equals("jdk.ExecutionSample") || event.getStackTrace() == null) {
+      if (!event.getEventType().getName().equals("jdk.ExecutionSample")
+          || event.getStackTrace() == null) {
         continue;
       }
       samples++;
@@ -53,6 +54,9 @@ public final class ProfileSummary {
     counts.entrySet().stream()
         .sorted(Map.Entry.<String, Integer>comparingByValue().reversed())
         .limit(top)
-        .forEach(e -> System.out.printf("%5.1f%%  %s%n", 100.0 * e.getValue() / Math.max(1, samples), e.getKey()));
+        .forEach(
+            e ->
+                System.out.printf(
+                    "%5.1f%%  %s%n", 100.0 * e.getValue() / Math.max(1, samples), e.getKey()));
   }
 }

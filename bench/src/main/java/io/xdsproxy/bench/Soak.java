@@ -19,58 +19,92 @@ import java.util.function.ToDoubleFunction;
 /**
  * The soak: N clients on the proxy for a bounded time while the control plane keeps making updates
  * and clients keep dropping their connections and coming back as new clients. Every few seconds it
- * looks at what the proxy holds: heap after a full GC, live threads, open file descriptors, RSS, and
- * the streams it counts as open. Something kept per stream, per connection or per node id and never
- * freed shows as a slope. At the end one last update must reach every client, and no stream may have
- * failed but the ones the soak closed itself.
+ * looks at what the proxy holds: heap after a full GC, live threads, open file descriptors, RSS,
+ * and the streams it counts as open. Something kept per stream, per connection or per node id and
+ * never freed shows as a slope. At the end one last update must reach every client, and no stream
+ * may have failed but the ones the soak closed itself.
  *
  * <p>{@code java -cp bench/target/xds-bench.jar io.xdsproxy.bench.Soak [--clients N] [--groups G]
  * [--clusters K] [--delta SHARE] [--minutes M] [--updates-per-second U] [--churn-per-second C]
  * [--sample-seconds S] [--out DIR] [--proxy-jar PATH] [--jvm "OPTIONS"] [--logs DIR]
- * [--converge-seconds S]}; M, U, C and S may be fractional. Writes {@code soak.md} (the samples
- * and the verdict) and plots of them to {@code --out}; exits with 1 when the last update did not
- * reach every client, a stream failed, or the proxy's heap, threads or file descriptors grew.
+ * [--converge-seconds S]}; M, U, C and S may be fractional. Writes {@code soak.md} (the samples and
+ * the verdict) and plots of them to {@code --out}; exits with 1 when the last update did not reach
+ * every client, a stream failed, or the proxy's heap, threads or file descriptors grew.
  *
- * <p>A reconnecting client comes back with a new node id, as a restarted Envoy (a new pod) does: the
- * proxy must then let go of what it kept for the old id, which a soak with the same ids would not
- * show.
+ * <p>A reconnecting client comes back with a new node id, as a restarted Envoy (a new pod) does:
+ * the proxy must then let go of what it kept for the old id, which a soak with the same ids would
+ * not show.
  */
 public final class Soak {
 
-  /** The heap is flat when the median of the last third of the samples is at most this much above that of the second third. */
+  /**
+   * The heap is flat when the median of the last third of the samples is at most this much above
+   * that of the second third.
+   */
   static final double HEAP_TOLERANCE = 0.15;
 
   private Soak() {}
 
   /** One run's options. */
-  record Options(int clients, int groups, int clusters, double delta, double minutes, double updatesPerSecond,
-      double churnPerSecond, double sampleSeconds, Path out, Path proxyJar, List<String> jvm, Path logs,
+  record Options(
+      int clients,
+      int groups,
+      int clusters,
+      double delta,
+      double minutes,
+      double updatesPerSecond,
+      double churnPerSecond,
+      double sampleSeconds,
+      Path out,
+      Path proxyJar,
+      List<String> jvm,
+      Path logs,
       Duration convergeTimeout) {
 
     static Options parse(String[] args) {
       Map<String, String> given = Compare.optionValues(args);
-      Options options = new Options(
-          Integer.parseInt(given.getOrDefault("clients", "2000")),
-          Integer.parseInt(given.getOrDefault("groups", "10")),
-          Integer.parseInt(given.getOrDefault("clusters", "1000")),
-          Double.parseDouble(given.getOrDefault("delta", "0.5")),
-          Double.parseDouble(given.getOrDefault("minutes", "30")),
-          Double.parseDouble(given.getOrDefault("updates-per-second", "1")),
-          Double.parseDouble(given.getOrDefault("churn-per-second", "20")),
-          Double.parseDouble(given.getOrDefault("sample-seconds", "30")),
-          Path.of(given.getOrDefault("out", "bench/target/soak")),
-          Path.of(given.getOrDefault("proxy-jar", "proxy-app/target/xds-proxy.jar")),
-          Arrays.asList(given.getOrDefault("jvm", "-Xmx4g -XX:+UseG1GC").trim().split("\\s+")),
-          Path.of(given.getOrDefault("logs", "bench/target/logs")),
-          Duration.ofSeconds(Long.parseLong(given.getOrDefault("converge-seconds", "120"))));
-      given.keySet().removeAll(List.of("clients", "groups", "clusters", "delta", "minutes", "updates-per-second",
-          "churn-per-second", "sample-seconds", "out", "proxy-jar", "jvm", "logs", "converge-seconds"));
+      Options options =
+          new Options(
+              Integer.parseInt(given.getOrDefault("clients", "2000")),
+              Integer.parseInt(given.getOrDefault("groups", "10")),
+              Integer.parseInt(given.getOrDefault("clusters", "1000")),
+              Double.parseDouble(given.getOrDefault("delta", "0.5")),
+              Double.parseDouble(given.getOrDefault("minutes", "30")),
+              Double.parseDouble(given.getOrDefault("updates-per-second", "1")),
+              Double.parseDouble(given.getOrDefault("churn-per-second", "20")),
+              Double.parseDouble(given.getOrDefault("sample-seconds", "30")),
+              Path.of(given.getOrDefault("out", "bench/target/soak")),
+              Path.of(given.getOrDefault("proxy-jar", "proxy-app/target/xds-proxy.jar")),
+              Arrays.asList(given.getOrDefault("jvm", "-Xmx4g -XX:+UseG1GC").trim().split("\\s+")),
+              Path.of(given.getOrDefault("logs", "bench/target/logs")),
+              Duration.ofSeconds(Long.parseLong(given.getOrDefault("converge-seconds", "120"))));
+      given
+          .keySet()
+          .removeAll(
+              List.of(
+                  "clients",
+                  "groups",
+                  "clusters",
+                  "delta",
+                  "minutes",
+                  "updates-per-second",
+                  "churn-per-second",
+                  "sample-seconds",
+                  "out",
+                  "proxy-jar",
+                  "jvm",
+                  "logs",
+                  "converge-seconds"));
       if (!given.isEmpty()) {
         throw new IllegalArgumentException("unknown options " + given.keySet());
       }
-      if (options.groups > options.clients || options.minutes <= 0 || options.sampleSeconds <= 0
-          || options.updatesPerSecond < 0 || options.churnPerSecond < 0) {
-        throw new IllegalArgumentException("need groups <= clients, minutes and sample-seconds above 0, rates not below 0");
+      if (options.groups > options.clients
+          || options.minutes <= 0
+          || options.sampleSeconds <= 0
+          || options.updatesPerSecond < 0
+          || options.churnPerSecond < 0) {
+        throw new IllegalArgumentException(
+            "need groups <= clients, minutes and sample-seconds above 0, rates not below 0");
       }
       return options;
     }
@@ -90,9 +124,13 @@ public final class Soak {
   }
 
   /** One look at the proxy, {@code seconds} into the soak. */
-  record Sample(double seconds, long heapBytes, long threads, long fds, long rssBytes, long streams) {}
+  record Sample(
+      double seconds, long heapBytes, long threads, long fds, long rssBytes, long streams) {}
 
-  /** One measure's median over the second third of the samples and over the last third, and whether that is flat. */
+  /**
+   * One measure's median over the second third of the samples and over the last third, and whether
+   * that is flat.
+   */
   record Trend(String measure, double before, double after, boolean flat, String tolerance) {
     double ratio() {
       return before == 0 ? (after == 0 ? 1 : Double.POSITIVE_INFINITY) : after / before;
@@ -100,8 +138,15 @@ public final class Soak {
   }
 
   /** What the soak saw; {@code holdingLast} is how many of the clients hold the last update. */
-  record Report(List<Sample> samples, int updates, int reconnected, int clients, int holdingLast,
-      Map<Integer, Long> roundsHeld, int failed, List<Trend> trends) {
+  record Report(
+      List<Sample> samples,
+      int updates,
+      int reconnected,
+      int clients,
+      int holdingLast,
+      Map<Integer, Long> roundsHeld,
+      int failed,
+      List<Trend> trends) {
 
     boolean converged() {
       return holdingLast == clients && failed == 0;
@@ -129,16 +174,35 @@ public final class Soak {
   static Report run(Options options) throws Exception {
     Files.createDirectories(options.logs());
     Files.createDirectories(options.out());
-    try (JavaProcess plane = Compare.startControlPlane(options.jvm(), options.groups(), options.clusters(),
-        BenchResources.Change.ENDPOINTS, options.logs().resolve("control-plane-soak.log"))) {
-      Compare.Proxy proxy = Compare.startProxy(options.proxyJar(), options.jvm(), Compare.readyPort(plane),
-          options.logs().resolve("xds-proxy-soak.log"));
+    try (JavaProcess plane =
+        Compare.startControlPlane(
+            options.jvm(),
+            options.groups(),
+            options.clusters(),
+            BenchResources.Change.ENDPOINTS,
+            options.logs().resolve("control-plane-soak.log"))) {
+      Compare.Proxy proxy =
+          Compare.startProxy(
+              options.proxyJar(),
+              options.jvm(),
+              Compare.readyPort(plane),
+              options.logs().resolve("xds-proxy-soak.log"));
       try (JavaProcess proxyProcess = proxy.process();
-          LoadClients clients = new LoadClients(new InetSocketAddress("127.0.0.1", proxy.xdsPort()), options.groups(),
-              options.clusters(), options.delta(), 1, BenchResources.Change.ENDPOINTS)) {
+          LoadClients clients =
+              new LoadClients(
+                  new InetSocketAddress("127.0.0.1", proxy.xdsPort()),
+                  options.groups(),
+                  options.clusters(),
+                  options.delta(),
+                  1,
+                  BenchResources.Change.ENDPOINTS)) {
         Compare.log("soak: opening %d clients", options.clients());
         clients.openUpTo(options.clients());
-        Compare.await(() -> clients.holding(0), options.clients(), options.convergeTimeout(), "soak: every client's first state");
+        Compare.await(
+            () -> clients.holding(0),
+            options.clients(),
+            options.convergeTimeout(),
+            "soak: every client's first state");
         Report report = soak(options, plane, proxy, clients);
         writePlots(options, report.samples());
         Files.writeString(options.out().resolve("soak.md"), markdown(options, report));
@@ -147,17 +211,23 @@ public final class Soak {
     }
   }
 
-  private static Report soak(Options options, JavaProcess plane, Compare.Proxy proxy, LoadClients clients) throws Exception {
+  private static Report soak(
+      Options options, JavaProcess plane, Compare.Proxy proxy, LoadClients clients)
+      throws Exception {
     List<Sample> samples = new ArrayList<>();
     HttpClient http = HttpClient.newHttpClient();
     int round = 0;
     int reconnected = 0;
     double nextSample = 0;
     long start = System.nanoTime();
-    Compare.log("soak: every client in sync; %.1f minutes of %.2f updates and %.1f reconnections a second", options.minutes(),
-        options.updatesPerSecond(), options.churnPerSecond());
-    for (double elapsed = 0; elapsed < options.seconds(); elapsed = (System.nanoTime() - start) / 1e9) {
-      // Counted from the start rather than from the last step, so that a slow sample is caught up on.
+    Compare.log(
+        "soak: every client in sync; %.1f minutes of %.2f updates and %.1f reconnections a second",
+        options.minutes(), options.updatesPerSecond(), options.churnPerSecond());
+    for (double elapsed = 0;
+        elapsed < options.seconds();
+        elapsed = (System.nanoTime() - start) / 1e9) {
+      // Counted from the start rather than from the last step, so that a slow sample is caught up
+      // on.
       while (round < (int) (elapsed * options.updatesPerSecond())) {
         round = update(plane, clients);
       }
@@ -170,11 +240,16 @@ public final class Soak {
         Sample sample = sample(proxy, http, elapsed);
         samples.add(sample);
         nextSample += options.sampleSeconds();
-        Compare.log("soak %s: %s; round %d, %d clients reconnected, %d streams failed", clock(elapsed), describe(sample),
-            round, reconnected, clients.failed());
+        Compare.log(
+            "soak %s: %s; round %d, %d clients reconnected, %d streams failed",
+            clock(elapsed), describe(sample), round, reconnected, clients.failed());
       }
-      double next = Math.min(Math.min(nextSample, options.seconds()),
-          Math.min(at(round + 1, options.updatesPerSecond()), at(reconnected + 1, options.churnPerSecond())));
+      double next =
+          Math.min(
+              Math.min(nextSample, options.seconds()),
+              Math.min(
+                  at(round + 1, options.updatesPerSecond()),
+                  at(reconnected + 1, options.churnPerSecond())));
       long sleepMillis = (long) ((next - (System.nanoTime() - start) / 1e9) * 1000);
       if (sleepMillis > 0) {
         Thread.sleep(sleepMillis);
@@ -188,16 +263,27 @@ public final class Soak {
     }
     int holding = clients.holding(last);
     Map<Integer, Long> roundsHeld = clients.roundsHeld();
-    Compare.log("soak: the last update (round %d) reached %d of %d clients (by round held: %s); %d streams failed", last,
-        holding, clients.size(), roundsHeld, clients.failed());
+    Compare.log(
+        "soak: the last update (round %d) reached %d of %d clients (by round held: %s); %d streams failed",
+        last, holding, clients.size(), roundsHeld, clients.failed());
     Sample end = sample(proxy, http, (System.nanoTime() - start) / 1e9);
     samples.add(end);
     Compare.log("soak at the end: %s", describe(end));
-    return new Report(samples, last, reconnected, clients.size(), holding, roundsHeld, clients.failed(),
+    return new Report(
+        samples,
+        last,
+        reconnected,
+        clients.size(),
+        holding,
+        roundsHeld,
+        clients.failed(),
         trends(options, samples));
   }
 
-  /** When the {@code count}th event of a rate falls, in seconds from the start; never for a rate of 0. */
+  /**
+   * When the {@code count}th event of a rate falls, in seconds from the start; never for a rate of
+   * 0.
+   */
   private static double at(int count, double perSecond) {
     return perSecond == 0 ? Double.POSITIVE_INFINITY : count / perSecond;
   }
@@ -209,27 +295,44 @@ public final class Soak {
     return round;
   }
 
-  private static Sample sample(Compare.Proxy proxy, HttpClient http, double seconds) throws IOException, InterruptedException {
+  private static Sample sample(Compare.Proxy proxy, HttpClient http, double seconds)
+      throws IOException, InterruptedException {
     JavaProcess process = proxy.process();
     long heap = process.heapAfterGcBytes();
-    return new Sample(seconds, heap, process.threads(), process.openFileDescriptors(), process.rssBytes(),
+    return new Sample(
+        seconds,
+        heap,
+        process.threads(),
+        process.openFileDescriptors(),
+        process.rssBytes(),
         openStreams(http, proxy.monitoringPort()));
   }
 
-  /** The streams the proxy counts as open ({@code xds_downstream_streams}, over protocols and services). */
-  private static long openStreams(HttpClient http, int monitoringPort) throws IOException, InterruptedException {
-    String metrics = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + monitoringPort + "/metrics")).build(),
-        HttpResponse.BodyHandlers.ofString()).body();
-    return Math.round(metrics.lines()
-        .filter(line -> line.startsWith("xds_downstream_streams{"))
-        .mapToDouble(line -> Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1)))
-        .sum());
+  /**
+   * The streams the proxy counts as open ({@code xds_downstream_streams}, over protocols and
+   * services).
+   */
+  private static long openStreams(HttpClient http, int monitoringPort)
+      throws IOException, InterruptedException {
+    String metrics =
+        http.send(
+                HttpRequest.newBuilder(
+                        URI.create("http://127.0.0.1:" + monitoringPort + "/metrics"))
+                    .build(),
+                HttpResponse.BodyHandlers.ofString())
+            .body();
+    return Math.round(
+        metrics
+            .lines()
+            .filter(line -> line.startsWith("xds_downstream_streams{"))
+            .mapToDouble(line -> Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1)))
+            .sum());
   }
 
   /**
-   * The first third of the samples is warm-up (the JIT, the heap finding its size, the first clients
-   * all being replaced once); the median of the last third is compared with that of the second.
-   * Growth is what fails; a measure that falls is flat.
+   * The first third of the samples is warm-up (the JIT, the heap finding its size, the first
+   * clients all being replaced once); the median of the last third is compared with that of the
+   * second. Growth is what fails; a measure that falls is flat.
    */
   static List<Trend> trends(Options options, List<Sample> samples) {
     if (samples.size() < 3) {
@@ -246,10 +349,24 @@ public final class Soak {
     double fdsAfter = median(after, Sample::fds);
     long band = options.band();
     return List.of(
-        new Trend("heap after GC (MiB)", heapBefore, heapAfter, heapAfter <= heapBefore * (1 + HEAP_TOLERANCE),
+        new Trend(
+            "heap after GC (MiB)",
+            heapBefore,
+            heapAfter,
+            heapAfter <= heapBefore * (1 + HEAP_TOLERANCE),
             String.format(Locale.ROOT, "at most %.0f %% higher", HEAP_TOLERANCE * 100)),
-        new Trend("threads", threadsBefore, threadsAfter, threadsAfter - threadsBefore <= band, "at most " + band + " more"),
-        new Trend("file descriptors", fdsBefore, fdsAfter, fdsAfter - fdsBefore <= band, "at most " + band + " more"));
+        new Trend(
+            "threads",
+            threadsBefore,
+            threadsAfter,
+            threadsAfter - threadsBefore <= band,
+            "at most " + band + " more"),
+        new Trend(
+            "file descriptors",
+            fdsBefore,
+            fdsAfter,
+            fdsAfter - fdsBefore <= band,
+            "at most " + band + " more"));
   }
 
   private static double median(List<Sample> samples, ToDoubleFunction<Sample> measure) {
@@ -260,29 +377,67 @@ public final class Soak {
 
   static String markdown(Options options, Report report) {
     StringBuilder out = new StringBuilder();
-    out.append(String.format(Locale.ROOT, "%d clients (%.0f%% Delta, one connection each) in %d node groups, %d clusters;"
-            + " %.1f minutes of %.2f updates a second and %.1f clients a second reconnecting as new ones (%d updates, %d"
-            + " reconnections); the proxy sampled every %.0f s%n%n", options.clients(), options.delta() * 100, options.groups(),
-        options.clusters(), options.minutes(), options.updatesPerSecond(), options.churnPerSecond(), report.updates(),
-        report.reconnected(), options.sampleSeconds()));
-    out.append("| time (m:ss) | heap after GC (MiB) | threads | file descriptors | RSS (MiB) | open streams |\n");
+    out.append(
+        String.format(
+            Locale.ROOT,
+            "%d clients (%.0f%% Delta, one connection each) in %d node groups, %d clusters;"
+                + " %.1f minutes of %.2f updates a second and %.1f clients a second reconnecting as new ones (%d updates, %d"
+                + " reconnections); the proxy sampled every %.0f s%n%n",
+            options.clients(),
+            options.delta() * 100,
+            options.groups(),
+            options.clusters(),
+            options.minutes(),
+            options.updatesPerSecond(),
+            options.churnPerSecond(),
+            report.updates(),
+            report.reconnected(),
+            options.sampleSeconds()));
+    out.append(
+        "| time (m:ss) | heap after GC (MiB) | threads | file descriptors | RSS (MiB) | open streams |\n");
     out.append("| ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for (Sample s : report.samples()) {
-      out.append(String.format(Locale.ROOT, "| %s | %.1f | %d | %d | %.0f | %d |%n", clock(s.seconds()),
-          s.heapBytes() / 1048576.0, s.threads(), s.fds(), s.rssBytes() / 1048576.0, s.streams()));
+      out.append(
+          String.format(
+              Locale.ROOT,
+              "| %s | %.1f | %d | %d | %.0f | %d |%n",
+              clock(s.seconds()),
+              s.heapBytes() / 1048576.0,
+              s.threads(),
+              s.fds(),
+              s.rssBytes() / 1048576.0,
+              s.streams()));
     }
     out.append("\nThe last row is after the last update reached the clients, with no churn.\n\n");
-    out.append("| measure | median, second third | median, last third | last / second | flat when | |\n");
+    out.append(
+        "| measure | median, second third | median, last third | last / second | flat when | |\n");
     out.append("| --- | ---: | ---: | ---: | --- | --- |\n");
     for (Trend t : report.trends()) {
-      out.append(String.format(Locale.ROOT, "| %s | %.1f | %.1f | %.3f | %s | %s |%n", t.measure(), t.before(), t.after(),
-          t.ratio(), t.tolerance(), t.flat() ? "flat" : "GREW"));
+      out.append(
+          String.format(
+              Locale.ROOT,
+              "| %s | %.1f | %.1f | %.3f | %s | %s |%n",
+              t.measure(),
+              t.before(),
+              t.after(),
+              t.ratio(),
+              t.tolerance(),
+              t.flat() ? "flat" : "GREW"));
     }
-    out.append(String.format(Locale.ROOT, "%nThe last update (round %d) reached %d of %d clients (clients by round held: %s);"
-            + " %d streams failed other than those the soak closed.%n%nVerdict: %s, %s.%n", report.updates(),
-        report.holdingLast(), report.clients(), report.roundsHeld(), report.failed(),
-        report.converged() ? "converged" : "DID NOT CONVERGE",
-        report.trends().isEmpty() ? "too few samples to judge flatness" : report.flat() ? "flat" : "NOT FLAT"));
+    out.append(
+        String.format(
+            Locale.ROOT,
+            "%nThe last update (round %d) reached %d of %d clients (clients by round held: %s);"
+                + " %d streams failed other than those the soak closed.%n%nVerdict: %s, %s.%n",
+            report.updates(),
+            report.holdingLast(),
+            report.clients(),
+            report.roundsHeld(),
+            report.failed(),
+            report.converged() ? "converged" : "DID NOT CONVERGE",
+            report.trends().isEmpty()
+                ? "too few samples to judge flatness"
+                : report.flat() ? "flat" : "NOT FLAT"));
     return out.toString();
   }
 
@@ -301,12 +456,20 @@ public final class Soak {
   }
 
   private static List<double[]> points(List<Sample> samples, ToDoubleFunction<Sample> measure) {
-    return samples.stream().map(s -> new double[] {s.seconds() / 60, measure.applyAsDouble(s)}).toList();
+    return samples.stream()
+        .map(s -> new double[] {s.seconds() / 60, measure.applyAsDouble(s)})
+        .toList();
   }
 
   private static String describe(Sample s) {
-    return String.format(Locale.ROOT, "heap %.1f MiB, %d threads, %d fds, RSS %.0f MiB, %d streams", s.heapBytes() / 1048576.0,
-        s.threads(), s.fds(), s.rssBytes() / 1048576.0, s.streams());
+    return String.format(
+        Locale.ROOT,
+        "heap %.1f MiB, %d threads, %d fds, RSS %.0f MiB, %d streams",
+        s.heapBytes() / 1048576.0,
+        s.threads(),
+        s.fds(),
+        s.rssBytes() / 1048576.0,
+        s.streams());
   }
 
   private static String clock(double seconds) {

@@ -17,16 +17,22 @@ import java.util.function.Supplier;
 
 /**
  * One of the proxy's HTTP listeners: monitoring (health, readiness, metrics, on every interface),
- * admin (debug endpoints, on the loopback by default), or REST-JSON xDS. Each serves the handlers it
- * is given and nothing else.
+ * admin (debug endpoints, on the loopback by default), or REST-JSON xDS. Each serves the handlers
+ * it is given and nothing else.
  */
 final class AdminServer implements AutoCloseable {
 
   private final HttpServer server;
 
-  /** Plain HTTP, or HTTPS when {@code tls} is given (only the REST-JSON port, as the xDS port is). */
-  AdminServer(InetSocketAddress address, Map<String, HttpHandler> handlers, Executor executor,
-      Optional<HttpsConfigurator> tls) throws IOException {
+  /**
+   * Plain HTTP, or HTTPS when {@code tls} is given (only the REST-JSON port, as the xDS port is).
+   */
+  AdminServer(
+      InetSocketAddress address,
+      Map<String, HttpHandler> handlers,
+      Executor executor,
+      Optional<HttpsConfigurator> tls)
+      throws IOException {
     if (tls.isPresent()) {
       HttpsServer https = HttpsServer.create(address, 0);
       https.setHttpsConfigurator(tls.get());
@@ -39,14 +45,17 @@ final class AdminServer implements AutoCloseable {
     server.start();
   }
 
-  /** {@code /healthz}, answered while the process runs, and {@code /readyz}, as {@code ready} says. */
+  /**
+   * {@code /healthz}, answered while the process runs, and {@code /readyz}, as {@code ready} says.
+   */
   static Map<String, HttpHandler> probes(BooleanSupplier ready) {
     return Map.of(
         "/healthz", exchange -> reply(exchange, 200, "ok\n"),
-        "/readyz", exchange -> {
-          boolean isReady = ready.getAsBoolean();
-          reply(exchange, isReady ? 200 : 503, isReady ? "ready\n" : "not ready\n");
-        });
+        "/readyz",
+            exchange -> {
+              boolean isReady = ready.getAsBoolean();
+              reply(exchange, isReady ? 200 : 503, isReady ? "ready\n" : "not ready\n");
+            });
   }
 
   /** A handler that answers GET with the text {@code body} makes, of {@code contentType}. */

@@ -7,8 +7,8 @@ import java.util.Properties;
 
 /**
  * Which build of the proxy this is: the project's version and the git commit it was built from, as
- * Maven wrote them into {@code build.properties} (proxy-app/pom.xml says where the revision
- * comes from). Told by {@code --version}, the start-up line and {@code xds_proxy_build_info}, so that an
+ * Maven wrote them into {@code build.properties} (proxy-app/pom.xml says where the revision comes
+ * from). Told by {@code --version}, the start-up line and {@code xds_proxy_build_info}, so that an
  * operator can say which code a pod runs.
  */
 public record BuildInfo(String version, String revision) {
@@ -28,7 +28,10 @@ public record BuildInfo(String version, String revision) {
     return new BuildInfo(value(properties, "version"), value(properties, "revision"));
   }
 
-  /** A value Maven did not fill in (classes compiled by other means than the Maven build) is unknown. */
+  /**
+   * A value Maven did not fill in (classes compiled by other means than the Maven build) is
+   * unknown.
+   */
   private static String value(Properties properties, String key) {
     String value = properties.getProperty(key, "").strip();
     return value.isEmpty() || value.contains("${") ? "unknown" : value;

@@ -44,16 +44,21 @@ import org.slf4j.LoggerFactory;
 final class ConfigDump implements HttpHandler {
 
   /** Pretty JSON, as operators read it; Optionals as their value or null. */
-  static final Gson GSON = new GsonBuilder()
-      .setPrettyPrinting()
-      .disableHtmlEscaping()
-      .registerTypeHierarchyAdapter(Optional.class, (JsonSerializer<Optional<?>>) (value, type, context) ->
-          value.isPresent() ? context.serialize(value.get()) : JsonNull.INSTANCE)
-      .serializeNulls()
-      .create();
+  static final Gson GSON =
+      new GsonBuilder()
+          .setPrettyPrinting()
+          .disableHtmlEscaping()
+          .registerTypeHierarchyAdapter(
+              Optional.class,
+              (JsonSerializer<Optional<?>>)
+                  (value, type, context) ->
+                      value.isPresent() ? context.serialize(value.get()) : JsonNull.INSTANCE)
+          .serializeNulls()
+          .create();
 
   private static final Logger log = LoggerFactory.getLogger(ConfigDump.class);
-  private static final JsonFormat.Printer PROTO3_JSON = JsonFormat.printer().usingTypeRegistry(ApiTypes.json());
+  private static final JsonFormat.Printer PROTO3_JSON =
+      JsonFormat.printer().usingTypeRegistry(ApiTypes.json());
 
   private final NodeGroups groups;
 
@@ -73,10 +78,13 @@ final class ConfigDump implements HttpHandler {
     exchange.getResponseHeaders().set("Content-Type", "application/json");
     // Length 0: chunked, so the body can be written before its length is known.
     exchange.sendResponseHeaders(200, 0);
-    try (Writer body = new BufferedWriter(new OutputStreamWriter(exchange.getResponseBody(), StandardCharsets.UTF_8))) {
+    try (Writer body =
+        new BufferedWriter(
+            new OutputStreamWriter(exchange.getResponseBody(), StandardCharsets.UTF_8))) {
       write(body, filter);
     } catch (IOException | RuntimeException e) {
-      // The status is sent: all that is left is to cut the body short, so the client sees it broken.
+      // The status is sent: all that is left is to cut the body short, so the client sees it
+      // broken.
       log.debug("config dump to {} cut short: {}", exchange.getRemoteAddress(), e.toString());
       exchange.close();
     }
@@ -86,14 +94,22 @@ final class ConfigDump implements HttpHandler {
     JsonWriter json = new JsonWriter(body);
     json.setIndent("  ");
     json.beginObject().name("groups").beginArray();
-    List<NodeGroup> sorted = groups.groups().stream().filter(filter::includes)
-        .sorted(Comparator.comparing(group -> group.key().value())).toList();
+    List<NodeGroup> sorted =
+        groups.groups().stream()
+            .filter(filter::includes)
+            .sorted(Comparator.comparing(group -> group.key().value()))
+            .toList();
     for (NodeGroup group : sorted) {
-      List<TypeSnapshot> types = new TreeMap<>(group.store().snapshots()).values().stream()
-          .filter(snapshot -> filter.includes(snapshot.type()))
-          .filter(snapshot -> !filter.narrowsNames()
-              || snapshot.resources().keySet().stream().anyMatch(filter::includesName))
-          .toList();
+      List<TypeSnapshot> types =
+          new TreeMap<>(group.store().snapshots())
+              .values().stream()
+                  .filter(snapshot -> filter.includes(snapshot.type()))
+                  .filter(
+                      snapshot ->
+                          !filter.narrowsNames()
+                              || snapshot.resources().keySet().stream()
+                                  .anyMatch(filter::includesName))
+                  .toList();
       // What a filter of types or names leaves empty is left out, so a search shows only its finds.
       if (types.isEmpty() && (filter.type().isPresent() || filter.narrowsNames())) {
         continue;
@@ -113,7 +129,8 @@ final class ConfigDump implements HttpHandler {
     body.write("\n");
   }
 
-  private static void type(JsonWriter json, TypeSnapshot snapshot, ConfigDumpFilter filter) throws IOException {
+  private static void type(JsonWriter json, TypeSnapshot snapshot, ConfigDumpFilter filter)
+      throws IOException {
     json.beginObject();
     json.name("type_url").value(snapshot.type().url());
     json.name("version").value(snapshot.version());
@@ -128,7 +145,8 @@ final class ConfigDump implements HttpHandler {
     json.endObject();
   }
 
-  private static void resource(JsonWriter json, TypeUrl type, XdsResource resource) throws IOException {
+  private static void resource(JsonWriter json, TypeUrl type, XdsResource resource)
+      throws IOException {
     json.beginObject();
     json.name("name").value(resource.name());
     json.name("version").value(resource.version());
@@ -161,7 +179,8 @@ final class ConfigDump implements HttpHandler {
     } catch (InvalidProtocolBufferException e) {
       JsonObject opaque = new JsonObject();
       opaque.addProperty("@type", body.getTypeUrl());
-      opaque.addProperty("value_base64", Base64.getEncoder().encodeToString(body.getValue().toByteArray()));
+      opaque.addProperty(
+          "value_base64", Base64.getEncoder().encodeToString(body.getValue().toByteArray()));
       return opaque;
     }
   }

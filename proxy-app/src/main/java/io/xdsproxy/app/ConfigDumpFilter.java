@@ -16,13 +16,15 @@ import java.util.stream.Collectors;
 
 /**
  * What part of the stores {@code /config_dump} shows, from its query: {@code group} (a group key,
- * exactly), {@code type} (a type URL, or a known type's name) and {@code name_regex} (resource names
- * in which the regex finds a match: {@code ^...$} for whole names). Each one given narrows the dump;
- * none given: everything.
+ * exactly), {@code type} (a type URL, or a known type's name) and {@code name_regex} (resource
+ * names in which the regex finds a match: {@code ^...$} for whole names). Each one given narrows
+ * the dump; none given: everything.
  */
-record ConfigDumpFilter(Optional<String> group, Optional<TypeUrl> type, Optional<Pattern> nameRegex) {
+record ConfigDumpFilter(
+    Optional<String> group, Optional<TypeUrl> type, Optional<Pattern> nameRegex) {
 
-  static final ConfigDumpFilter ALL = new ConfigDumpFilter(Optional.empty(), Optional.empty(), Optional.empty());
+  static final ConfigDumpFilter ALL =
+      new ConfigDumpFilter(Optional.empty(), Optional.empty(), Optional.empty());
 
   private static final Set<String> PARAMETERS = Set.of("group", "type", "name_regex");
 
@@ -40,8 +42,11 @@ record ConfigDumpFilter(Optional<String> group, Optional<TypeUrl> type, Optional
         String name = decode(equals < 0 ? pair : pair.substring(0, equals));
         String value = equals < 0 ? "" : decode(pair.substring(equals + 1));
         if (!PARAMETERS.contains(name)) {
-          throw new IllegalArgumentException("unknown query parameter '" + name + "': /config_dump takes "
-              + PARAMETERS.stream().sorted().collect(Collectors.joining(", ")));
+          throw new IllegalArgumentException(
+              "unknown query parameter '"
+                  + name
+                  + "': /config_dump takes "
+                  + PARAMETERS.stream().sorted().collect(Collectors.joining(", ")));
         }
         if (parameters.put(name, value) != null) {
           throw new IllegalArgumentException("query parameter '" + name + "' given twice");
@@ -54,14 +59,16 @@ record ConfigDumpFilter(Optional<String> group, Optional<TypeUrl> type, Optional
     } catch (PatternSyntaxException e) {
       throw new IllegalArgumentException("name_regex is not a Java regex: " + e.getMessage());
     }
-    return new ConfigDumpFilter(Optional.ofNullable(parameters.get("group")),
-        Optional.ofNullable(parameters.get("type")).map(ConfigDumpFilter::type), nameRegex);
+    return new ConfigDumpFilter(
+        Optional.ofNullable(parameters.get("group")),
+        Optional.ofNullable(parameters.get("type")).map(ConfigDumpFilter::type),
+        nameRegex);
   }
 
   /**
-   * A type URL, or the name of a known type as an operator would write it: its message name
-   * ({@code envoy.config.cluster.v3.Cluster}), that name's last part ({@code Cluster}) or its
-   * REST-JSON path's ({@code clusters}), in any case.
+   * A type URL, or the name of a known type as an operator would write it: its message name ({@code
+   * envoy.config.cluster.v3.Cluster}), that name's last part ({@code Cluster}) or its REST-JSON
+   * path's ({@code clusters}), in any case.
    */
   private static TypeUrl type(String name) {
     if (name.contains("/")) {
@@ -69,7 +76,8 @@ record ConfigDumpFilter(Optional<String> group, Optional<TypeUrl> type, Optional
     }
     for (TypeUrl known : TypeUrl.known()) {
       String message = known.shortName();
-      if (name.equalsIgnoreCase(message) || name.equalsIgnoreCase(message.substring(message.lastIndexOf('.') + 1))) {
+      if (name.equalsIgnoreCase(message)
+          || name.equalsIgnoreCase(message.substring(message.lastIndexOf('.') + 1))) {
         return known;
       }
     }
@@ -77,8 +85,11 @@ record ConfigDumpFilter(Optional<String> group, Optional<TypeUrl> type, Optional
     if (rest != null) {
       return rest;
     }
-    throw new IllegalArgumentException("type '" + name + "' is neither a type URL nor the name of a known type, such as "
-        + "clusters, Cluster or envoy.config.cluster.v3.Cluster");
+    throw new IllegalArgumentException(
+        "type '"
+            + name
+            + "' is neither a type URL nor the name of a known type, such as "
+            + "clusters, Cluster or envoy.config.cluster.v3.Cluster");
   }
 
   private static String decode(String text) {

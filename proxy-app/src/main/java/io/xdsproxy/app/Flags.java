@@ -21,12 +21,14 @@ import java.util.regex.Pattern;
 
 /**
  * Every flag of the proxy, in one table: {@code --help}, the config file's keys and the README's
- * "Command line" section (checked by {@code ReadmeFlagsTest}) all come from {@link #ALL}. A new flag
- * is one {@link Flag} here, and a record component of {@link ProxyConfig} if it sets something new.
+ * "Command line" section (checked by {@code ReadmeFlagsTest}) all come from {@link #ALL}. A new
+ * flag is one {@link Flag} here, and a record component of {@link ProxyConfig} if it sets something
+ * new.
  *
- * <p>The order of {@link #ALL} is the order {@code --help} lists the flags in and the order an unknown
- * config key's message lists the known ones in. Checks across keys (TLS files that need each other,
- * two listeners on one port) are {@link ProxyConfig#parse}'s, after every setting is applied.
+ * <p>The order of {@link #ALL} is the order {@code --help} lists the flags in and the order an
+ * unknown config key's message lists the known ones in. Checks across keys (TLS files that need
+ * each other, two listeners on one port) are {@link ProxyConfig#parse}'s, after every setting is
+ * applied.
  */
 final class Flags {
 
@@ -34,7 +36,10 @@ final class Flags {
 
   /** How a flag is given. */
   enum Kind {
-    /** On the command line only, not a config-file key ({@code --config}, {@code --help}, {@code --version}). */
+    /**
+     * On the command line only, not a config-file key ({@code --config}, {@code --help}, {@code
+     * --version}).
+     */
     COMMAND_LINE,
     /** One value; given again, the last wins. */
     SINGLE,
@@ -52,26 +57,29 @@ final class Flags {
    * One flag.
    *
    * @param name the flag without its dashes, which is also its config-file key
-   * @param syntax its value as {@code --help} and the README show it ({@code D}, {@code sotw|delta});
-   *     empty for a flag without a value
-   * @param shownDefault the default as {@code --help} and the README show it, the same string a user
-   *     could give; empty when there is none, and the help text says what happens without it
+   * @param syntax its value as {@code --help} and the README show it ({@code D}, {@code
+   *     sotw|delta}); empty for a flag without a value
+   * @param shownDefault the default as {@code --help} and the README show it, the same string a
+   *     user could give; empty when there is none, and the help text says what happens without it
    * @param help one line of {@code --help}, without the default
-   * @param apply what the flag sets; {@code null} for {@link Kind#COMMAND_LINE} flags, which
-   *     {@link Main} and {@link ProxyConfig#parse} handle themselves
+   * @param apply what the flag sets; {@code null} for {@link Kind#COMMAND_LINE} flags, which {@link
+   *     Main} and {@link ProxyConfig#parse} handle themselves
    */
-  record Flag(String name, String syntax, String shownDefault, String help, Kind kind, Apply apply) {
+  record Flag(
+      String name, String syntax, String shownDefault, String help, Kind kind, Apply apply) {
 
     boolean isKey() {
       return kind != Kind.COMMAND_LINE;
     }
   }
 
-  private static Flag single(String name, String syntax, String shownDefault, String help, Apply apply) {
+  private static Flag single(
+      String name, String syntax, String shownDefault, String help, Apply apply) {
     return new Flag(name, syntax, shownDefault, help, Kind.SINGLE, apply);
   }
 
-  private static Flag list(String name, String syntax, String shownDefault, String help, Apply apply) {
+  private static Flag list(
+      String name, String syntax, String shownDefault, String help, Apply apply) {
     return new Flag(name, syntax, shownDefault, help, Kind.LIST, apply);
   }
 
@@ -79,264 +87,520 @@ final class Flags {
     return new Flag(name, syntax, "", help, Kind.COMMAND_LINE, null);
   }
 
-  static final List<Flag> ALL = List.of(
-      commandLine("config", "FILE",
-          "YAML file whose keys are the flags below without their dashes; flags given on the command line override it"),
-      single("upstream", "HOST:PORT[,...]", "",
-          "the control plane; several addresses are tried in turn when a stream fails; without it, --resources-dir is"
-              + " served",
-          (config, setting) -> {
-            List<String> targets = List.of(setting.value().split(",", -1));
-            for (String target : targets) {
-              if (!target.matches("[^\\s:,]+:\\d{1,5}") && !target.matches("\\[[0-9a-fA-F:.]+\\]:\\d{1,5}")) {
-                throw new ConfigException(setting.where() + ": upstream '" + target + "' is not HOST:PORT");
-              }
-            }
-            return config.withUpstream(targets.toArray(String[]::new));
-          }),
-      single("upstream-protocol", "sotw|delta", "sotw", "the ADS variant spoken to the control plane",
-          (config, setting) -> switch (setting.value()) {
-            case "sotw" -> config.withUpstreamProtocol(AdsUpstream.Protocol.SOTW);
-            case "delta" -> config.withUpstreamProtocol(AdsUpstream.Protocol.DELTA);
-            default -> throw new ConfigException(
-                setting.where() + ": upstream-protocol '" + setting.value() + "' is neither sotw nor delta");
-          }),
-      single("upstream-backoff-initial", "D", "500ms", "first wait before reconnecting, doubling after each failure",
-          (config, setting) -> {
-            Duration initial = duration(setting);
-            return config.withUpstreamBackoff(
-                new Backoff(initial, max(initial, config.upstreamBackoff().max()), 2.0, 0.2));
-          }),
-      single("upstream-backoff-max", "D", "30s", "the longest wait before reconnecting; each wait is spread by +-20%",
-          (config, setting) -> {
-            Duration max = duration(setting);
-            Backoff backoff = config.upstreamBackoff();
-            if (max.compareTo(backoff.initial()) < 0) {
-              throw new ConfigException(setting.where() + ": the backoff's maximum is below its initial wait "
-                  + backoff.initial().toMillis() + "ms");
-            }
-            return config.withUpstreamBackoff(new Backoff(backoff.initial(), max, 2.0, 0.2));
-          }),
-      single("resources-dir", "DIR", "deploy/examples/resources",
-          "directory of DiscoveryResponse files (JSON, YAML, text or binary proto), watched for changes",
-          (config, setting) -> config.withResourcesDir(Path.of(setting.value()))),
-      single("xds-port", "N", "18000", "where xDS clients connect",
-          (config, setting) -> config.withPorts(port(setting), config.monitoringPort(), config.adminPort())),
-      single("monitoring-port", "N", "19000",
-          "HTTP for the kubelet and Prometheus, on every interface: /healthz, /readyz, /metrics",
-          (config, setting) -> config.withPorts(config.xdsPort(), port(setting), config.adminPort())),
-      single("admin-address", "A", "127.0.0.1", "the address admin HTTP binds",
-          (config, setting) -> {
-            if (setting.value().isBlank() || !setting.value().matches("[0-9A-Za-z.:_\\[\\]-]+")) {
-              throw new ConfigException(setting.where() + ": admin-address '" + setting.value()
-                  + "' is not a host name or IP address");
-            }
-            return config.withAdminAddress(setting.value());
-          }),
-      single("admin-port", "N", "19001", "admin HTTP: /config_dump, /clients, /logging",
-          (config, setting) -> config.withPorts(config.xdsPort(), config.monitoringPort(), port(setting))),
-      single("rest-port", "N", "",
-          "serve REST-JSON xDS on this port, with the xDS port's TLS and checks; without it, REST-JSON is not served",
-          (config, setting) -> config.withRestPort(port(setting))),
-      single("log-format", "text|json", "text", "text, or JSON lines",
-          (config, setting) -> switch (setting.value()) {
-            case "text" -> config.withLogFormat(LogFormat.TEXT);
-            case "json" -> config.withLogFormat(LogFormat.JSON);
-            default -> throw new ConfigException(
-                setting.where() + ": log-format '" + setting.value() + "' is neither text nor json");
-          }),
-      list("log-level", "[LOGGER=]LEVEL", "info",
-          "error, warn, info, debug or trace, for all loggers or one; given once per logger",
-          (config, setting) -> {
-            for (String level : setting.values()) {
-              if (!level.matches("([A-Za-z_$][\\w$]*(\\.[A-Za-z_$][\\w$]*)*=)?(?i:error|warn|info|debug|trace)")) {
-                throw new ConfigException(setting.where() + ": log-level '" + level
-                    + "' is not LEVEL or LOGGER=LEVEL, LEVEL one of error, warn, info, debug, trace");
-              }
-            }
-            return config.withLogLevels(setting.values());
-          }),
-      list("node-group-key", "PART", "cluster",
-          "a part of the node-group key, given once per part, in order: cluster, locality, id:<regex with a capture"
-              + " group>, metadata:<dotted.path>",
-          (config, setting) -> {
-            try {
-              NodeGroupRule.of(setting.values());
-            } catch (IllegalArgumentException e) {
-              throw new ConfigException(setting.where() + ": " + e.getMessage());
-            }
-            return config.withNodeGroupKey(setting.values());
-          }),
-      single("upstream-node-id", "T", "",
-          "the upstream sees each group's first client's node with this id; {group} and {id} are replaced; without"
-              + " it, the node unchanged",
-          (config, setting) -> config.withUpstreamNodeId(setting.value())),
-      single("not-found-timeout", "D", "15s",
-          "how long a name the upstream was asked for may go unanswered before it is taken not to exist",
-          (config, setting) -> config.withNotFoundTimeout(duration(setting))),
-      single("rest-poll-timeout", "D", "30s", "how long a REST-JSON long poll waits for a change",
-          (config, setting) -> config.withRestPollTimeout(duration(setting))),
-      single("group-idle-grace", "D", "5m",
-          "how long a node group without streams keeps its upstream session and cache",
-          (config, setting) -> config.withGroupIdleGrace(duration(setting))),
-      single("drain-time", "D", "15s", "on SIGTERM, how long open streams get to leave",
-          (config, setting) -> config.withDrainTime(duration(setting))),
-      single("max-connection-age", "D", "30m", "how long a client connection lives before GOAWAY",
-          (config, setting) -> config.withMaxConnectionAge(duration(setting))),
-      single("tls-cert", "FILE", "",
-          "TLS on the xDS port: the server's certificate chain (PEM); with --tls-key, both or neither",
-          (config, setting) -> {
-            ServerTls tls = config.tls();
-            return config.withTls(new ServerTls(Optional.of(certificates(setting)), tls.key(), tls.clientCa(),
-                tls.nodeIdPattern()));
-          }),
-      single("tls-key", "FILE", "", "its private key (PEM: PKCS#8, PKCS#1 RSA or SEC1 EC)",
-          (config, setting) -> {
-            ServerTls tls = config.tls();
-            return config.withTls(new ServerTls(tls.cert(), Optional.of(privateKey(setting)), tls.clientCa(),
-                tls.nodeIdPattern()));
-          }),
-      single("tls-client-ca", "FILE", "", "mTLS: clients must present a certificate of these CAs (PEM)",
-          (config, setting) -> {
-            ServerTls tls = config.tls();
-            return config.withTls(new ServerTls(tls.cert(), tls.key(), Optional.of(certificates(setting)),
-                tls.nodeIdPattern()));
-          }),
-      single("tls-node-id-pattern", "P", "",
-          "with mTLS, a regex the node id must match, where {san} is one of the client certificate's URI or DNS names"
-              + " (a SPIFFE id)",
-          (config, setting) -> {
-            try {
-              new NodeIdPattern(setting.value());
-            } catch (IllegalArgumentException e) {
-              throw new ConfigException(setting.where() + ": " + e.getMessage());
-            }
-            ServerTls tls = config.tls();
-            return config.withTls(new ServerTls(tls.cert(), tls.key(), tls.clientCa(), Optional.of(setting.value())));
-          }),
-      single("upstream-tls", "true|false", "false", "true: TLS to the control plane, trusting the JVM's trust store",
-          (config, setting) -> {
-            UpstreamTls tls = config.upstreamTls();
-            return switch (setting.value()) {
-              case "true" -> config.withUpstreamTls(new UpstreamTls(true, tls.ca(), tls.cert(), tls.key(),
-                  tls.authority()));
-              case "false" -> config;
-              default -> throw new ConfigException(
-                  setting.where() + ": upstream-tls '" + setting.value() + "' is neither true nor false");
-            };
-          }),
-      single("upstream-ca", "FILE", "", "TLS to the control plane, trusting these CAs (PEM)",
-          (config, setting) -> {
-            UpstreamTls tls = config.upstreamTls();
-            return config.withUpstreamTls(new UpstreamTls(true, Optional.of(certificates(setting)), tls.cert(),
-                tls.key(), tls.authority()));
-          }),
-      single("upstream-cert", "FILE", "",
-          "mTLS to the control plane: the proxy's certificate chain (PEM); with --upstream-key, both or neither",
-          (config, setting) -> {
-            UpstreamTls tls = config.upstreamTls();
-            return config.withUpstreamTls(new UpstreamTls(true, tls.ca(), Optional.of(certificates(setting)),
-                tls.key(), tls.authority()));
-          }),
-      single("upstream-key", "FILE", "", "its private key (PEM, as --tls-key)",
-          (config, setting) -> {
-            UpstreamTls tls = config.upstreamTls();
-            return config.withUpstreamTls(new UpstreamTls(tls.enabled(), tls.ca(), tls.cert(),
-                Optional.of(privateKey(setting)), tls.authority()));
-          }),
-      single("upstream-authority", "NAME", "",
-          "the name the control plane's certificate must carry, sent as :authority; without it, the host of"
-              + " --upstream",
-          (config, setting) -> {
-            if (setting.value().isBlank() || setting.value().contains("/")) {
-              throw new ConfigException(setting.where() + ": upstream-authority '" + setting.value()
-                  + "' is not a host name");
-            }
-            UpstreamTls tls = config.upstreamTls();
-            return config.withUpstreamTls(new UpstreamTls(tls.enabled(), tls.ca(), tls.cert(), tls.key(),
-                Optional.of(setting.value())));
-          }),
-      single("max-request-bytes", "N", "4194304", "the largest request a client may send",
-          (config, setting) -> {
-            Limits limits = config.limits();
-            return config.withLimits(new Limits(count(setting, 1), limits.maxNamesPerRequest(),
-                limits.maxNameLength(), limits.maxStreamsPerConnection(), limits.maxStreamsPerGroup(),
-                limits.maxStreamsPerNode(), limits.requestsPerSecond()));
-          }),
-      single("max-names-per-request", "N", "50000",
-          "the most resource names in one request, and subscribed to of one type on one stream",
-          (config, setting) -> {
-            Limits limits = config.limits();
-            return config.withLimits(new Limits(limits.maxRequestBytes(), count(setting, 1),
-                limits.maxNameLength(), limits.maxStreamsPerConnection(), limits.maxStreamsPerGroup(),
-                limits.maxStreamsPerNode(), limits.requestsPerSecond()));
-          }),
-      single("max-name-length", "N", "4096", "the longest resource name, in characters",
-          (config, setting) -> {
-            Limits limits = config.limits();
-            return config.withLimits(new Limits(limits.maxRequestBytes(), limits.maxNamesPerRequest(),
-                count(setting, 1), limits.maxStreamsPerConnection(), limits.maxStreamsPerGroup(),
-                limits.maxStreamsPerNode(), limits.requestsPerSecond()));
-          }),
-      single("max-streams-per-connection", "N", "100", "streams one client connection may have open",
-          (config, setting) -> {
-            Limits limits = config.limits();
-            return config.withLimits(new Limits(limits.maxRequestBytes(), limits.maxNamesPerRequest(),
-                limits.maxNameLength(), count(setting, 1), limits.maxStreamsPerGroup(), limits.maxStreamsPerNode(),
-                limits.requestsPerSecond()));
-          }),
-      single("max-streams-per-group", "N", "100000", "streams one node group may have open",
-          (config, setting) -> {
-            Limits limits = config.limits();
-            return config.withLimits(new Limits(limits.maxRequestBytes(), limits.maxNamesPerRequest(),
-                limits.maxNameLength(), limits.maxStreamsPerConnection(), count(setting, 1),
-                limits.maxStreamsPerNode(), limits.requestsPerSecond()));
-          }),
-      single("max-streams-per-node", "N", "0", "streams one node id may have open, 0 for no limit",
-          (config, setting) -> {
-            Limits limits = config.limits();
-            return config.withLimits(new Limits(limits.maxRequestBytes(), limits.maxNamesPerRequest(),
-                limits.maxNameLength(), limits.maxStreamsPerConnection(), limits.maxStreamsPerGroup(),
-                count(setting, 0), limits.requestsPerSecond()));
-          }),
-      single("max-requests-per-second", "N", "100", "the rate a stream's requests are read at, at most; 0 for no limit",
-          (config, setting) -> {
-            Limits limits = config.limits();
-            return config.withLimits(new Limits(limits.maxRequestBytes(), limits.maxNamesPerRequest(),
-                limits.maxNameLength(), limits.maxStreamsPerConnection(), limits.maxStreamsPerGroup(),
-                limits.maxStreamsPerNode(), count(setting, 0)));
-          }),
-      single("upstream-keepalive-time", "D", "30s",
-          "a PING to the control plane after this long without news, at least 10s: it notices one gone silent",
-          (config, setting) -> {
-            Duration time = duration(setting);
-            if (time.compareTo(Duration.ofSeconds(10)) < 0) {
-              throw new ConfigException(setting.where()
-                  + ": upstream-keepalive-time must be at least 10s (gRPC pings no more often)");
-            }
-            return config.withUpstreamKeepalive(new AdsUpstream.Keepalive(time, config.upstreamKeepalive().timeout()));
-          }),
-      single("upstream-keepalive-timeout", "D", "10s",
-          "the connection is given up when a PING goes unanswered this long",
-          (config, setting) -> config.withUpstreamKeepalive(
-              new AdsUpstream.Keepalive(config.upstreamKeepalive().time(), duration(setting)))),
-      commandLine("help", "", "prints these flags"),
-      commandLine("version", "", "prints the version and the git revision it was built from"));
+  static final List<Flag> ALL =
+      List.of(
+          commandLine(
+              "config",
+              "FILE",
+              "YAML file whose keys are the flags below without their dashes; flags given on the command line override it"),
+          single(
+              "upstream",
+              "HOST:PORT[,...]",
+              "",
+              "the control plane; several addresses are tried in turn when a stream fails; without it, --resources-dir is"
+                  + " served",
+              (config, setting) -> {
+                List<String> targets = List.of(setting.value().split(",", -1));
+                for (String target : targets) {
+                  if (!target.matches("[^\\s:,]+:\\d{1,5}")
+                      && !target.matches("\\[[0-9a-fA-F:.]+\\]:\\d{1,5}")) {
+                    throw new ConfigException(
+                        setting.where() + ": upstream '" + target + "' is not HOST:PORT");
+                  }
+                }
+                return config.withUpstream(targets.toArray(String[]::new));
+              }),
+          single(
+              "upstream-protocol",
+              "sotw|delta",
+              "sotw",
+              "the ADS variant spoken to the control plane",
+              (config, setting) ->
+                  switch (setting.value()) {
+                    case "sotw" -> config.withUpstreamProtocol(AdsUpstream.Protocol.SOTW);
+                    case "delta" -> config.withUpstreamProtocol(AdsUpstream.Protocol.DELTA);
+                    default ->
+                        throw new ConfigException(
+                            setting.where()
+                                + ": upstream-protocol '"
+                                + setting.value()
+                                + "' is neither sotw nor delta");
+                  }),
+          single(
+              "upstream-backoff-initial",
+              "D",
+              "500ms",
+              "first wait before reconnecting, doubling after each failure",
+              (config, setting) -> {
+                Duration initial = duration(setting);
+                return config.withUpstreamBackoff(
+                    new Backoff(initial, max(initial, config.upstreamBackoff().max()), 2.0, 0.2));
+              }),
+          single(
+              "upstream-backoff-max",
+              "D",
+              "30s",
+              "the longest wait before reconnecting; each wait is spread by +-20%",
+              (config, setting) -> {
+                Duration max = duration(setting);
+                Backoff backoff = config.upstreamBackoff();
+                if (max.compareTo(backoff.initial()) < 0) {
+                  throw new ConfigException(
+                      setting.where()
+                          + ": the backoff's maximum is below its initial wait "
+                          + backoff.initial().toMillis()
+                          + "ms");
+                }
+                return config.withUpstreamBackoff(new Backoff(backoff.initial(), max, 2.0, 0.2));
+              }),
+          single(
+              "resources-dir",
+              "DIR",
+              "deploy/examples/resources",
+              "directory of DiscoveryResponse files (JSON, YAML, text or binary proto), watched for changes",
+              (config, setting) -> config.withResourcesDir(Path.of(setting.value()))),
+          single(
+              "xds-port",
+              "N",
+              "18000",
+              "where xDS clients connect",
+              (config, setting) ->
+                  config.withPorts(port(setting), config.monitoringPort(), config.adminPort())),
+          single(
+              "monitoring-port",
+              "N",
+              "19000",
+              "HTTP for the kubelet and Prometheus, on every interface: /healthz, /readyz, /metrics",
+              (config, setting) ->
+                  config.withPorts(config.xdsPort(), port(setting), config.adminPort())),
+          single(
+              "admin-address",
+              "A",
+              "127.0.0.1",
+              "the address admin HTTP binds",
+              (config, setting) -> {
+                if (setting.value().isBlank()
+                    || !setting.value().matches("[0-9A-Za-z.:_\\[\\]-]+")) {
+                  throw new ConfigException(
+                      setting.where()
+                          + ": admin-address '"
+                          + setting.value()
+                          + "' is not a host name or IP address");
+                }
+                return config.withAdminAddress(setting.value());
+              }),
+          single(
+              "admin-port",
+              "N",
+              "19001",
+              "admin HTTP: /config_dump, /clients, /logging",
+              (config, setting) ->
+                  config.withPorts(config.xdsPort(), config.monitoringPort(), port(setting))),
+          single(
+              "rest-port",
+              "N",
+              "",
+              "serve REST-JSON xDS on this port, with the xDS port's TLS and checks; without it, REST-JSON is not served",
+              (config, setting) -> config.withRestPort(port(setting))),
+          single(
+              "log-format",
+              "text|json",
+              "text",
+              "text, or JSON lines",
+              (config, setting) ->
+                  switch (setting.value()) {
+                    case "text" -> config.withLogFormat(LogFormat.TEXT);
+                    case "json" -> config.withLogFormat(LogFormat.JSON);
+                    default ->
+                        throw new ConfigException(
+                            setting.where()
+                                + ": log-format '"
+                                + setting.value()
+                                + "' is neither text nor json");
+                  }),
+          list(
+              "log-level",
+              "[LOGGER=]LEVEL",
+              "info",
+              "error, warn, info, debug or trace, for all loggers or one; given once per logger",
+              (config, setting) -> {
+                for (String level : setting.values()) {
+                  if (!level.matches(
+                      "([A-Za-z_$][\\w$]*(\\.[A-Za-z_$][\\w$]*)*=)?(?i:error|warn|info|debug|trace)")) {
+                    throw new ConfigException(
+                        setting.where()
+                            + ": log-level '"
+                            + level
+                            + "' is not LEVEL or LOGGER=LEVEL, LEVEL one of error, warn, info, debug, trace");
+                  }
+                }
+                return config.withLogLevels(setting.values());
+              }),
+          list(
+              "node-group-key",
+              "PART",
+              "cluster",
+              "a part of the node-group key, given once per part, in order: cluster, locality, id:<regex with a capture"
+                  + " group>, metadata:<dotted.path>",
+              (config, setting) -> {
+                try {
+                  NodeGroupRule.of(setting.values());
+                } catch (IllegalArgumentException e) {
+                  throw new ConfigException(setting.where() + ": " + e.getMessage());
+                }
+                return config.withNodeGroupKey(setting.values());
+              }),
+          single(
+              "upstream-node-id",
+              "T",
+              "",
+              "the upstream sees each group's first client's node with this id; {group} and {id} are replaced; without"
+                  + " it, the node unchanged",
+              (config, setting) -> config.withUpstreamNodeId(setting.value())),
+          single(
+              "not-found-timeout",
+              "D",
+              "15s",
+              "how long a name the upstream was asked for may go unanswered before it is taken not to exist",
+              (config, setting) -> config.withNotFoundTimeout(duration(setting))),
+          single(
+              "rest-poll-timeout",
+              "D",
+              "30s",
+              "how long a REST-JSON long poll waits for a change",
+              (config, setting) -> config.withRestPollTimeout(duration(setting))),
+          single(
+              "group-idle-grace",
+              "D",
+              "5m",
+              "how long a node group without streams keeps its upstream session and cache",
+              (config, setting) -> config.withGroupIdleGrace(duration(setting))),
+          single(
+              "drain-time",
+              "D",
+              "15s",
+              "on SIGTERM, how long open streams get to leave",
+              (config, setting) -> config.withDrainTime(duration(setting))),
+          single(
+              "max-connection-age",
+              "D",
+              "30m",
+              "how long a client connection lives before GOAWAY",
+              (config, setting) -> config.withMaxConnectionAge(duration(setting))),
+          single(
+              "tls-cert",
+              "FILE",
+              "",
+              "TLS on the xDS port: the server's certificate chain (PEM); with --tls-key, both or neither",
+              (config, setting) -> {
+                ServerTls tls = config.tls();
+                return config.withTls(
+                    new ServerTls(
+                        Optional.of(certificates(setting)),
+                        tls.key(),
+                        tls.clientCa(),
+                        tls.nodeIdPattern()));
+              }),
+          single(
+              "tls-key",
+              "FILE",
+              "",
+              "its private key (PEM: PKCS#8, PKCS#1 RSA or SEC1 EC)",
+              (config, setting) -> {
+                ServerTls tls = config.tls();
+                return config.withTls(
+                    new ServerTls(
+                        tls.cert(),
+                        Optional.of(privateKey(setting)),
+                        tls.clientCa(),
+                        tls.nodeIdPattern()));
+              }),
+          single(
+              "tls-client-ca",
+              "FILE",
+              "",
+              "mTLS: clients must present a certificate of these CAs (PEM)",
+              (config, setting) -> {
+                ServerTls tls = config.tls();
+                return config.withTls(
+                    new ServerTls(
+                        tls.cert(),
+                        tls.key(),
+                        Optional.of(certificates(setting)),
+                        tls.nodeIdPattern()));
+              }),
+          single(
+              "tls-node-id-pattern",
+              "P",
+              "",
+              "with mTLS, a regex the node id must match, where {san} is one of the client certificate's URI or DNS names"
+                  + " (a SPIFFE id)",
+              (config, setting) -> {
+                try {
+                  new NodeIdPattern(setting.value());
+                } catch (IllegalArgumentException e) {
+                  throw new ConfigException(setting.where() + ": " + e.getMessage());
+                }
+                ServerTls tls = config.tls();
+                return config.withTls(
+                    new ServerTls(
+                        tls.cert(), tls.key(), tls.clientCa(), Optional.of(setting.value())));
+              }),
+          single(
+              "upstream-tls",
+              "true|false",
+              "false",
+              "true: TLS to the control plane, trusting the JVM's trust store",
+              (config, setting) -> {
+                UpstreamTls tls = config.upstreamTls();
+                return switch (setting.value()) {
+                  case "true" ->
+                      config.withUpstreamTls(
+                          new UpstreamTls(true, tls.ca(), tls.cert(), tls.key(), tls.authority()));
+                  case "false" -> config;
+                  default ->
+                      throw new ConfigException(
+                          setting.where()
+                              + ": upstream-tls '"
+                              + setting.value()
+                              + "' is neither true nor false");
+                };
+              }),
+          single(
+              "upstream-ca",
+              "FILE",
+              "",
+              "TLS to the control plane, trusting these CAs (PEM)",
+              (config, setting) -> {
+                UpstreamTls tls = config.upstreamTls();
+                return config.withUpstreamTls(
+                    new UpstreamTls(
+                        true,
+                        Optional.of(certificates(setting)),
+                        tls.cert(),
+                        tls.key(),
+                        tls.authority()));
+              }),
+          single(
+              "upstream-cert",
+              "FILE",
+              "",
+              "mTLS to the control plane: the proxy's certificate chain (PEM); with --upstream-key, both or neither",
+              (config, setting) -> {
+                UpstreamTls tls = config.upstreamTls();
+                return config.withUpstreamTls(
+                    new UpstreamTls(
+                        true,
+                        tls.ca(),
+                        Optional.of(certificates(setting)),
+                        tls.key(),
+                        tls.authority()));
+              }),
+          single(
+              "upstream-key",
+              "FILE",
+              "",
+              "its private key (PEM, as --tls-key)",
+              (config, setting) -> {
+                UpstreamTls tls = config.upstreamTls();
+                return config.withUpstreamTls(
+                    new UpstreamTls(
+                        tls.enabled(),
+                        tls.ca(),
+                        tls.cert(),
+                        Optional.of(privateKey(setting)),
+                        tls.authority()));
+              }),
+          single(
+              "upstream-authority",
+              "NAME",
+              "",
+              "the name the control plane's certificate must carry, sent as :authority; without it, the host of"
+                  + " --upstream",
+              (config, setting) -> {
+                if (setting.value().isBlank() || setting.value().contains("/")) {
+                  throw new ConfigException(
+                      setting.where()
+                          + ": upstream-authority '"
+                          + setting.value()
+                          + "' is not a host name");
+                }
+                UpstreamTls tls = config.upstreamTls();
+                return config.withUpstreamTls(
+                    new UpstreamTls(
+                        tls.enabled(),
+                        tls.ca(),
+                        tls.cert(),
+                        tls.key(),
+                        Optional.of(setting.value())));
+              }),
+          single(
+              "max-request-bytes",
+              "N",
+              "4194304",
+              "the largest request a client may send",
+              (config, setting) -> {
+                Limits limits = config.limits();
+                return config.withLimits(
+                    new Limits(
+                        count(setting, 1),
+                        limits.maxNamesPerRequest(),
+                        limits.maxNameLength(),
+                        limits.maxStreamsPerConnection(),
+                        limits.maxStreamsPerGroup(),
+                        limits.maxStreamsPerNode(),
+                        limits.requestsPerSecond()));
+              }),
+          single(
+              "max-names-per-request",
+              "N",
+              "50000",
+              "the most resource names in one request, and subscribed to of one type on one stream",
+              (config, setting) -> {
+                Limits limits = config.limits();
+                return config.withLimits(
+                    new Limits(
+                        limits.maxRequestBytes(),
+                        count(setting, 1),
+                        limits.maxNameLength(),
+                        limits.maxStreamsPerConnection(),
+                        limits.maxStreamsPerGroup(),
+                        limits.maxStreamsPerNode(),
+                        limits.requestsPerSecond()));
+              }),
+          single(
+              "max-name-length",
+              "N",
+              "4096",
+              "the longest resource name, in characters",
+              (config, setting) -> {
+                Limits limits = config.limits();
+                return config.withLimits(
+                    new Limits(
+                        limits.maxRequestBytes(),
+                        limits.maxNamesPerRequest(),
+                        count(setting, 1),
+                        limits.maxStreamsPerConnection(),
+                        limits.maxStreamsPerGroup(),
+                        limits.maxStreamsPerNode(),
+                        limits.requestsPerSecond()));
+              }),
+          single(
+              "max-streams-per-connection",
+              "N",
+              "100",
+              "streams one client connection may have open",
+              (config, setting) -> {
+                Limits limits = config.limits();
+                return config.withLimits(
+                    new Limits(
+                        limits.maxRequestBytes(),
+                        limits.maxNamesPerRequest(),
+                        limits.maxNameLength(),
+                        count(setting, 1),
+                        limits.maxStreamsPerGroup(),
+                        limits.maxStreamsPerNode(),
+                        limits.requestsPerSecond()));
+              }),
+          single(
+              "max-streams-per-group",
+              "N",
+              "100000",
+              "streams one node group may have open",
+              (config, setting) -> {
+                Limits limits = config.limits();
+                return config.withLimits(
+                    new Limits(
+                        limits.maxRequestBytes(),
+                        limits.maxNamesPerRequest(),
+                        limits.maxNameLength(),
+                        limits.maxStreamsPerConnection(),
+                        count(setting, 1),
+                        limits.maxStreamsPerNode(),
+                        limits.requestsPerSecond()));
+              }),
+          single(
+              "max-streams-per-node",
+              "N",
+              "0",
+              "streams one node id may have open, 0 for no limit",
+              (config, setting) -> {
+                Limits limits = config.limits();
+                return config.withLimits(
+                    new Limits(
+                        limits.maxRequestBytes(),
+                        limits.maxNamesPerRequest(),
+                        limits.maxNameLength(),
+                        limits.maxStreamsPerConnection(),
+                        limits.maxStreamsPerGroup(),
+                        count(setting, 0),
+                        limits.requestsPerSecond()));
+              }),
+          single(
+              "max-requests-per-second",
+              "N",
+              "100",
+              "the rate a stream's requests are read at, at most; 0 for no limit",
+              (config, setting) -> {
+                Limits limits = config.limits();
+                return config.withLimits(
+                    new Limits(
+                        limits.maxRequestBytes(),
+                        limits.maxNamesPerRequest(),
+                        limits.maxNameLength(),
+                        limits.maxStreamsPerConnection(),
+                        limits.maxStreamsPerGroup(),
+                        limits.maxStreamsPerNode(),
+                        count(setting, 0)));
+              }),
+          single(
+              "upstream-keepalive-time",
+              "D",
+              "30s",
+              "a PING to the control plane after this long without news, at least 10s: it notices one gone silent",
+              (config, setting) -> {
+                Duration time = duration(setting);
+                if (time.compareTo(Duration.ofSeconds(10)) < 0) {
+                  throw new ConfigException(
+                      setting.where()
+                          + ": upstream-keepalive-time must be at least 10s (gRPC pings no more often)");
+                }
+                return config.withUpstreamKeepalive(
+                    new AdsUpstream.Keepalive(time, config.upstreamKeepalive().timeout()));
+              }),
+          single(
+              "upstream-keepalive-timeout",
+              "D",
+              "10s",
+              "the connection is given up when a PING goes unanswered this long",
+              (config, setting) ->
+                  config.withUpstreamKeepalive(
+                      new AdsUpstream.Keepalive(
+                          config.upstreamKeepalive().time(), duration(setting)))),
+          commandLine("help", "", "prints these flags"),
+          commandLine("version", "", "prints the version and the git revision it was built from"));
 
-  /** The config-file keys, which are also the flags {@link ProxyConfig#parse} takes besides {@code --config}. */
+  /**
+   * The config-file keys, which are also the flags {@link ProxyConfig#parse} takes besides {@code
+   * --config}.
+   */
   static final List<String> KEYS = ALL.stream().filter(Flag::isKey).map(Flag::name).toList();
 
   /** The keys that take several values. */
-  static final List<String> LIST_KEYS = ALL.stream().filter(flag -> flag.kind() == Kind.LIST).map(Flag::name).toList();
+  static final List<String> LIST_KEYS =
+      ALL.stream().filter(flag -> flag.kind() == Kind.LIST).map(Flag::name).toList();
 
   /** The flag of a config-file key. */
   static Flag ofKey(String key) {
-    return ALL.stream().filter(flag -> flag.isKey() && flag.name().equals(key)).findFirst()
+    return ALL.stream()
+        .filter(flag -> flag.isKey() && flag.name().equals(key))
+        .findFirst()
         .orElseThrow(() -> new IllegalStateException("unhandled key " + key));
   }
 
   /** Where help text starts, and how wide {@code --help} is. */
   private static final int HELP_COLUMN = 30;
+
   private static final int WIDTH = 100;
 
   /** What {@code --help} prints. */
@@ -373,8 +637,10 @@ final class Flags {
       }
       usage.append('\n');
     }
-    return usage.append("  TLS files are re-read when they change, without a restart.\n")
-        .append("  D is a duration: 500ms, 15s, 5m, 1h.").toString();
+    return usage
+        .append("  TLS files are re-read when they change, without a restart.\n")
+        .append("  D is a duration: 500ms, 15s, 5m, 1h.")
+        .toString();
   }
 
   /** The PEM certificate file a setting names, checked to hold certificates. */
@@ -388,7 +654,10 @@ final class Flags {
     return file;
   }
 
-  /** The PEM private key file a setting names, checked to hold a key the proxy reads (see TlsFiles#privateKey). */
+  /**
+   * The PEM private key file a setting names, checked to hold a key the proxy reads (see
+   * TlsFiles#privateKey).
+   */
   private static Path privateKey(Setting setting) throws ConfigException {
     Path file = Path.of(setting.value());
     try {
@@ -412,7 +681,8 @@ final class Flags {
     } catch (NumberFormatException e) {
       // falls through to the error below
     }
-    throw new ConfigException(setting.where() + ": '" + setting.value() + "' is not a port number (0-65535)");
+    throw new ConfigException(
+        setting.where() + ": '" + setting.value() + "' is not a port number (0-65535)");
   }
 
   /** A whole number of at least {@code least} (a limit: 0 means none where a limit allows it). */
@@ -425,21 +695,27 @@ final class Flags {
     } catch (NumberFormatException e) {
       // falls through to the error below
     }
-    throw new ConfigException(setting.where() + ": '" + setting.value() + "' is not a whole number of at least " + least);
+    throw new ConfigException(
+        setting.where() + ": '" + setting.value() + "' is not a whole number of at least " + least);
   }
 
   private static Duration duration(Setting setting) throws ConfigException {
     Matcher matcher = DURATION.matcher(setting.value());
     if (!matcher.matches()) {
-      throw new ConfigException(setting.where() + ": '" + setting.value() + "' is not a duration such as 500ms, 15s, 5m or 1h");
+      throw new ConfigException(
+          setting.where()
+              + ": '"
+              + setting.value()
+              + "' is not a duration such as 500ms, 15s, 5m or 1h");
     }
     long amount = Long.parseLong(matcher.group(1));
-    Duration duration = switch (matcher.group(2)) {
-      case "ms" -> Duration.ofMillis(amount);
-      case "s" -> Duration.ofSeconds(amount);
-      case "m" -> Duration.ofMinutes(amount);
-      default -> Duration.ofHours(amount);
-    };
+    Duration duration =
+        switch (matcher.group(2)) {
+          case "ms" -> Duration.ofMillis(amount);
+          case "s" -> Duration.ofSeconds(amount);
+          case "m" -> Duration.ofMinutes(amount);
+          default -> Duration.ofHours(amount);
+        };
     if (duration.isZero()) {
       throw new ConfigException(setting.where() + ": the duration must be more than zero");
     }

@@ -15,11 +15,12 @@ import org.slf4j.LoggerFactory;
 
 /**
  * {@code /logging} on the admin listener, after Envoy's admin endpoint of that name: {@code GET}
- * lists the loggers with a level of their own, as JSON ({@code {"root": "info", "io.xdsproxy.upstream":
- * "debug"}}); {@code POST /logging?level=debug} sets the root's level, {@code POST
- * /logging?io.xdsproxy.upstream=debug} one logger's (several parameters set several), and answers
- * with the list as it is then. A request naming an unknown level or a malformed logger name changes
- * nothing. The change lasts until the process exits: {@code --log-level} is what a restart gets.
+ * lists the loggers with a level of their own, as JSON ({@code {"root": "info",
+ * "io.xdsproxy.upstream": "debug"}}); {@code POST /logging?level=debug} sets the root's level,
+ * {@code POST /logging?io.xdsproxy.upstream=debug} one logger's (several parameters set several),
+ * and answers with the list as it is then. A request naming an unknown level or a malformed logger
+ * name changes nothing. The change lasts until the process exits: {@code --log-level} is what a
+ * restart gets.
  */
 final class LogLevels implements HttpHandler {
 
@@ -32,7 +33,10 @@ final class LogLevels implements HttpHandler {
       case "POST" -> change(exchange);
       default -> {
         exchange.getResponseHeaders().set("Allow", "GET, POST");
-        reply(exchange, 405, "/logging takes GET (the levels) or POST (?level=LEVEL, ?LOGGER=LEVEL)\n");
+        reply(
+            exchange,
+            405,
+            "/logging takes GET (the levels) or POST (?level=LEVEL, ?LOGGER=LEVEL)\n");
       }
     }
   }
@@ -46,7 +50,10 @@ final class LogLevels implements HttpHandler {
       return;
     }
     if (wanted.isEmpty()) {
-      reply(exchange, 400, "nothing to change: POST /logging?level=LEVEL for every logger, ?LOGGER=LEVEL for one\n");
+      reply(
+          exchange,
+          400,
+          "nothing to change: POST /logging?level=LEVEL for every logger, ?LOGGER=LEVEL for one\n");
       return;
     }
     // Each is checked before any is set: a request with a mistake in it changes nothing.
@@ -70,7 +77,9 @@ final class LogLevels implements HttpHandler {
         if (!parameter.isEmpty()) {
           int equals = parameter.indexOf('=');
           String name = decode(equals < 0 ? parameter : parameter.substring(0, equals));
-          parameters.put(name.equals("level") ? Logs.ROOT : name, equals < 0 ? "" : decode(parameter.substring(equals + 1)));
+          parameters.put(
+              name.equals("level") ? Logs.ROOT : name,
+              equals < 0 ? "" : decode(parameter.substring(equals + 1)));
         }
       }
     }
@@ -87,8 +96,9 @@ final class LogLevels implements HttpHandler {
 
   private static void reply(HttpExchange exchange, int status, String body) throws IOException {
     byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
-    exchange.getResponseHeaders().set("Content-Type",
-        status == 200 ? "application/json" : "text/plain; charset=utf-8");
+    exchange
+        .getResponseHeaders()
+        .set("Content-Type", status == 200 ? "application/json" : "text/plain; charset=utf-8");
     exchange.sendResponseHeaders(status, bytes.length);
     try (OutputStream out = exchange.getResponseBody()) {
       out.write(bytes);

@@ -44,8 +44,12 @@ public final class Main {
       System.exit(2);
       return;
     }
-    // Before the proxy starts: its first lines are already in the format and at the levels asked for.
-    Logs.configure(config.logFormat() == ProxyConfig.LogFormat.JSON ? new JsonLineEncoder() : new TextLineEncoder(),
+    // Before the proxy starts: its first lines are already in the format and at the levels asked
+    // for.
+    Logs.configure(
+        config.logFormat() == ProxyConfig.LogFormat.JSON
+            ? new JsonLineEncoder()
+            : new TextLineEncoder(),
         config.logLevels());
     XdsProxy proxy;
     try {
@@ -56,24 +60,50 @@ public final class Main {
       return;
     }
     Logger log = LoggerFactory.getLogger(Main.class);
-    String xdsSecurity = !config.tls().enabled() ? "plaintext"
-        : config.tls().clientCa().isEmpty() ? "TLS"
-        : "mutual TLS" + config.tls().nodeIdPattern().map(pattern -> ", node ids checked by " + pattern).orElse("");
-    log.info("xds-proxy {} (revision {}) listening for xDS on port {} ({}), monitoring HTTP on port {}, admin HTTP on"
-        + " {}:{}{}; upstream: {}", BuildInfo.CURRENT.version(), BuildInfo.CURRENT.revision(), proxy.xdsPort(), xdsSecurity, proxy.monitoringPort(), config.adminAddress(), proxy.adminPort(),
-        proxy.restPort().map(port -> ", REST-JSON xDS on port " + port).orElse(""), proxy.describeUpstream());
-    // SIGTERM (Kubernetes' way to stop a pod) and SIGINT drain, then exit 0; any other way out closes.
+    String xdsSecurity =
+        !config.tls().enabled()
+            ? "plaintext"
+            : config.tls().clientCa().isEmpty()
+                ? "TLS"
+                : "mutual TLS"
+                    + config
+                        .tls()
+                        .nodeIdPattern()
+                        .map(pattern -> ", node ids checked by " + pattern)
+                        .orElse("");
+    log.info(
+        "xds-proxy {} (revision {}) listening for xDS on port {} ({}), monitoring HTTP on port {}, admin HTTP on"
+            + " {}:{}{}; upstream: {}",
+        BuildInfo.CURRENT.version(),
+        BuildInfo.CURRENT.revision(),
+        proxy.xdsPort(),
+        xdsSecurity,
+        proxy.monitoringPort(),
+        config.adminAddress(),
+        proxy.adminPort(),
+        proxy.restPort().map(port -> ", REST-JSON xDS on port " + port).orElse(""),
+        proxy.describeUpstream());
+    // SIGTERM (Kubernetes' way to stop a pod) and SIGINT drain, then exit 0; any other way out
+    // closes.
     for (String name : new String[] {"TERM", "INT"}) {
-      Signal.handle(new Signal(name), signal -> drainThread(() -> {
-        log.info("SIG{}: not ready any more, draining streams for up to {}", name, config.drainTime());
-        try {
-          proxy.drain(config.drainTime());
-          log.info("drained; exiting");
-        } catch (RuntimeException | Error e) {
-          log.error("draining failed; exiting", e);
-        }
-        System.exit(0);
-      }).start());
+      Signal.handle(
+          new Signal(name),
+          signal ->
+              drainThread(
+                      () -> {
+                        log.info(
+                            "SIG{}: not ready any more, draining streams for up to {}",
+                            name,
+                            config.drainTime());
+                        try {
+                          proxy.drain(config.drainTime());
+                          log.info("drained; exiting");
+                        } catch (RuntimeException | Error e) {
+                          log.error("draining failed; exiting", e);
+                        }
+                        System.exit(0);
+                      })
+                  .start());
     }
     Runtime.getRuntime().addShutdownHook(new Thread(proxy::close, "xds-proxy-shutdown"));
   }

@@ -35,15 +35,17 @@ import org.yaml.snakeyaml.nodes.SequenceNode;
  * @param upstreamBackoff how long to wait before reconnecting to the control plane
  * @param resourcesDir the directory of DiscoveryResponse files served when there is no upstream
  * @param xdsPort where clients connect (0: any free port)
- * @param monitoringPort where health, readiness and metrics are served to the kubelet and Prometheus,
- *     on every interface (0: any free port)
- * @param adminAddress the address the admin HTTP server (config dump, clients, log levels) binds: the
- *     loopback by default, as Envoy's admin and istiod's ControlZ
+ * @param monitoringPort where health, readiness and metrics are served to the kubelet and
+ *     Prometheus, on every interface (0: any free port)
+ * @param adminAddress the address the admin HTTP server (config dump, clients, log levels) binds:
+ *     the loopback by default, as Envoy's admin and istiod's ControlZ
  * @param adminPort where the admin HTTP server listens (0: any free port)
- * @param restPort where REST-JSON xDS is served, with the xDS port's TLS and checks; empty: not at all
- * @param nodeGroupKey the parts of a client's node that make its node-group key ({@link NodeGroupRule})
- * @param upstreamNodeId empty: the upstream sees each group's first client's node as it is; else that
- *     node with this id, in which {@code {group}} and {@code {id}} are replaced
+ * @param restPort where REST-JSON xDS is served, with the xDS port's TLS and checks; empty: not at
+ *     all
+ * @param nodeGroupKey the parts of a client's node that make its node-group key ({@link
+ *     NodeGroupRule})
+ * @param upstreamNodeId empty: the upstream sees each group's first client's node as it is; else
+ *     that node with this id, in which {@code {group}} and {@code {id}} are replaced
  * @param groupIdleGrace how long a node group with no streams keeps its upstream session and store
  * @param notFoundTimeout how long a name the upstream was asked for may go unanswered before it is
  *     taken not to exist ("Knowing When a Requested Resource Does Not Exist")
@@ -83,37 +85,44 @@ public record ProxyConfig(
     List<String> logLevels) {
 
   /** How log lines are written: text for a terminal, JSON lines for a log pipeline. */
-  public enum LogFormat { TEXT, JSON }
+  public enum LogFormat {
+    TEXT,
+    JSON
+  }
 
-  public static final ProxyConfig DEFAULTS = new ProxyConfig(
-      List.of(),
-      AdsUpstream.Protocol.SOTW,
-      Backoff.DEFAULT,
-      Path.of("deploy/examples/resources"),
-      18000,
-      19000,
-      "127.0.0.1",
-      19001,
-      Optional.empty(),
-      List.of("cluster"),
-      Optional.empty(),
-      Duration.ofMinutes(5),
-      Duration.ofSeconds(15),
-      Duration.ofSeconds(30),
-      Duration.ofSeconds(15),
-      Duration.ofMinutes(30),
-      ServerTls.OFF,
-      UpstreamTls.PLAINTEXT,
-      Limits.DEFAULTS,
-      AdsUpstream.Keepalive.DEFAULT,
-      LogFormat.TEXT,
-      List.of());
+  public static final ProxyConfig DEFAULTS =
+      new ProxyConfig(
+          List.of(),
+          AdsUpstream.Protocol.SOTW,
+          Backoff.DEFAULT,
+          Path.of("deploy/examples/resources"),
+          18000,
+          19000,
+          "127.0.0.1",
+          19001,
+          Optional.empty(),
+          List.of("cluster"),
+          Optional.empty(),
+          Duration.ofMinutes(5),
+          Duration.ofSeconds(15),
+          Duration.ofSeconds(30),
+          Duration.ofSeconds(15),
+          Duration.ofMinutes(30),
+          ServerTls.OFF,
+          UpstreamTls.PLAINTEXT,
+          Limits.DEFAULTS,
+          AdsUpstream.Keepalive.DEFAULT,
+          LogFormat.TEXT,
+          List.of());
 
   /** What {@code --help} prints, from {@link Flags#ALL}. */
   static final String USAGE = Flags.usage();
 
-  /** The config file's keys: every flag but {@code --config}, {@code --help} and {@code --version}. */
+  /**
+   * The config file's keys: every flag but {@code --config}, {@code --help} and {@code --version}.
+   */
   static final List<String> KEYS = Flags.KEYS;
+
   /** Keys that take several values: a YAML list, or the flag given more than once. */
   private static final List<String> LIST_KEYS = Flags.LIST_KEYS;
 
@@ -133,13 +142,17 @@ public record ProxyConfig(
     return edit(b -> b.resourcesDir = dir);
   }
 
-  /** The xDS, monitoring and admin ports; REST-JSON stays as it is (off unless {@link #withRestPort}). */
+  /**
+   * The xDS, monitoring and admin ports; REST-JSON stays as it is (off unless {@link
+   * #withRestPort}).
+   */
   public ProxyConfig withPorts(int xds, int monitoring, int admin) {
-    return edit(b -> {
-      b.xdsPort = xds;
-      b.monitoringPort = monitoring;
-      b.adminPort = admin;
-    });
+    return edit(
+        b -> {
+          b.xdsPort = xds;
+          b.monitoringPort = monitoring;
+          b.adminPort = admin;
+        });
   }
 
   public ProxyConfig withAdminAddress(String address) {
@@ -261,10 +274,29 @@ public record ProxyConfig(
     }
 
     ProxyConfig build() {
-      return new ProxyConfig(List.copyOf(upstream), upstreamProtocol, upstreamBackoff, resourcesDir, xdsPort,
-          monitoringPort, adminAddress, adminPort, restPort, List.copyOf(nodeGroupKey), upstreamNodeId, groupIdleGrace,
-          notFoundTimeout, restPollTimeout, drainTime, maxConnectionAge, tls, upstreamTls, limits, upstreamKeepalive,
-          logFormat, List.copyOf(logLevels));
+      return new ProxyConfig(
+          List.copyOf(upstream),
+          upstreamProtocol,
+          upstreamBackoff,
+          resourcesDir,
+          xdsPort,
+          monitoringPort,
+          adminAddress,
+          adminPort,
+          restPort,
+          List.copyOf(nodeGroupKey),
+          upstreamNodeId,
+          groupIdleGrace,
+          notFoundTimeout,
+          restPollTimeout,
+          drainTime,
+          maxConnectionAge,
+          tls,
+          upstreamTls,
+          limits,
+          upstreamKeepalive,
+          logFormat,
+          List.copyOf(logLevels));
     }
   }
 
@@ -319,7 +351,8 @@ public record ProxyConfig(
   }
 
   /** Two listeners cannot share a port (0, any free port, aside). */
-  private static void checkPorts(ProxyConfig config, Map<String, Setting> settings) throws ConfigException {
+  private static void checkPorts(ProxyConfig config, Map<String, Setting> settings)
+      throws ConfigException {
     Map<Integer, String> taken = new LinkedHashMap<>();
     Map<String, Integer> ports = new LinkedHashMap<>();
     ports.put("xds-port", config.xdsPort());
@@ -327,12 +360,22 @@ public record ProxyConfig(
     ports.put("admin-port", config.adminPort());
     config.restPort().ifPresent(port -> ports.put("rest-port", port));
     for (Map.Entry<String, Integer> entry : ports.entrySet()) {
-      String other = entry.getValue() == 0 ? null : taken.putIfAbsent(entry.getValue(), entry.getKey());
+      String other =
+          entry.getValue() == 0 ? null : taken.putIfAbsent(entry.getValue(), entry.getKey());
       if (other != null) {
-        Setting given = settings.containsKey(entry.getKey()) ? settings.get(entry.getKey()) : settings.get(other);
+        Setting given =
+            settings.containsKey(entry.getKey())
+                ? settings.get(entry.getKey())
+                : settings.get(other);
         String where = given != null ? given.where() + ": " : "";
-        throw new ConfigException(where + entry.getKey() + " and " + other + " are both " + entry.getValue()
-            + " (each listener needs its own port)");
+        throw new ConfigException(
+            where
+                + entry.getKey()
+                + " and "
+                + other
+                + " are both "
+                + entry.getValue()
+                + " (each listener needs its own port)");
       }
     }
   }
@@ -342,13 +385,21 @@ public record ProxyConfig(
     requireBoth(settings, "tls-cert", "tls-key");
     requireBoth(settings, "upstream-cert", "upstream-key");
     requires(settings, "tls-client-ca", "tls-cert", "mTLS needs TLS");
-    requires(settings, "tls-node-id-pattern", "tls-client-ca", "the node id is checked against the client certificate");
+    requires(
+        settings,
+        "tls-node-id-pattern",
+        "tls-client-ca",
+        "the node id is checked against the client certificate");
     Setting upstreamTls = settings.get("upstream-tls");
     if (upstreamTls != null && upstreamTls.value().equals("false")) {
       for (String key : List.of("upstream-ca", "upstream-cert")) {
         if (settings.containsKey(key)) {
-          throw new ConfigException(upstreamTls.where() + ": upstream-tls is false, but " + key + " is given at "
-              + settings.get(key).where());
+          throw new ConfigException(
+              upstreamTls.where()
+                  + ": upstream-tls is false, but "
+                  + key
+                  + " is given at "
+                  + settings.get(key).where());
         }
       }
     }
@@ -364,7 +415,8 @@ public record ProxyConfig(
     }
   }
 
-  private static void requireBoth(Map<String, Setting> settings, String a, String b) throws ConfigException {
+  private static void requireBoth(Map<String, Setting> settings, String a, String b)
+      throws ConfigException {
     requires(settings, a, b, "the one is no use without the other");
     requires(settings, b, a, "the one is no use without the other");
   }
@@ -372,7 +424,15 @@ public record ProxyConfig(
   private static void requires(Map<String, Setting> settings, String key, String needed, String why)
       throws ConfigException {
     if (settings.containsKey(key) && !settings.containsKey(needed)) {
-      throw new ConfigException(settings.get(key).where() + ": " + key + " is given without " + needed + " (" + why + ")");
+      throw new ConfigException(
+          settings.get(key).where()
+              + ": "
+              + key
+              + " is given without "
+              + needed
+              + " ("
+              + why
+              + ")");
     }
   }
 
@@ -395,7 +455,8 @@ public record ProxyConfig(
     } catch (IOException e) {
       throw new ConfigException("cannot read config file " + file + ": " + e.getMessage());
     } catch (RuntimeException e) {
-      throw new ConfigException("config file " + file + " is not valid YAML: " + e.getMessage().replace('\n', ' '));
+      throw new ConfigException(
+          "config file " + file + " is not valid YAML: " + e.getMessage().replace('\n', ' '));
     }
     Map<String, Setting> settings = new LinkedHashMap<>();
     if (root == null) {
@@ -408,21 +469,33 @@ public record ProxyConfig(
       int line = tuple.getKeyNode().getStartMark().getLine() + 1;
       String where = file + " line " + line;
       if (!(tuple.getKeyNode() instanceof ScalarNode key) || !KEYS.contains(key.getValue())) {
-        throw new ConfigException(where + ": unknown key " + describe(tuple.getKeyNode()) + " (known: " + String.join(", ", KEYS) + ")");
+        throw new ConfigException(
+            where
+                + ": unknown key "
+                + describe(tuple.getKeyNode())
+                + " (known: "
+                + String.join(", ", KEYS)
+                + ")");
       }
       List<String> values = new ArrayList<>();
       if (tuple.getValueNode() instanceof ScalarNode value) {
         values.add(value.getValue());
-      } else if (tuple.getValueNode() instanceof SequenceNode list && LIST_KEYS.contains(key.getValue())) {
+      } else if (tuple.getValueNode() instanceof SequenceNode list
+          && LIST_KEYS.contains(key.getValue())) {
         for (Node item : list.getValue()) {
           if (!(item instanceof ScalarNode scalar)) {
-            throw new ConfigException(where + ": the items of " + key.getValue() + " must be single values");
+            throw new ConfigException(
+                where + ": the items of " + key.getValue() + " must be single values");
           }
           values.add(scalar.getValue());
         }
       } else {
-        throw new ConfigException(where + ": key " + key.getValue() + " needs a single value"
-            + (LIST_KEYS.contains(key.getValue()) ? " or a list" : ""));
+        throw new ConfigException(
+            where
+                + ": key "
+                + key.getValue()
+                + " needs a single value"
+                + (LIST_KEYS.contains(key.getValue()) ? " or a list" : ""));
       }
       settings.put(key.getValue(), new Setting(values, where + " (" + key.getValue() + ")"));
     }
@@ -430,7 +503,9 @@ public record ProxyConfig(
   }
 
   private static String describe(Node node) {
-    return node instanceof ScalarNode scalar ? "'" + scalar.getValue() + "'" : "of kind " + node.getNodeId();
+    return node instanceof ScalarNode scalar
+        ? "'" + scalar.getValue() + "'"
+        : "of kind " + node.getNodeId();
   }
 
   /** A configuration error; its message is the one line the proxy prints before exiting. */

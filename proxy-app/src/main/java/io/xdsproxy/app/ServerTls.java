@@ -12,9 +12,14 @@ import java.util.Optional;
  * @param cert the server's certificate chain, PEM, leaf first; with {@code key}, both or neither
  * @param key the server's private key, PKCS#8 PEM
  */
-public record ServerTls(Optional<Path> cert, Optional<Path> key, Optional<Path> clientCa, Optional<String> nodeIdPattern) {
+public record ServerTls(
+    Optional<Path> cert,
+    Optional<Path> key,
+    Optional<Path> clientCa,
+    Optional<String> nodeIdPattern) {
 
-  public static final ServerTls OFF = new ServerTls(Optional.empty(), Optional.empty(), Optional.empty(), Optional.empty());
+  public static final ServerTls OFF =
+      new ServerTls(Optional.empty(), Optional.empty(), Optional.empty(), Optional.empty());
 
   public static ServerTls of(Path cert, Path key) {
     return new ServerTls(Optional.of(cert), Optional.of(key), Optional.empty(), Optional.empty());

@@ -20,8 +20,8 @@ import javax.net.ssl.TrustManager;
 
 /**
  * The xDS port's TLS material, loaded once and shared by every listener that serves xDS: the gRPC
- * port and the REST-JSON port. Both present the same certificate and require client certificates
- * of the same CA, and a certificate rotated on disk reaches both at once, because they hold the same
+ * port and the REST-JSON port. Both present the same certificate and require client certificates of
+ * the same CA, and a certificate rotated on disk reaches both at once, because they hold the same
  * managers, which {@link TlsFiles} keeps up to date.
  */
 final class XdsPortTls {
@@ -29,7 +29,8 @@ final class XdsPortTls {
   private final AdvancedTlsX509KeyManager identity;
   private final Optional<AdvancedTlsX509TrustManager> clientCa;
 
-  private XdsPortTls(AdvancedTlsX509KeyManager identity, Optional<AdvancedTlsX509TrustManager> clientCa) {
+  private XdsPortTls(
+      AdvancedTlsX509KeyManager identity, Optional<AdvancedTlsX509TrustManager> clientCa) {
     this.identity = identity;
     this.clientCa = clientCa;
   }
@@ -41,23 +42,34 @@ final class XdsPortTls {
    *
    * @throws IOException naming a file that cannot be read or parsed
    */
-  static Optional<XdsPortTls> load(ServerTls tls, ScheduledExecutorService timer, MeterRegistry meters)
-      throws IOException {
+  static Optional<XdsPortTls> load(
+      ServerTls tls, ScheduledExecutorService timer, MeterRegistry meters) throws IOException {
     if (!tls.enabled()) {
       return Optional.empty();
     }
-    AdvancedTlsX509KeyManager identity = TlsFiles.identity(tls.cert().orElseThrow(), tls.key().orElseThrow(), timer,
-        new TlsMetrics(meters, "server")).manager();
-    Optional<AdvancedTlsX509TrustManager> clientCa = tls.clientCa().isPresent()
-        ? Optional.of(TlsFiles.trust(tls.clientCa().get(), false, timer, new TlsMetrics(meters, "client-ca")).manager())
-        : Optional.empty();
+    AdvancedTlsX509KeyManager identity =
+        TlsFiles.identity(
+                tls.cert().orElseThrow(),
+                tls.key().orElseThrow(),
+                timer,
+                new TlsMetrics(meters, "server"))
+            .manager();
+    Optional<AdvancedTlsX509TrustManager> clientCa =
+        tls.clientCa().isPresent()
+            ? Optional.of(
+                TlsFiles.trust(
+                        tls.clientCa().get(), false, timer, new TlsMetrics(meters, "client-ca"))
+                    .manager())
+            : Optional.empty();
     return Optional.of(new XdsPortTls(identity, clientCa));
   }
 
   /** For the gRPC port: with a client CA, client certificates required. */
   ServerCredentials grpc() {
-    TlsServerCredentials.Builder credentials = TlsServerCredentials.newBuilder().keyManager(identity);
-    clientCa.ifPresent(ca -> credentials.trustManager(ca).clientAuth(TlsServerCredentials.ClientAuth.REQUIRE));
+    TlsServerCredentials.Builder credentials =
+        TlsServerCredentials.newBuilder().keyManager(identity);
+    clientCa.ifPresent(
+        ca -> credentials.trustManager(ca).clientAuth(TlsServerCredentials.ClientAuth.REQUIRE));
     return credentials.build();
   }
 
@@ -69,9 +81,13 @@ final class XdsPortTls {
     SSLContext context;
     try {
       context = SSLContext.getInstance("TLS");
-      context.init(new KeyManager[] {identity}, clientCa.map(ca -> new TrustManager[] {ca}).orElse(null), null);
+      context.init(
+          new KeyManager[] {identity},
+          clientCa.map(ca -> new TrustManager[] {ca}).orElse(null),
+          null);
     } catch (GeneralSecurityException e) {
-      throw new IOException("cannot make the TLS context of the REST-JSON port: " + e.getMessage(), e);
+      throw new IOException(
+          "cannot make the TLS context of the REST-JSON port: " + e.getMessage(), e);
     }
     boolean needClientAuth = clientCa.isPresent();
     return new HttpsConfigurator(context) {

@@ -63,10 +63,15 @@ import org.slf4j.LoggerFactory;
 /** A running proxy: its upstream source, node groups, xDS server and admin server. */
 public final class XdsProxy implements AutoCloseable {
 
-  /** How long a connection past its maximum age keeps its streams after GOAWAY: xDS streams never end by themselves. */
+  /**
+   * How long a connection past its maximum age keeps its streams after GOAWAY: xDS streams never
+   * end by themselves.
+   */
   static final Duration CONNECTION_AGE_GRACE = Duration.ofSeconds(10);
+
   /** The most entries one channelz answer lists (the servers, a server's sockets). */
   private static final int CHANNELZ_PAGE_SIZE = 100;
+
   private static final Logger log = LoggerFactory.getLogger(XdsProxy.class);
 
   private final ExecutorService pool;
@@ -84,38 +89,58 @@ public final class XdsProxy implements AutoCloseable {
   private final Optional<AdminServer> rest;
 
   private XdsProxy(ProxyConfig config) throws IOException {
-    pool = Executors.newFixedThreadPool(Math.max(2, Runtime.getRuntime().availableProcessors()), threads("xds-proxy-worker"));
+    pool =
+        Executors.newFixedThreadPool(
+            Math.max(2, Runtime.getRuntime().availableProcessors()), threads("xds-proxy-worker"));
     // Not Executors' single-thread wrapper, which would hide the pool from the executor metrics.
     timer = new ScheduledThreadPoolExecutor(1, threads("xds-proxy-timer"));
     meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-    List.of(new JvmMemoryMetrics(), new JvmGcMetrics(), new JvmThreadMetrics(), new ClassLoaderMetrics(),
-        new ProcessorMetrics(), new UptimeMetrics(), new FileDescriptorMetrics(),
-        // Queued tasks that grow on the worker pool mean the proxy is behind on its streams.
-        new ExecutorServiceMetrics(pool, "xds-proxy-worker", List.of()),
-        new ExecutorServiceMetrics(timer, "xds-proxy-timer", List.of()))
+    List.of(
+            new JvmMemoryMetrics(),
+            new JvmGcMetrics(),
+            new JvmThreadMetrics(),
+            new ClassLoaderMetrics(),
+            new ProcessorMetrics(),
+            new UptimeMetrics(),
+            new FileDescriptorMetrics(),
+            // Queued tasks that grow on the worker pool mean the proxy is behind on its streams.
+            new ExecutorServiceMetrics(pool, "xds-proxy-worker", List.of()),
+            new ExecutorServiceMetrics(timer, "xds-proxy-timer", List.of()))
         .forEach(binder -> binder.bindTo(meters));
     bindProcessMeters(meters);
     try {
-      upstream = !config.upstream().isEmpty()
-          ? new AdsUpstream(config.upstream(), config.upstreamProtocol(), pool, timer, config.upstreamBackoff(),
-              config.notFoundTimeout(), meters, config.upstreamTls(), config.upstreamKeepalive())
-          : new FileSystemSource(config.resourcesDir().toAbsolutePath().normalize());
+      upstream =
+          !config.upstream().isEmpty()
+              ? new AdsUpstream(
+                  config.upstream(),
+                  config.upstreamProtocol(),
+                  pool,
+                  timer,
+                  config.upstreamBackoff(),
+                  config.notFoundTimeout(),
+                  meters,
+                  config.upstreamTls(),
+                  config.upstreamKeepalive())
+              : new FileSystemSource(config.resourcesDir().toAbsolutePath().normalize());
     } catch (IOException e) {
       timer.shutdownNow();
       pool.shutdown();
       throw e;
     }
-    groups = new NodeGroups(
-        NodeGroupRule.of(config.nodeGroupKey()),
-        config.upstreamNodeId().map(NodeGroups::withId).orElse(NodeGroups.firstClientsNode()),
-        upstream,
-        pool,
-        timer,
-        config.groupIdleGrace(),
-        meters);
+    groups =
+        new NodeGroups(
+            NodeGroupRule.of(config.nodeGroupKey()),
+            config.upstreamNodeId().map(NodeGroups::withId).orElse(NodeGroups.firstClientsNode()),
+            upstream,
+            pool,
+            timer,
+            config.groupIdleGrace(),
+            meters);
     clients = new Clients();
     StreamMetrics streamMetrics = new StreamMetrics(meters);
-    Serving serving = new Serving(groups, pool, streamMetrics, clients, Clock.systemUTC(), timer, config.limits());
+    Serving serving =
+        new Serving(
+            groups, pool, streamMetrics, clients, Clock.systemUTC(), timer, config.limits());
     ServerServiceDefinition ads = AggregatedDiscoveryService.definition(serving);
     List<ServerServiceDefinition> perType = PerTypeServices.definitions(serving);
     List<ServerServiceDefinition> xds = new ArrayList<>(perType);
@@ -127,9 +152,10 @@ public final class XdsProxy implements AutoCloseable {
     try {
       InetSocketAddress xdsAddress = new InetSocketAddress(config.xdsPort());
       Optional<XdsPortTls> tls = XdsPortTls.load(config.tls(), timer, meters);
-      NettyServerBuilder builder = tls.isPresent()
-          ? NettyServerBuilder.forAddress(xdsAddress, tls.get().grpc())
-          : NettyServerBuilder.forAddress(xdsAddress);
+      NettyServerBuilder builder =
+          tls.isPresent()
+              ? NettyServerBuilder.forAddress(xdsAddress, tls.get().grpc())
+              : NettyServerBuilder.forAddress(xdsAddress);
       Optional<NodeIdPattern> nodeIdPattern = config.tls().nodeIdPattern().map(NodeIdPattern::new);
       PeerInterceptor peers = new PeerInterceptor(nodeIdPattern);
       builder.addService(ServerInterceptors.intercept(ads, peers));
@@ -142,43 +168,68 @@ public final class XdsProxy implements AutoCloseable {
       builder.addService(ProtoReflectionService.newInstance());
       builder.addService(ChannelzService.newInstance(CHANNELZ_PAGE_SIZE));
       builder.addStreamTracerFactory(streamMetrics.endedStreams(xds));
-      started = listen(builder
-          .executor(pool)
-          // xDS requests are small: a huge one is an attack or a bug (gRPC ends it with RESOURCE_EXHAUSTED).
-          .maxInboundMessageSize(config.limits().maxRequestBytes())
-          .maxConcurrentCallsPerConnection(config.limits().maxStreamsPerConnection())
-          // Envoy and gRPC clients ping to keep ADS streams alive through load balancers.
-          .permitKeepAliveTime(10, TimeUnit.SECONDS)
-          .permitKeepAliveWithoutCalls(true)
-          // Clients move to other replicas in time (an added replica gets its share); gRPC spreads
-          // the age by +-10 % so that connections made together do not all end together.
-          .maxConnectionAge(config.maxConnectionAge().toMillis(), TimeUnit.MILLISECONDS)
-          .maxConnectionAgeGrace(CONNECTION_AGE_GRACE.toSeconds(), TimeUnit.SECONDS)
-          .build(), "xDS", config.xdsPort());
+      started =
+          listen(
+              builder
+                  .executor(pool)
+                  // xDS requests are small: a huge one is an attack or a bug (gRPC ends it with
+                  // RESOURCE_EXHAUSTED).
+                  .maxInboundMessageSize(config.limits().maxRequestBytes())
+                  .maxConcurrentCallsPerConnection(config.limits().maxStreamsPerConnection())
+                  // Envoy and gRPC clients ping to keep ADS streams alive through load balancers.
+                  .permitKeepAliveTime(10, TimeUnit.SECONDS)
+                  .permitKeepAliveWithoutCalls(true)
+                  // Clients move to other replicas in time (an added replica gets its share); gRPC
+                  // spreads
+                  // the age by +-10 % so that connections made together do not all end together.
+                  .maxConnectionAge(config.maxConnectionAge().toMillis(), TimeUnit.MILLISECONDS)
+                  .maxConnectionAgeGrace(CONNECTION_AGE_GRACE.toSeconds(), TimeUnit.SECONDS)
+                  .build(),
+              "xDS",
+              config.xdsPort());
       Map<String, HttpHandler> monitoring = new HashMap<>(AdminServer.probes(this::ready));
-      monitoring.put("/metrics", AdminServer.text(meters::scrape, "text/plain; version=0.0.4; charset=utf-8"));
-      monitoringStarted = http("monitoring HTTP", new InetSocketAddress(config.monitoringPort()), monitoring,
-          Optional.empty());
+      monitoring.put(
+          "/metrics", AdminServer.text(meters::scrape, "text/plain; version=0.0.4; charset=utf-8"));
+      monitoringStarted =
+          http(
+              "monitoring HTTP",
+              new InetSocketAddress(config.monitoringPort()),
+              monitoring,
+              Optional.empty());
       Map<String, HttpHandler> debug = new HashMap<>();
       debug.put("/config_dump", new ConfigDump(groups));
       debug.put("/logging", new LogLevels());
-      debug.put("/clients", AdminServer.text(() -> ConfigDump.GSON.toJson(Map.of("clients", clients.statuses())) + "\n",
-          "application/json"));
-      adminStarted = http("admin HTTP", new InetSocketAddress(config.adminAddress(), config.adminPort()), debug,
-          Optional.empty());
+      debug.put(
+          "/clients",
+          AdminServer.text(
+              () -> ConfigDump.GSON.toJson(Map.of("clients", clients.statuses())) + "\n",
+              "application/json"));
+      adminStarted =
+          http(
+              "admin HTTP",
+              new InetSocketAddress(config.adminAddress(), config.adminPort()),
+              debug,
+              Optional.empty());
       if (config.restPort().isPresent()) {
-        // REST-JSON is xDS too: the xDS port's TLS, client certificates and node id check, or none of them.
-        RestDiscovery rest = new RestDiscovery(groups, pool, timer, config.restPollTimeout(), nodeIdPattern);
+        // REST-JSON is xDS too: the xDS port's TLS, client certificates and node id check, or none
+        // of them.
+        RestDiscovery rest =
+            new RestDiscovery(groups, pool, timer, config.restPollTimeout(), nodeIdPattern);
         Map<String, HttpHandler> handlers = new HashMap<>();
         RestDiscovery.PATHS.forEach((path, type) -> handlers.put(path, rest.handler(type)));
-        restStarted = http("REST-JSON xDS", new InetSocketAddress(config.restPort().get()), handlers,
-            tls.isPresent() ? Optional.of(tls.get().https()) : Optional.empty());
+        restStarted =
+            http(
+                "REST-JSON xDS",
+                new InetSocketAddress(config.restPort().get()),
+                handlers,
+                tls.isPresent() ? Optional.of(tls.get().https()) : Optional.empty());
       }
     } catch (IOException | RuntimeException e) {
       if (started != null) {
         started.shutdownNow();
       }
-      for (AdminServer listener : new AdminServer[] {monitoringStarted, adminStarted, restStarted}) {
+      for (AdminServer listener :
+          new AdminServer[] {monitoringStarted, adminStarted, restStarted}) {
         if (listener != null) {
           listener.close();
         }
@@ -191,8 +242,11 @@ public final class XdsProxy implements AutoCloseable {
     admin = adminStarted;
     rest = Optional.ofNullable(restStarted);
     // The gRPC health service on the xDS port follows readiness (checked each second).
-    timer.scheduleWithFixedDelay(() -> health.setStatus("", ready() ? ServingStatus.SERVING : ServingStatus.NOT_SERVING),
-        0, 1, TimeUnit.SECONDS);
+    timer.scheduleWithFixedDelay(
+        () -> health.setStatus("", ready() ? ServingStatus.SERVING : ServingStatus.NOT_SERVING),
+        0,
+        1,
+        TimeUnit.SECONDS);
   }
 
   /**
@@ -204,8 +258,8 @@ public final class XdsProxy implements AutoCloseable {
   }
 
   /**
-   * The build this is ({@code xds_proxy_build_info}, 1, its version and revision as labels, to join on),
-   * and the direct memory Netty counts: every buffer it allocates outside the heap, for any
+   * The build this is ({@code xds_proxy_build_info}, 1, its version and revision as labels, to join
+   * on), and the direct memory Netty counts: every buffer it allocates outside the heap, for any
    * allocator, the arenas of the pooled allocator grpc-netty uses included. Those arenas keep what
    * they once took, so the value follows the peak traffic, not the current; with its maximum
    * ({@code -XX:MaxDirectMemorySize}, by default the heap's maximum) an alert can tell a pod that
@@ -213,12 +267,14 @@ public final class XdsProxy implements AutoCloseable {
    */
   private static void bindProcessMeters(MeterRegistry meters) {
     Gauge.builder("xds.proxy.build.info", () -> 1)
-        .description("The build of the proxy: its version and the git revision it was built from, as labels")
+        .description(
+            "The build of the proxy: its version and the git revision it was built from, as labels")
         .tag("version", BuildInfo.CURRENT.version())
         .tag("revision", BuildInfo.CURRENT.revision())
         .register(meters);
     Gauge.builder("netty.direct.memory.used", PlatformDependent::usedDirectMemory)
-        .description("Direct memory Netty allocated and has not freed, its pooled allocators' arenas included")
+        .description(
+            "Direct memory Netty allocated and has not freed, its pooled allocators' arenas included")
         .baseUnit(BaseUnits.BYTES)
         .register(meters);
     Gauge.builder("netty.direct.memory.max", PlatformDependent::maxDirectMemory)
@@ -227,12 +283,17 @@ public final class XdsProxy implements AutoCloseable {
         .register(meters);
   }
 
-  private AdminServer http(String what, InetSocketAddress address, Map<String, HttpHandler> handlers,
-      Optional<HttpsConfigurator> tls) throws IOException {
+  private AdminServer http(
+      String what,
+      InetSocketAddress address,
+      Map<String, HttpHandler> handlers,
+      Optional<HttpsConfigurator> tls)
+      throws IOException {
     try {
       return new AdminServer(address, handlers, pool, tls);
     } catch (IOException e) {
-      throw new IOException("cannot listen for " + what + " on " + address + ": " + e.getMessage(), e);
+      throw new IOException(
+          "cannot listen for " + what + " on " + address + ": " + e.getMessage(), e);
     }
   }
 
@@ -241,7 +302,8 @@ public final class XdsProxy implements AutoCloseable {
       return server.start();
     } catch (IOException e) {
       Throwable cause = e.getCause() != null ? e.getCause() : e;
-      throw new IOException("cannot listen for " + what + " on port " + port + ": " + cause.getMessage(), e);
+      throw new IOException(
+          "cannot listen for " + what + " on port " + port + ": " + cause.getMessage(), e);
     }
   }
 
@@ -264,7 +326,9 @@ public final class XdsProxy implements AutoCloseable {
     return monitoringServer.port();
   }
 
-  /** Where the debug endpoints are served: {@code /config_dump}, {@code /clients}, {@code /logging}. */
+  /**
+   * Where the debug endpoints are served: {@code /config_dump}, {@code /clients}, {@code /logging}.
+   */
   public int adminPort() {
     return admin.port();
   }
@@ -283,10 +347,10 @@ public final class XdsProxy implements AutoCloseable {
   }
 
   /**
-   * Leaves gracefully, as on SIGTERM: readiness and gRPC health turn off (so the load balancer stops
-   * sending clients), the xDS port stops taking connections and sends GOAWAY on the open ones, the
-   * open streams get up to {@code drainTime} to end (clients reconnect elsewhere), and then the proxy
-   * closes.
+   * Leaves gracefully, as on SIGTERM: readiness and gRPC health turn off (so the load balancer
+   * stops sending clients), the xDS port stops taking connections and sends GOAWAY on the open
+   * ones, the open streams get up to {@code drainTime} to end (clients reconnect elsewhere), and
+   * then the proxy closes.
    */
   public void drain(Duration drainTime) {
     closing = true;

@@ -11,8 +11,8 @@ import io.envoyproxy.envoy.extensions.transport_sockets.tls.v3.Secret;
 import io.envoyproxy.envoy.extensions.transport_sockets.tls.v3.TlsCertificate;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.xdsproxy.app.testing.ProxyFixture;
-import io.xdsproxy.core.ApiTypes;
 import io.xdsproxy.app.testing.Resources;
+import io.xdsproxy.core.ApiTypes;
 import io.xdsproxy.upstream.grpc.TlsFiles;
 import io.xdsproxy.upstream.testing.ControlPlane;
 import io.xdsproxy.upstream.testing.TestCertificates;
@@ -37,10 +37,10 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The REST-JSON port under the xDS port's checks: with TLS on the xDS port it is HTTPS with the same
- * certificate, with mutual TLS it requires a client certificate, with a node id pattern the node a
- * poll names must be one its certificate allows, and Secrets are answered only to a caller that
- * check let through. A refused caller makes the proxy open no group and no upstream session.
+ * The REST-JSON port under the xDS port's checks: with TLS on the xDS port it is HTTPS with the
+ * same certificate, with mutual TLS it requires a client certificate, with a node id pattern the
+ * node a poll names must be one its certificate allows, and Secrets are answered only to a caller
+ * that check let through. A refused caller makes the proxy open no group and no upstream session.
  */
 class AdminSurfaceTest {
 
@@ -50,8 +50,7 @@ class AdminSurfaceTest {
 
   @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
 
-  @TempDir
-  Path dir;
+  @TempDir Path dir;
 
   private ControlPlane controlPlane;
   private Ca ca;
@@ -60,21 +59,38 @@ class AdminSurfaceTest {
   @BeforeEach
   void start() throws Exception {
     controlPlane = fixture.controlPlane();
-    Secret secret = Secret.newBuilder().setName("shop-cert").setTlsCertificate(TlsCertificate.newBuilder()
-        .setPrivateKey(DataSource.newBuilder().setInlineString(SECRET_KEY))).build();
-    controlPlane.setSnapshot("shop", Snapshot.create(List.of(Resources.cluster("shop")), List.of(), List.of(),
-        List.of(), List.of(secret), "1"));
+    Secret secret =
+        Secret.newBuilder()
+            .setName("shop-cert")
+            .setTlsCertificate(
+                TlsCertificate.newBuilder()
+                    .setPrivateKey(DataSource.newBuilder().setInlineString(SECRET_KEY)))
+            .build();
+    controlPlane.setSnapshot(
+        "shop",
+        Snapshot.create(
+            List.of(Resources.cluster("shop")),
+            List.of(),
+            List.of(),
+            List.of(),
+            List.of(secret),
+            "1"));
     ca = TestCertificates.ca("xds", dir);
     server = ca.issue("proxy");
   }
 
   private XdsProxy proxy(ServerTls tls) throws IOException {
-    return XdsProxy.start(against(controlPlane.target()).withRestPort(0)
-        .withTls(tls).withRestPollTimeout(Duration.ofSeconds(3)));
+    return XdsProxy.start(
+        against(controlPlane.target())
+            .withRestPort(0)
+            .withTls(tls)
+            .withRestPollTimeout(Duration.ofSeconds(3)));
   }
 
   private ServerTls mutualTlsWithNodeIds() {
-    return ServerTls.of(server.cert(), server.key()).withClientCa(ca.pem()).withNodeIdPattern("{san}~.*");
+    return ServerTls.of(server.cert(), server.key())
+        .withClientCa(ca.pem())
+        .withNodeIdPattern("{san}~.*");
   }
 
   /** A client trusting the xDS CA, presenting {@code certificate} if given. */
@@ -82,29 +98,59 @@ class AdminSurfaceTest {
     KeyStore trusted = KeyStore.getInstance("PKCS12");
     trusted.load(null, null);
     trusted.setCertificateEntry("xds-ca", TlsFiles.certificates(ca.pem())[0]);
-    TrustManagerFactory trust = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
+    TrustManagerFactory trust =
+        TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
     trust.init(trusted);
     KeyManagerFactory keys = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
     char[] password = "test".toCharArray();
     KeyStore own = KeyStore.getInstance("PKCS12");
     own.load(null, null);
     if (certificate.isPresent()) {
-      own.setKeyEntry("client", TlsFiles.privateKey(certificate.get().key()), password,
+      own.setKeyEntry(
+          "client",
+          TlsFiles.privateKey(certificate.get().key()),
+          password,
           TlsFiles.certificates(certificate.get().cert()));
     }
     keys.init(own, password);
     SSLContext context = SSLContext.getInstance("TLS");
     context.init(keys.getKeyManagers(), trust.getTrustManagers(), null);
-    return HttpClient.newBuilder().sslContext(context).version(HttpClient.Version.HTTP_1_1).connectTimeout(WAIT).build();
+    return HttpClient.newBuilder()
+        .sslContext(context)
+        .version(HttpClient.Version.HTTP_1_1)
+        .connectTimeout(WAIT)
+        .build();
   }
 
-  private static HttpResponse<String> post(HttpClient client, String scheme, XdsProxy proxy, String type, String nodeId,
-      String cluster, String names) throws Exception {
-    String body = "{\"node\": {\"id\": \"" + nodeId + "\", \"cluster\": \"" + cluster + "\"}, \"resource_names\": ["
-        + names + "]}";
-    return client.send(HttpRequest.newBuilder(
-            URI.create(scheme + "://127.0.0.1:" + proxy.restPort().orElseThrow() + "/v3/discovery:" + type))
-        .POST(HttpRequest.BodyPublishers.ofString(body)).timeout(WAIT).build(), HttpResponse.BodyHandlers.ofString());
+  private static HttpResponse<String> post(
+      HttpClient client,
+      String scheme,
+      XdsProxy proxy,
+      String type,
+      String nodeId,
+      String cluster,
+      String names)
+      throws Exception {
+    String body =
+        "{\"node\": {\"id\": \""
+            + nodeId
+            + "\", \"cluster\": \""
+            + cluster
+            + "\"}, \"resource_names\": ["
+            + names
+            + "]}";
+    return client.send(
+        HttpRequest.newBuilder(
+                URI.create(
+                    scheme
+                        + "://127.0.0.1:"
+                        + proxy.restPort().orElseThrow()
+                        + "/v3/discovery:"
+                        + type))
+            .POST(HttpRequest.BodyPublishers.ofString(body))
+            .timeout(WAIT)
+            .build(),
+        HttpResponse.BodyHandlers.ofString());
   }
 
   private static DiscoveryResponse parse(HttpResponse<String> response) throws Exception {
@@ -119,13 +165,42 @@ class AdminSurfaceTest {
     try (XdsProxy proxy = proxy(mutualTlsWithNodeIds())) {
       HttpClient plaintext = HttpClient.newBuilder().connectTimeout(WAIT).build();
 
-      assertThatThrownBy(() -> post(plaintext, "http", proxy, "secrets", CART + "~pod-1", "shop", "\"shop-cert\""))
-          .as("plaintext HTTP to the HTTPS REST port").isInstanceOf(IOException.class);
-      assertThatThrownBy(() -> post(https(Optional.empty()), "https", proxy, "secrets", CART + "~pod-1", "shop",
-          "\"shop-cert\"")).as("HTTPS without a client certificate").isInstanceOf(IOException.class);
-      assertThatThrownBy(() -> post(https(Optional.of(TestCertificates.ca("other", dir).issue("cart", CART))), "https",
-          proxy, "secrets", CART + "~pod-1", "shop", "\"shop-cert\""))
-          .as("a client certificate of another CA").isInstanceOf(IOException.class);
+      assertThatThrownBy(
+              () ->
+                  post(
+                      plaintext,
+                      "http",
+                      proxy,
+                      "secrets",
+                      CART + "~pod-1",
+                      "shop",
+                      "\"shop-cert\""))
+          .as("plaintext HTTP to the HTTPS REST port")
+          .isInstanceOf(IOException.class);
+      assertThatThrownBy(
+              () ->
+                  post(
+                      https(Optional.empty()),
+                      "https",
+                      proxy,
+                      "secrets",
+                      CART + "~pod-1",
+                      "shop",
+                      "\"shop-cert\""))
+          .as("HTTPS without a client certificate")
+          .isInstanceOf(IOException.class);
+      assertThatThrownBy(
+              () ->
+                  post(
+                      https(Optional.of(TestCertificates.ca("other", dir).issue("cart", CART))),
+                      "https",
+                      proxy,
+                      "secrets",
+                      CART + "~pod-1",
+                      "shop",
+                      "\"shop-cert\""))
+          .as("a client certificate of another CA")
+          .isInstanceOf(IOException.class);
       assertThat(proxy.groups().groups()).isEmpty();
       assertThat(controlPlane.streamGroups()).isEmpty();
     }
@@ -144,7 +219,9 @@ class AdminSurfaceTest {
       assertThat(proxy.groups().groups()).as("node groups after the refusal").isEmpty();
 
       // The node the certificate allows is served, and its group is the only one the upstream sees.
-      assertThat(parse(post(cart, "https", proxy, "clusters", CART + "~pod-1", "shop", "")).getResourcesCount())
+      assertThat(
+              parse(post(cart, "https", proxy, "clusters", CART + "~pod-1", "shop", ""))
+                  .getResourcesCount())
           .isEqualTo(1);
       assertThat(controlPlane.streamGroups()).containsExactly("shop");
     }
@@ -155,25 +232,34 @@ class AdminSurfaceTest {
     try (XdsProxy proxy = proxy(mutualTlsWithNodeIds())) {
       HttpClient cart = https(Optional.of(ca.issue("cart", CART)));
 
-      DiscoveryResponse response = parse(post(cart, "https", proxy, "secrets", CART + "~pod-1", "shop", "\"shop-cert\""));
+      DiscoveryResponse response =
+          parse(post(cart, "https", proxy, "secrets", CART + "~pod-1", "shop", "\"shop-cert\""));
 
       assertThat(response.getResourcesCount()).isEqualTo(1);
       Secret secret = response.getResources(0).unpack(Secret.class);
       assertThat(secret.getName()).isEqualTo("shop-cert");
-      assertThat(secret.getTlsCertificate().getPrivateKey().getInlineString()).isEqualTo(SECRET_KEY);
+      assertThat(secret.getTlsCertificate().getPrivateKey().getInlineString())
+          .isEqualTo(SECRET_KEY);
     }
   }
 
   @Test
-  void withoutANodeIdPatternSecretsAreRefusedSayingWhichFlagsAreNeededAndOtherTypesServed() throws Exception {
+  void withoutANodeIdPatternSecretsAreRefusedSayingWhichFlagsAreNeededAndOtherTypesServed()
+      throws Exception {
     try (XdsProxy proxy = proxy(ServerTls.of(server.cert(), server.key()).withClientCa(ca.pem()))) {
       HttpClient cart = https(Optional.of(ca.issue("cart", CART)));
 
-      HttpResponse<String> refused = post(cart, "https", proxy, "secrets", CART + "~pod-1", "shop", "\"shop-cert\"");
+      HttpResponse<String> refused =
+          post(cart, "https", proxy, "secrets", CART + "~pod-1", "shop", "\"shop-cert\"");
 
       assertThat(refused.statusCode()).as(refused.body()).isEqualTo(403);
-      assertThat(refused.body()).contains("--tls-client-ca").contains("--tls-node-id-pattern").doesNotContain(SECRET_KEY);
-      assertThat(parse(post(cart, "https", proxy, "clusters", CART + "~pod-1", "shop", "")).getResourcesCount())
+      assertThat(refused.body())
+          .contains("--tls-client-ca")
+          .contains("--tls-node-id-pattern")
+          .doesNotContain(SECRET_KEY);
+      assertThat(
+              parse(post(cart, "https", proxy, "clusters", CART + "~pod-1", "shop", ""))
+                  .getResourcesCount())
           .isEqualTo(1);
     }
   }

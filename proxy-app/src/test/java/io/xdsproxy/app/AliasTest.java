@@ -10,8 +10,8 @@ import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.Resource;
 import io.envoyproxy.envoy.service.route.v3.VirtualHostDiscoveryServiceGrpc;
 import io.xdsproxy.app.testing.ProxyFixture;
-import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.app.testing.XdsTestClient;
+import io.xdsproxy.core.TypeUrl;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -30,14 +30,15 @@ class AliasTest {
 
   @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
 
-  @TempDir
-  Path resources;
+  @TempDir Path resources;
 
   private XdsProxy proxy;
 
   @BeforeEach
   void start() throws Exception {
-    Files.writeString(resources.resolve("vhosts.yaml"), """
+    Files.writeString(
+        resources.resolve("vhosts.yaml"),
+        """
         type_url: type.googleapis.com/envoy.config.route.v3.VirtualHost
         resources:
         - "@type": type.googleapis.com/envoy.service.discovery.v3.Resource
@@ -53,24 +54,37 @@ class AliasTest {
 
   @Test
   void aVirtualHostSubscribedByAnAliasIsSentUnderItsNameWithItsAliases() throws Exception {
-    try (var vhds = new XdsTestClient<>(proxy.xdsPort(), VirtualHostDiscoveryServiceGrpc.getDeltaVirtualHostsMethod())) {
-      vhds.send(DeltaDiscoveryRequest.newBuilder().setNode(node("n1", "fleet")).setTypeUrl(TypeUrl.VIRTUAL_HOST.url())
-          .addResourceNamesSubscribe("routes/www.shop.example.com").build());
+    try (var vhds =
+        new XdsTestClient<>(
+            proxy.xdsPort(), VirtualHostDiscoveryServiceGrpc.getDeltaVirtualHostsMethod())) {
+      vhds.send(
+          DeltaDiscoveryRequest.newBuilder()
+              .setNode(node("n1", "fleet"))
+              .setTypeUrl(TypeUrl.VIRTUAL_HOST.url())
+              .addResourceNamesSubscribe("routes/www.shop.example.com")
+              .build());
 
       DeltaDiscoveryResponse response = vhds.next(WAIT);
 
       Resource resource = response.getResources(0);
       assertThat(resource.getName()).isEqualTo("routes/shop");
       assertThat(resource.getAliasesList()).contains("routes/www.shop.example.com");
-      assertThat(resource.getResource().unpack(VirtualHost.class).getDomainsList()).contains("www.shop.example.com");
+      assertThat(resource.getResource().unpack(VirtualHost.class).getDomainsList())
+          .contains("www.shop.example.com");
     }
   }
 
   @Test
   void anAliasNothingHasIsReportedRemovedByThatAlias() {
-    try (var vhds = new XdsTestClient<>(proxy.xdsPort(), VirtualHostDiscoveryServiceGrpc.getDeltaVirtualHostsMethod())) {
-      vhds.send(DeltaDiscoveryRequest.newBuilder().setNode(node("n1", "fleet")).setTypeUrl(TypeUrl.VIRTUAL_HOST.url())
-          .addResourceNamesSubscribe("routes/nowhere.example.com").build());
+    try (var vhds =
+        new XdsTestClient<>(
+            proxy.xdsPort(), VirtualHostDiscoveryServiceGrpc.getDeltaVirtualHostsMethod())) {
+      vhds.send(
+          DeltaDiscoveryRequest.newBuilder()
+              .setNode(node("n1", "fleet"))
+              .setTypeUrl(TypeUrl.VIRTUAL_HOST.url())
+              .addResourceNamesSubscribe("routes/nowhere.example.com")
+              .build());
 
       DeltaDiscoveryResponse response = vhds.next(WAIT);
 

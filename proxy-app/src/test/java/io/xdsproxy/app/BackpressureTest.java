@@ -27,25 +27,35 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * DESIGN invariant 8: a client that stops reading costs the proxy at most the responses its
- * transport already took plus one pending state per type, never a backlog of updates, and does
- * not hold back the other clients of its group. When it reads again it gets the newest state.
+ * transport already took plus one pending state per type, never a backlog of updates, and does not
+ * hold back the other clients of its group. When it reads again it gets the newest state.
  */
 class BackpressureTest {
 
   private static final Duration WAIT = Duration.ofSeconds(20);
   private static final int UPDATES = 60;
+
   /** Clusters per update, each with a large description, so that a response is about 200 KB. */
   private static final int CLUSTERS = 100;
+
   private static final String PADDING = "x".repeat(2000);
 
   @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
 
   /** The upstream's state {@code version}: every cluster says which version it belongs to. */
   private static DiscoveryResponse state(int version) {
-    DiscoveryResponse.Builder response = DiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url())
-        .setVersionInfo(Integer.toString(version)).setNonce("u" + version);
+    DiscoveryResponse.Builder response =
+        DiscoveryResponse.newBuilder()
+            .setTypeUrl(TypeUrl.CLUSTER.url())
+            .setVersionInfo(Integer.toString(version))
+            .setNonce("u" + version);
     for (int i = 0; i < CLUSTERS; i++) {
-      response.addResources(Any.pack(Cluster.newBuilder().setName("c" + i).setAltStatName(version + "-" + PADDING).build()));
+      response.addResources(
+          Any.pack(
+              Cluster.newBuilder()
+                  .setName("c" + i)
+                  .setAltStatName(version + "-" + PADDING)
+                  .build()));
     }
     return response.build();
   }
@@ -56,12 +66,17 @@ class BackpressureTest {
   }
 
   @Test
-  void aClientThatStopsReadingGetsTheNewestStateLaterAndDoesNotHoldBackTheOthers() throws Exception {
+  void aClientThatStopsReadingGetsTheNewestStateLaterAndDoesNotHoldBackTheOthers()
+      throws Exception {
     ScriptedControlPlane upstream = fixture.scriptedControlPlane();
     XdsProxy proxy = fixture.proxy(against(upstream.target()));
     var fast = fixture.sotwAds();
     StalledClient slow = fixture.add(new StalledClient(proxy.xdsPort()));
-    fast.send(DiscoveryRequest.newBuilder().setNode(node("fast", "fleet")).setTypeUrl(TypeUrl.CLUSTER.url()).build());
+    fast.send(
+        DiscoveryRequest.newBuilder()
+            .setNode(node("fast", "fleet"))
+            .setTypeUrl(TypeUrl.CLUSTER.url())
+            .build());
     upstream.nextRequest(WAIT);
     upstream.send(state(0));
     assertThat(versionOf(fast.next(WAIT))).isZero();
@@ -77,7 +92,8 @@ class BackpressureTest {
     while (seen < UPDATES) {
       seen = versionOf(fast.next(WAIT));
     }
-    // The stalled client reads again: what its transport held, then the newest state, not a backlog.
+    // The stalled client reads again: what its transport held, then the newest state, not a
+    // backlog.
     int responses = 0;
     int last = 0;
     while (last < UPDATES) {
@@ -86,12 +102,15 @@ class BackpressureTest {
       responses++;
     }
     assertThat(responses)
-        .as("responses the stalled client got for %d updates: what HTTP/2 flow control let through, and the newest",
+        .as(
+            "responses the stalled client got for %d updates: what HTTP/2 flow control let through, and the newest",
             UPDATES)
         .isLessThan(UPDATES / 3);
   }
 
-  /** A client that reads one response at a time, only when told to: the rest waits in flow control. */
+  /**
+   * A client that reads one response at a time, only when told to: the rest waits in flow control.
+   */
   private static final class StalledClient implements AutoCloseable {
     private final ManagedChannel channel;
     private final ClientCall<DiscoveryRequest, DiscoveryResponse> call;
@@ -99,21 +118,29 @@ class BackpressureTest {
 
     StalledClient(int port) {
       channel = NettyChannelBuilder.forAddress("127.0.0.1", port).usePlaintext().build();
-      call = channel.newCall(AggregatedDiscoveryServiceGrpc.getStreamAggregatedResourcesMethod(), CallOptions.DEFAULT);
-      call.start(new ClientCall.Listener<>() {
-        @Override
-        public void onMessage(DiscoveryResponse message) {
-          responses.add(message);
-        }
+      call =
+          channel.newCall(
+              AggregatedDiscoveryServiceGrpc.getStreamAggregatedResourcesMethod(),
+              CallOptions.DEFAULT);
+      call.start(
+          new ClientCall.Listener<>() {
+            @Override
+            public void onMessage(DiscoveryResponse message) {
+              responses.add(message);
+            }
 
-        @Override
-        public void onClose(Status status, Metadata trailers) {}
-      }, new Metadata());
+            @Override
+            public void onClose(Status status, Metadata trailers) {}
+          },
+          new Metadata());
     }
 
     void subscribe() {
-      call.sendMessage(DiscoveryRequest.newBuilder().setNode(node("slow", "fleet")).setTypeUrl(TypeUrl.CLUSTER.url())
-          .build());
+      call.sendMessage(
+          DiscoveryRequest.newBuilder()
+              .setNode(node("slow", "fleet"))
+              .setTypeUrl(TypeUrl.CLUSTER.url())
+              .build());
       call.request(1);
     }
 

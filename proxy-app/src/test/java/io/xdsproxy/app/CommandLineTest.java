@@ -4,8 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
-import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.app.testing.XdsTestClient;
+import io.xdsproxy.core.TypeUrl;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
@@ -23,7 +23,10 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The proxy as an operator starts it: a separate JVM running {@link Main}, judged by exit code and output. */
+/**
+ * The proxy as an operator starts it: a separate JVM running {@link Main}, judged by exit code and
+ * output.
+ */
 class CommandLineTest {
 
   private static final Duration WAIT = Duration.ofSeconds(30);
@@ -35,10 +38,13 @@ class CommandLineTest {
 
   /** {@code Main} with {@code args} in a new JVM on this test's class path, its output merged. */
   private static ProcessBuilder command(String... args) {
-    List<String> command = new ArrayList<>(List.of(
-        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        "-cp", System.getProperty("java.class.path"),
-        Main.class.getName()));
+    List<String> command =
+        new ArrayList<>(
+            List.of(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-cp",
+                System.getProperty("java.class.path"),
+                Main.class.getName()));
     command.addAll(List.of(args));
     return new ProcessBuilder(command).redirectErrorStream(true);
   }
@@ -57,9 +63,16 @@ class CommandLineTest {
     Ended ended = run("--version");
 
     assertThat(ended.exitCode()).isZero();
-    assertThat(ended.lines()).singleElement().asString()
+    assertThat(ended.lines())
+        .singleElement()
+        .asString()
         .matches("xds-proxy \\d+\\.\\d+\\.\\d+\\S* \\(revision \\S+\\)")
-        .isEqualTo("xds-proxy " + BuildInfo.CURRENT.version() + " (revision " + BuildInfo.CURRENT.revision() + ")")
+        .isEqualTo(
+            "xds-proxy "
+                + BuildInfo.CURRENT.version()
+                + " (revision "
+                + BuildInfo.CURRENT.revision()
+                + ")")
         .doesNotContain("${");
   }
 
@@ -77,7 +90,11 @@ class CommandLineTest {
     Ended ended = run("--admin-port", "nineteen");
 
     assertThat(ended.exitCode()).isEqualTo(2);
-    assertThat(ended.lines()).singleElement().asString().contains("--admin-port").contains("'nineteen'");
+    assertThat(ended.lines())
+        .singleElement()
+        .asString()
+        .contains("--admin-port")
+        .contains("'nineteen'");
   }
 
   @Test
@@ -85,7 +102,11 @@ class CommandLineTest {
     Ended ended = run("--tls-cert", "/nonexistent/tls.crt", "--tls-key", "/nonexistent/tls.key");
 
     assertThat(ended.exitCode()).isEqualTo(2);
-    assertThat(ended.lines()).singleElement().asString().contains("--tls-cert").contains("/nonexistent/tls.crt");
+    assertThat(ended.lines())
+        .singleElement()
+        .asString()
+        .contains("--tls-cert")
+        .contains("/nonexistent/tls.crt");
   }
 
   @Test
@@ -93,19 +114,38 @@ class CommandLineTest {
     try (ServerSocket taken = new ServerSocket()) {
       taken.bind(new InetSocketAddress("0.0.0.0", 0));
 
-      Ended ended = run("--resources-dir", "../deploy/examples/resources",
-          "--xds-port", Integer.toString(taken.getLocalPort()), "--monitoring-port", "0", "--admin-port", "0");
+      Ended ended =
+          run(
+              "--resources-dir",
+              "../deploy/examples/resources",
+              "--xds-port",
+              Integer.toString(taken.getLocalPort()),
+              "--monitoring-port",
+              "0",
+              "--admin-port",
+              "0");
 
       assertThat(ended.exitCode()).isNotZero();
       String last = ended.lines().get(ended.lines().size() - 1);
-      assertThat(last).startsWith("xds-proxy: cannot start").contains("xDS on port " + taken.getLocalPort());
+      assertThat(last)
+          .startsWith("xds-proxy: cannot start")
+          .contains("xDS on port " + taken.getLocalPort());
       assertThat(ended.lines()).noneMatch(line -> line.contains("Exception"));
     }
   }
 
   @Test
   void aMissingResourcesDirectoryIsNamed() throws Exception {
-    Ended ended = run("--resources-dir", "/nonexistent/resources", "--xds-port", "0", "--monitoring-port", "0", "--admin-port", "0");
+    Ended ended =
+        run(
+            "--resources-dir",
+            "/nonexistent/resources",
+            "--xds-port",
+            "0",
+            "--monitoring-port",
+            "0",
+            "--admin-port",
+            "0");
 
     assertThat(ended.exitCode()).isNotZero();
     assertThat(ended.lines()).last().asString().contains("/nonexistent/resources");
@@ -114,8 +154,16 @@ class CommandLineTest {
   @Test
   void withNoUpstreamItServesTheResourcesDirectoryAndLogsWhereItListens() throws Exception {
     int monitoring = freePort();
-    Process process = start("--resources-dir", "../deploy/examples/resources", "--xds-port", "0", "--monitoring-port",
-        Integer.toString(monitoring), "--admin-port", "0");
+    Process process =
+        start(
+            "--resources-dir",
+            "../deploy/examples/resources",
+            "--xds-port",
+            "0",
+            "--monitoring-port",
+            Integer.toString(monitoring),
+            "--admin-port",
+            "0");
     try {
       List<String> seen = new ArrayList<>();
       var reader = process.inputReader(StandardCharsets.UTF_8);
@@ -123,15 +171,25 @@ class CommandLineTest {
       while ((line = reader.readLine()) != null && !line.contains("listening")) {
         seen.add(line);
       }
-      assertThat(line).as("a 'listening' line after %s", seen).isNotNull()
-          .contains("xds-proxy " + BuildInfo.CURRENT.version() + " (revision " + BuildInfo.CURRENT.revision() + ")")
+      assertThat(line)
+          .as("a 'listening' line after %s", seen)
+          .isNotNull()
+          .contains(
+              "xds-proxy "
+                  + BuildInfo.CURRENT.version()
+                  + " (revision "
+                  + BuildInfo.CURRENT.revision()
+                  + ")")
           .contains("monitoring HTTP on port " + monitoring)
           .contains("admin HTTP on 127.0.0.1:")
           .contains("upstream: resources directory")
           .contains("deploy/examples/resources");
-      HttpResponse<String> health = HttpClient.newHttpClient().send(
-          HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + monitoring + "/healthz")).build(),
-          HttpResponse.BodyHandlers.ofString());
+      HttpResponse<String> health =
+          HttpClient.newHttpClient()
+              .send(
+                  HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + monitoring + "/healthz"))
+                      .build(),
+                  HttpResponse.BodyHandlers.ofString());
       assertThat(health.statusCode()).isEqualTo(200);
     } finally {
       process.destroy();
@@ -144,20 +202,36 @@ class CommandLineTest {
     int admin = freePort();
     int xds = freePort();
     Path log = logs.resolve("proxy.log");
-    Process process = command("--resources-dir", "../deploy/examples/resources", "--xds-port", Integer.toString(xds),
-        "--monitoring-port", Integer.toString(admin), "--admin-port", "0", "--drain-time", "2s").redirectOutput(log.toFile()).start();
+    Process process =
+        command(
+                "--resources-dir",
+                "../deploy/examples/resources",
+                "--xds-port",
+                Integer.toString(xds),
+                "--monitoring-port",
+                Integer.toString(admin),
+                "--admin-port",
+                "0",
+                "--drain-time",
+                "2s")
+            .redirectOutput(log.toFile())
+            .start();
     try {
       await().atMost(WAIT).until(() -> Files.readString(log).contains("listening"));
       try (var client = XdsTestClient.sotwAds(xds)) {
-        client.send(DiscoveryRequest.newBuilder().setNode(XdsTestClient.node("n1", "example"))
-            .setTypeUrl(TypeUrl.CLUSTER.url()).build());
+        client.send(
+            DiscoveryRequest.newBuilder()
+                .setNode(XdsTestClient.node("n1", "example"))
+                .setTypeUrl(TypeUrl.CLUSTER.url())
+                .build());
         client.next(WAIT);
         assertThat(status(admin, "/readyz")).isEqualTo(200);
 
         process.destroy();
 
         await().atMost(WAIT).until(() -> status(admin, "/readyz") == 503);
-        assertThat(client.awaitEnd(WAIT).getCode()).as("the open stream is ended after the drain time")
+        assertThat(client.awaitEnd(WAIT).getCode())
+            .as("the open stream is ended after the drain time")
             .isEqualTo(io.grpc.Status.Code.UNAVAILABLE);
       }
       assertThat(process.waitFor(WAIT.toSeconds(), TimeUnit.SECONDS)).isTrue();
@@ -170,8 +244,11 @@ class CommandLineTest {
 
   private static int status(int adminPort, String path) {
     try {
-      return HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + adminPort + path)).build(),
-          HttpResponse.BodyHandlers.discarding()).statusCode();
+      return HttpClient.newHttpClient()
+          .send(
+              HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + adminPort + path)).build(),
+              HttpResponse.BodyHandlers.discarding())
+          .statusCode();
     } catch (IOException e) {
       return -1;
     } catch (InterruptedException e) {

@@ -33,12 +33,13 @@ class ConfigDumpTest {
 
   @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
 
-  @TempDir
-  Path resources;
+  @TempDir Path resources;
 
   @Test
   void theDumpShowsEachGroupsResourcesAndRedactsSecrets() throws Exception {
-    Files.writeString(resources.resolve("clusters.yaml"), """
+    Files.writeString(
+        resources.resolve("clusters.yaml"),
+        """
         resources:
         - "@type": type.googleapis.com/envoy.config.cluster.v3.Cluster
           name: shop
@@ -47,27 +48,47 @@ class ConfigDumpTest {
     writeSecret(resources);
     XdsProxy proxy = fixture.proxy(serving(resources));
     var client = fixture.sotwAds();
-    client.send(DiscoveryRequest.newBuilder().setNode(node("n1", "shop-fleet")).setTypeUrl(TypeUrl.CLUSTER.url()).build());
+    client.send(
+        DiscoveryRequest.newBuilder()
+            .setNode(node("n1", "shop-fleet"))
+            .setTypeUrl(TypeUrl.CLUSTER.url())
+            .build());
     client.next(WAIT);
 
     HttpResponse<String> response = dump(proxy, "");
 
     assertThat(response.statusCode()).isEqualTo(200);
-    assertThat(response.body()).doesNotContain(PRIVATE_KEY).contains("shop-cert").contains("[redacted]");
-    JsonObject group = JsonParser.parseString(response.body()).getAsJsonObject().getAsJsonArray("groups").get(0)
-        .getAsJsonObject();
+    assertThat(response.body())
+        .doesNotContain(PRIVATE_KEY)
+        .contains("shop-cert")
+        .contains("[redacted]");
+    JsonObject group =
+        JsonParser.parseString(response.body())
+            .getAsJsonObject()
+            .getAsJsonArray("groups")
+            .get(0)
+            .getAsJsonObject();
     assertThat(group.get("group").getAsString()).isEqualTo("shop-fleet");
     assertThat(group.get("upstream_node_id").getAsString()).isEqualTo("n1");
-    JsonObject clusters = group.getAsJsonArray("types").asList().stream().map(t -> t.getAsJsonObject())
-        .filter(t -> t.get("type_url").getAsString().equals(TypeUrl.CLUSTER.url())).findFirst().orElseThrow();
+    JsonObject clusters =
+        group.getAsJsonArray("types").asList().stream()
+            .map(t -> t.getAsJsonObject())
+            .filter(t -> t.get("type_url").getAsString().equals(TypeUrl.CLUSTER.url()))
+            .findFirst()
+            .orElseThrow();
     JsonObject shop = clusters.getAsJsonArray("resources").get(0).getAsJsonObject();
     assertThat(shop.get("name").getAsString()).isEqualTo("shop");
     assertThat(shop.getAsJsonObject("resource").get("type").getAsString()).isEqualTo("EDS");
   }
 
-  /** Clusters {@code shop}, {@code shop-canary} and {@code bank}, the endpoints of {@code shop}, a secret. */
+  /**
+   * Clusters {@code shop}, {@code shop-canary} and {@code bank}, the endpoints of {@code shop}, a
+   * secret.
+   */
   private void writeShopAndBank() throws Exception {
-    Files.writeString(resources.resolve("clusters.yaml"), """
+    Files.writeString(
+        resources.resolve("clusters.yaml"),
+        """
         resources:
         - "@type": type.googleapis.com/envoy.config.cluster.v3.Cluster
           name: shop
@@ -79,7 +100,9 @@ class ConfigDumpTest {
           name: bank
           type: EDS
         """);
-    Files.writeString(resources.resolve("endpoints.yaml"), """
+    Files.writeString(
+        resources.resolve("endpoints.yaml"),
+        """
         resources:
         - "@type": type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment
           cluster_name: shop
@@ -87,13 +110,18 @@ class ConfigDumpTest {
     writeSecret(resources);
   }
 
-  /** A proxy serving the resources directory, with a client of each of {@code groups} in its group. */
+  /**
+   * A proxy serving the resources directory, with a client of each of {@code groups} in its group.
+   */
   private XdsProxy proxyWithGroups(String... groups) throws Exception {
     XdsProxy proxy = fixture.proxy(serving(resources));
     for (String group : groups) {
       var client = fixture.sotwAds();
-      client.send(DiscoveryRequest.newBuilder().setNode(node("client-of-" + group, group))
-          .setTypeUrl(TypeUrl.CLUSTER.url()).build());
+      client.send(
+          DiscoveryRequest.newBuilder()
+              .setNode(node("client-of-" + group, group))
+              .setTypeUrl(TypeUrl.CLUSTER.url())
+              .build());
       client.next(WAIT);
     }
     return proxy;
@@ -106,13 +134,31 @@ class ConfigDumpTest {
   /** What a dump shows, one line per resource: {@code group type-short-name resource-name}. */
   private static List<String> listed(HttpResponse<String> response) {
     assertThat(response.statusCode()).as(response.body()).isEqualTo(200);
-    return JsonParser.parseString(response.body()).getAsJsonObject().getAsJsonArray("groups").asList().stream()
+    return JsonParser.parseString(response.body())
+        .getAsJsonObject()
+        .getAsJsonArray("groups")
+        .asList()
+        .stream()
         .map(JsonElement::getAsJsonObject)
-        .flatMap(group -> group.getAsJsonArray("types").asList().stream().map(JsonElement::getAsJsonObject)
-            .flatMap(type -> type.getAsJsonArray("resources").asList().stream()
-                .map(resource -> group.get("group").getAsString() + " "
-                    + TypeUrl.parse(type.get("type_url").getAsString()).shortName().replaceAll(".*\\.", "") + " "
-                    + resource.getAsJsonObject().get("name").getAsString())))
+        .flatMap(
+            group ->
+                group.getAsJsonArray("types").asList().stream()
+                    .map(JsonElement::getAsJsonObject)
+                    .flatMap(
+                        type ->
+                            type.getAsJsonArray("resources").asList().stream()
+                                .map(
+                                    resource ->
+                                        group.get("group").getAsString()
+                                            + " "
+                                            + TypeUrl.parse(type.get("type_url").getAsString())
+                                                .shortName()
+                                                .replaceAll(".*\\.", "")
+                                            + " "
+                                            + resource
+                                                .getAsJsonObject()
+                                                .get("name")
+                                                .getAsString())))
         .toList();
   }
 
@@ -120,11 +166,18 @@ class ConfigDumpTest {
   void theDumpIsNarrowedByGroupTypeAndNameRegexAloneOrTogether() throws Exception {
     writeShopAndBank();
     XdsProxy proxy = proxyWithGroups("shop-fleet", "bank-fleet");
-    assertThat(listed(dump(proxy, "?group=bank-fleet"))).allMatch(line -> line.startsWith("bank-fleet "))
-        .contains("bank-fleet Cluster bank", "bank-fleet Cluster shop", "bank-fleet Secret shop-cert");
-    assertThat(listed(dump(proxy, "?type=clusters"))).containsExactly(
-        "bank-fleet Cluster bank", "bank-fleet Cluster shop", "bank-fleet Cluster shop-canary",
-        "shop-fleet Cluster bank", "shop-fleet Cluster shop", "shop-fleet Cluster shop-canary");
+    assertThat(listed(dump(proxy, "?group=bank-fleet")))
+        .allMatch(line -> line.startsWith("bank-fleet "))
+        .contains(
+            "bank-fleet Cluster bank", "bank-fleet Cluster shop", "bank-fleet Secret shop-cert");
+    assertThat(listed(dump(proxy, "?type=clusters")))
+        .containsExactly(
+            "bank-fleet Cluster bank",
+            "bank-fleet Cluster shop",
+            "bank-fleet Cluster shop-canary",
+            "shop-fleet Cluster bank",
+            "shop-fleet Cluster shop",
+            "shop-fleet Cluster shop-canary");
     assertThat(listed(dump(proxy, "?type=ClusterLoadAssignment&group=shop-fleet")))
         .containsExactly("shop-fleet ClusterLoadAssignment shop");
     assertThat(listed(dump(proxy, "?type=" + TypeUrl.ENDPOINT.url() + "&group=shop-fleet")))
@@ -140,15 +193,25 @@ class ConfigDumpTest {
     writeShopAndBank();
     XdsProxy proxy = proxyWithGroups("shop-fleet");
     HttpResponse<String> secrets = dump(proxy, "?type=secrets");
-    JsonObject group = JsonParser.parseString(secrets.body()).getAsJsonObject().getAsJsonArray("groups").get(0)
-        .getAsJsonObject();
+    JsonObject group =
+        JsonParser.parseString(secrets.body())
+            .getAsJsonObject()
+            .getAsJsonArray("groups")
+            .get(0)
+            .getAsJsonObject();
 
     assertThat(group.getAsJsonArray("types")).hasSize(1);
     assertThat(secrets.body()).doesNotContain(PRIVATE_KEY).contains("[redacted]");
-    assertThat(JsonParser.parseString(dump(proxy, "?name_regex=nothing-is-called-this").body()).getAsJsonObject()
-        .getAsJsonArray("groups")).isEmpty();
-    assertThat(JsonParser.parseString(dump(proxy, "?group=no-such-group").body()).getAsJsonObject()
-        .getAsJsonArray("groups")).isEmpty();
+    assertThat(
+            JsonParser.parseString(dump(proxy, "?name_regex=nothing-is-called-this").body())
+                .getAsJsonObject()
+                .getAsJsonArray("groups"))
+        .isEmpty();
+    assertThat(
+            JsonParser.parseString(dump(proxy, "?group=no-such-group").body())
+                .getAsJsonObject()
+                .getAsJsonArray("groups"))
+        .isEmpty();
   }
 
   @Test
@@ -168,38 +231,70 @@ class ConfigDumpTest {
   @Test
   void aDumpOfThousandsOfResourcesArrivesWholeAndInOrderAsAChunkedStream() throws Exception {
     int count = 3000;
-    List<String> names = IntStream.range(0, count).mapToObj(i -> "cluster-%04d".formatted(i)).toList();
-    Files.writeString(resources.resolve("clusters.yaml"), names.stream()
-        .map(name -> "- \"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster\n  name: " + name
-            + "\n  type: EDS\n")
-        .collect(Collectors.joining("", "resources:\n", "")));
+    List<String> names =
+        IntStream.range(0, count).mapToObj(i -> "cluster-%04d".formatted(i)).toList();
+    Files.writeString(
+        resources.resolve("clusters.yaml"),
+        names.stream()
+            .map(
+                name ->
+                    "- \"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster\n  name: "
+                        + name
+                        + "\n  type: EDS\n")
+            .collect(Collectors.joining("", "resources:\n", "")));
     XdsProxy proxy = fixture.proxy(serving(resources));
     var client = fixture.sotwAds();
-    client.send(DiscoveryRequest.newBuilder().setNode(node("n1", "big-fleet")).setTypeUrl(TypeUrl.CLUSTER.url())
-        .build());
+    client.send(
+        DiscoveryRequest.newBuilder()
+            .setNode(node("n1", "big-fleet"))
+            .setTypeUrl(TypeUrl.CLUSTER.url())
+            .build());
     assertThat(client.next(WAIT).getResourcesCount()).isEqualTo(count);
 
     HttpResponse<String> response = dump(proxy, "");
 
-    assertThat(response.headers().firstValue("Transfer-Encoding")).as("written as it is read").hasValue("chunked");
+    assertThat(response.headers().firstValue("Transfer-Encoding"))
+        .as("written as it is read")
+        .hasValue("chunked");
     assertThat(response.headers().firstValue("Content-Length")).isEmpty();
-    JsonObject clusters = JsonParser.parseString(response.body()).getAsJsonObject().getAsJsonArray("groups").get(0)
-        .getAsJsonObject().getAsJsonArray("types").get(0).getAsJsonObject();
-    assertThat(clusters.getAsJsonArray("resources").asList().stream()
-        .map(resource -> resource.getAsJsonObject().get("name").getAsString()).toList()).isEqualTo(names);
-    assertThat(clusters.getAsJsonArray("resources").asList()).allSatisfy(resource ->
-        assertThat(resource.getAsJsonObject().getAsJsonObject("resource").get("type").getAsString()).isEqualTo("EDS"));
+    JsonObject clusters =
+        JsonParser.parseString(response.body())
+            .getAsJsonObject()
+            .getAsJsonArray("groups")
+            .get(0)
+            .getAsJsonObject()
+            .getAsJsonArray("types")
+            .get(0)
+            .getAsJsonObject();
+    assertThat(
+            clusters.getAsJsonArray("resources").asList().stream()
+                .map(resource -> resource.getAsJsonObject().get("name").getAsString())
+                .toList())
+        .isEqualTo(names);
+    assertThat(clusters.getAsJsonArray("resources").asList())
+        .allSatisfy(
+            resource ->
+                assertThat(
+                        resource
+                            .getAsJsonObject()
+                            .getAsJsonObject("resource")
+                            .get("type")
+                            .getAsString())
+                    .isEqualTo("EDS"));
     assertThat(response.body()).endsWith("}\n");
   }
 
   /** A Secret whose private key a dump must never show. */
   private static void writeSecret(Path resources) throws IOException {
-    Files.writeString(resources.resolve("secrets.yaml"), """
+    Files.writeString(
+        resources.resolve("secrets.yaml"),
+        """
         resources:
         - "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret
           name: shop-cert
           tls_certificate:
             private_key: { inline_string: "%s" }
-        """.formatted(PRIVATE_KEY));
+        """
+            .formatted(PRIVATE_KEY));
   }
 }

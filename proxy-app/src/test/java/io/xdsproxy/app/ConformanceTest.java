@@ -10,10 +10,10 @@ import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.grpc.Status.Code;
 import io.xdsproxy.app.testing.ProxyFixture;
-import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.app.testing.Resources;
 import io.xdsproxy.app.testing.VariantClient;
 import io.xdsproxy.app.testing.VariantClient.Variant;
+import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.upstream.testing.ControlPlane;
 import java.time.Duration;
 import java.util.List;
@@ -43,8 +43,8 @@ class ConformanceTest {
   @BeforeEach
   void start() throws Exception {
     controlPlane = fixture.controlPlane();
-    proxy = fixture.proxy(against(controlPlane.target())
-        .withNotFoundTimeout(Duration.ofMillis(300)));
+    proxy =
+        fixture.proxy(against(controlPlane.target()).withNotFoundTimeout(Duration.ofMillis(300)));
   }
 
   /** Clusters, and endpoints for each on {@code port}. */
@@ -58,8 +58,14 @@ class ConformanceTest {
 
   private static int port(Map<String, com.google.protobuf.Any> held, String name) {
     try {
-      return held.get(name).unpack(ClusterLoadAssignment.class).getEndpoints(0).getLbEndpoints(0).getEndpoint()
-          .getAddress().getSocketAddress().getPortValue();
+      return held.get(name)
+          .unpack(ClusterLoadAssignment.class)
+          .getEndpoints(0)
+          .getLbEndpoints(0)
+          .getEndpoint()
+          .getAddress()
+          .getSocketAddress()
+          .getPortValue();
     } catch (Exception e) {
       throw new AssertionError(e);
     }
@@ -120,10 +126,15 @@ class ConformanceTest {
 
       client.unsubscribe(TypeUrl.ENDPOINT, "b");
       client.expectNoResponse(TypeUrl.ENDPOINT, QUIET);
-      controlPlane.setSnapshot("fleet", Snapshot.create(
-          List.of(Resources.cluster("a"), Resources.cluster("b")),
-          List.of(Resources.endpoints("a", 1000), Resources.endpoints("b", 3000)),
-          List.of(), List.of(), List.of(), "2"));
+      controlPlane.setSnapshot(
+          "fleet",
+          Snapshot.create(
+              List.of(Resources.cluster("a"), Resources.cluster("b")),
+              List.of(Resources.endpoints("a", 1000), Resources.endpoints("b", 3000)),
+              List.of(),
+              List.of(),
+              List.of(),
+              "2"));
 
       client.expectNoResponse(TypeUrl.ENDPOINT, QUIET);
     }
@@ -135,7 +146,8 @@ class ConformanceTest {
   @EnumSource(Variant.class)
   void aNewlySubscribedNameIsSentThoughTheProxyAlreadyHasItUnchanged(Variant variant) {
     publish("1", 1000, "a", "b");
-    try (VariantClient other = client(variant, "n2"); VariantClient client = client(variant, "n1")) {
+    try (VariantClient other = client(variant, "n2");
+        VariantClient client = client(variant, "n1")) {
       other.subscribe(TypeUrl.ENDPOINT, "a", "b");
       other.awaitHeld(TypeUrl.ENDPOINT, WAIT, held -> held.size() == 2);
       client.subscribe(TypeUrl.ENDPOINT, "a");
@@ -170,15 +182,19 @@ class ConformanceTest {
     try (VariantClient client = client(variant, "n1")) {
       client.rejectNext(TypeUrl.CLUSTER);
       client.subscribe(TypeUrl.CLUSTER);
-      assertThat(client.receive(TypeUrl.CLUSTER, WAIT)).as("the first response is rejected").isFalse();
+      assertThat(client.receive(TypeUrl.CLUSTER, WAIT))
+          .as("the first response is rejected")
+          .isFalse();
 
       client.expectNoResponse(TypeUrl.CLUSTER, QUIET);
       publish("2", 1000, "a", "b");
 
-      // What changed is sent: SotW's full state carries a again, Delta sends b alone (a is unchanged
+      // What changed is sent: SotW's full state carries a again, Delta sends b alone (a is
+      // unchanged
       // since the version the client rejected).
       client.awaitHeld(TypeUrl.CLUSTER, WAIT, held -> held.containsKey("b"));
-      assertThat(client.held(TypeUrl.CLUSTER)).containsOnlyKeys(variant.delta() ? Set.of("b") : Set.of("a", "b"));
+      assertThat(client.held(TypeUrl.CLUSTER))
+          .containsOnlyKeys(variant.delta() ? Set.of("b") : Set.of("a", "b"));
     }
   }
 
@@ -203,22 +219,36 @@ class ConformanceTest {
   @EnumSource(Variant.class)
   void aFirstRequestWithoutANodeAndALaterOtherNodeAreRefused(Variant variant) {
     publish("1", 1000, "a");
-    try (VariantClient anonymous = client(variant, "n0"); VariantClient changing = client(variant, "n1")) {
+    try (VariantClient anonymous = client(variant, "n0");
+        VariantClient changing = client(variant, "n1")) {
       if (variant.delta()) {
-        anonymous.sendRawDelta(TypeUrl.CLUSTER, DeltaDiscoveryRequest.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).build());
+        anonymous.sendRawDelta(
+            TypeUrl.CLUSTER,
+            DeltaDiscoveryRequest.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).build());
       } else {
-        anonymous.sendRawSotw(TypeUrl.CLUSTER, DiscoveryRequest.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).build());
+        anonymous.sendRawSotw(
+            TypeUrl.CLUSTER,
+            DiscoveryRequest.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).build());
       }
-      assertThat(anonymous.awaitEnd(TypeUrl.CLUSTER, WAIT).getCode()).isEqualTo(Code.INVALID_ARGUMENT);
+      assertThat(anonymous.awaitEnd(TypeUrl.CLUSTER, WAIT).getCode())
+          .isEqualTo(Code.INVALID_ARGUMENT);
 
       changing.subscribe(TypeUrl.CLUSTER);
       changing.awaitHeld(TypeUrl.CLUSTER, WAIT, held -> held.size() == 1);
       if (variant.delta()) {
-        changing.sendRawDelta(TypeUrl.CLUSTER, DeltaDiscoveryRequest.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url())
-            .setNode(node("somebody-else", "fleet")).build());
+        changing.sendRawDelta(
+            TypeUrl.CLUSTER,
+            DeltaDiscoveryRequest.newBuilder()
+                .setTypeUrl(TypeUrl.CLUSTER.url())
+                .setNode(node("somebody-else", "fleet"))
+                .build());
       } else {
-        changing.sendRawSotw(TypeUrl.CLUSTER, DiscoveryRequest.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url())
-            .setNode(node("somebody-else", "fleet")).build());
+        changing.sendRawSotw(
+            TypeUrl.CLUSTER,
+            DiscoveryRequest.newBuilder()
+                .setTypeUrl(TypeUrl.CLUSTER.url())
+                .setNode(node("somebody-else", "fleet"))
+                .build());
       }
       io.grpc.Status status = changing.awaitEnd(TypeUrl.CLUSTER, WAIT);
       assertThat(status.getCode()).isEqualTo(Code.INVALID_ARGUMENT);
@@ -238,9 +268,11 @@ class ConformanceTest {
       client.awaitHeld(TypeUrl.CLUSTER, WAIT, held -> held.size() == 1);
 
       if (variant.delta()) {
-        client.sendRawDelta(TypeUrl.CLUSTER, DeltaDiscoveryRequest.newBuilder().setTypeUrl(opaque).build());
+        client.sendRawDelta(
+            TypeUrl.CLUSTER, DeltaDiscoveryRequest.newBuilder().setTypeUrl(opaque).build());
       } else {
-        client.sendRawSotw(TypeUrl.CLUSTER, DiscoveryRequest.newBuilder().setTypeUrl(opaque).build());
+        client.sendRawSotw(
+            TypeUrl.CLUSTER, DiscoveryRequest.newBuilder().setTypeUrl(opaque).build());
       }
 
       if (variant.ads()) {

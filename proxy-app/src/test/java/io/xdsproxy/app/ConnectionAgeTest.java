@@ -7,11 +7,11 @@ import static org.awaitility.Awaitility.await;
 
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.grpc.Status;
-import io.xdsproxy.app.testing.ProxyFixture;
-import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.app.testing.Backend;
 import io.xdsproxy.app.testing.ExampleResources;
+import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.app.testing.XdsClientChannel;
+import io.xdsproxy.core.TypeUrl;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Optional;
@@ -20,32 +20,39 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The maximum connection age: a connection older than it gets GOAWAY, its streams get
- * {@link XdsProxy#CONNECTION_AGE_GRACE} to move, and a client reconnects (behind a load balancer,
- * maybe to another replica) and goes on being served.
+ * The maximum connection age: a connection older than it gets GOAWAY, its streams get {@link
+ * XdsProxy#CONNECTION_AGE_GRACE} to move, and a client reconnects (behind a load balancer, maybe to
+ * another replica) and goes on being served.
  */
 class ConnectionAgeTest {
 
   private static final Duration AGE = Duration.ofSeconds(1);
+
   /** Age with gRPC's +10 % jitter, the grace, and room for a slow machine. */
   private static final Duration AGED_OUT = AGE.plus(XdsProxy.CONNECTION_AGE_GRACE).plusSeconds(10);
+
   private static final Duration WAIT = Duration.ofSeconds(15);
 
   @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
 
-  @TempDir
-  Path resources;
+  @TempDir Path resources;
 
   @Test
   void aStreamOnAnAgedConnectionIsEndedSoItsClientReconnects() throws Exception {
     fixture.proxy(serving(ExampleResources.DIRECTORY).withMaxConnectionAge(AGE));
     var client = fixture.sotwAds();
-    client.send(DiscoveryRequest.newBuilder().setNode(node("n1", "example")).setTypeUrl(TypeUrl.CLUSTER.url()).build());
+    client.send(
+        DiscoveryRequest.newBuilder()
+            .setNode(node("n1", "example"))
+            .setTypeUrl(TypeUrl.CLUSTER.url())
+            .build());
     assertThat(client.next(WAIT).getResourcesCount()).isPositive();
 
     Status end = client.awaitEnd(AGED_OUT);
 
-    assertThat(end.getCode()).as("how the aged stream ended: %s", end).isEqualTo(Status.Code.UNAVAILABLE);
+    assertThat(end.getCode())
+        .as("how the aged stream ended: %s", end)
+        .isEqualTo(Status.Code.UNAVAILABLE);
   }
 
   @Test
@@ -56,9 +63,12 @@ class ConnectionAgeTest {
     XdsProxy proxy = fixture.proxy(serving(resources).withMaxConnectionAge(AGE));
     XdsClientChannel client = fixture.grpcClient("client-1", "local", "example-service");
     await().atMost(WAIT).ignoreExceptions().until(client::whoAmI, "first"::equals);
-    String firstPeer = await().atMost(WAIT).until(() -> peerOf(proxy, "client-1"), Optional::isPresent).get();
+    String firstPeer =
+        await().atMost(WAIT).until(() -> peerOf(proxy, "client-1"), Optional::isPresent).get();
 
-    await().atMost(AGED_OUT).until(() -> peerOf(proxy, "client-1").filter(peer -> !peer.equals(firstPeer)).isPresent());
+    await()
+        .atMost(AGED_OUT)
+        .until(() -> peerOf(proxy, "client-1").filter(peer -> !peer.equals(firstPeer)).isPresent());
     ExampleResources.copyPointingAt(resources, second.port());
 
     await().atMost(WAIT).ignoreExceptions().until(client::whoAmI, "second"::equals);

@@ -7,13 +7,13 @@ import static org.awaitility.Awaitility.await;
 
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
-import io.xdsproxy.app.testing.ProxyFixture;
-import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.app.testing.Backend;
 import io.xdsproxy.app.testing.ControlPlaneCell;
+import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.app.testing.Resources;
 import io.xdsproxy.app.testing.XdsClientChannel;
 import io.xdsproxy.app.testing.XdsTestClient;
+import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.upstream.testing.ControlPlane;
 import io.xdsproxy.upstream.testing.UpstreamControlPlane;
 import java.time.Duration;
@@ -39,11 +39,13 @@ class ControlPlaneThroughProxyTest {
     proxy = fixture.proxy(against(controlPlane.target()));
   }
 
-  /** Over one cell per control plane: each answers grpc-java's named subscriptions by its own rules. */
+  /**
+   * Over one cell per control plane: each answers grpc-java's named subscriptions by its own rules.
+   */
   @ParameterizedTest(name = "{0}")
   @MethodSource(ControlPlaneCell.REPRESENTATIVE)
-  void grpcXdsClientReachesTheBackendTheControlPlaneNamesAndFollowsAnEndpointMove(ControlPlaneCell cell)
-      throws Exception {
+  void grpcXdsClientReachesTheBackendTheControlPlaneNamesAndFollowsAnEndpointMove(
+      ControlPlaneCell cell) throws Exception {
     UpstreamControlPlane upstream = fixture.controlPlane(cell);
     fixture.proxy(against(cell, upstream));
     Backend first = fixture.add(new Backend("first"));
@@ -81,6 +83,9 @@ class ControlPlaneThroughProxyTest {
   }
 
   private static DiscoveryRequest wildcardClusters(String id, String cluster) {
-    return DiscoveryRequest.newBuilder().setNode(node(id, cluster)).setTypeUrl(TypeUrl.CLUSTER.url()).build();
+    return DiscoveryRequest.newBuilder()
+        .setNode(node(id, cluster))
+        .setTypeUrl(TypeUrl.CLUSTER.url())
+        .build();
   }
 }

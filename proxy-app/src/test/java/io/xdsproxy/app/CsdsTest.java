@@ -7,7 +7,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import com.google.protobuf.Any;
-import com.google.protobuf.Value;
 import com.google.rpc.Status;
 import io.envoyproxy.envoy.admin.v3.ClientResourceStatus;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
@@ -30,9 +29,9 @@ import io.grpc.StatusRuntimeException;
 import io.grpc.netty.NettyChannelBuilder;
 import io.grpc.stub.StreamObserver;
 import io.xdsproxy.app.testing.ProxyFixture;
-import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.app.testing.Resources;
 import io.xdsproxy.app.testing.XdsTestClient;
+import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.upstream.testing.ScriptedControlPlane;
 import java.time.Duration;
 import java.util.List;
@@ -65,8 +64,10 @@ class CsdsTest {
   private XdsTestClient<DiscoveryRequest, DiscoveryResponse> nacking;
   private XdsTestClient<DeltaDiscoveryRequest, DeltaDiscoveryResponse> delta;
   private ManagedChannel channel;
+
   /** What the proxy sent each client, for the values CSDS must report. */
   private DiscoveryResponse ackedClusters;
+
   private DiscoveryResponse nackedClusters;
   private DeltaDiscoveryResponse deltaClusters;
 
@@ -80,26 +81,65 @@ class CsdsTest {
     nacking = fixture.sotwAds();
     delta = fixture.deltaAds();
 
-    acking.send(DiscoveryRequest.newBuilder().setNode(node("acking-1", "fleet")).setTypeUrl(TypeUrl.CLUSTER.url()).build());
+    acking.send(
+        DiscoveryRequest.newBuilder()
+            .setNode(node("acking-1", "fleet"))
+            .setTypeUrl(TypeUrl.CLUSTER.url())
+            .build());
     upstream.nextRequest(WAIT);
-    upstream.send(DiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).setVersionInfo("u1").setNonce("u1")
-        .addResources(CLUSTER_A).addResources(CLUSTER_B).build());
+    upstream.send(
+        DiscoveryResponse.newBuilder()
+            .setTypeUrl(TypeUrl.CLUSTER.url())
+            .setVersionInfo("u1")
+            .setNonce("u1")
+            .addResources(CLUSTER_A)
+            .addResources(CLUSTER_B)
+            .build());
     ackedClusters = acking.next(WAIT);
-    acking.send(DiscoveryRequest.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url())
-        .setVersionInfo(ackedClusters.getVersionInfo()).setResponseNonce(ackedClusters.getNonce()).build());
+    acking.send(
+        DiscoveryRequest.newBuilder()
+            .setTypeUrl(TypeUrl.CLUSTER.url())
+            .setVersionInfo(ackedClusters.getVersionInfo())
+            .setResponseNonce(ackedClusters.getNonce())
+            .build());
 
-    nacking.send(DiscoveryRequest.newBuilder().setNode(node("nacking-1", "fleet")).setTypeUrl(TypeUrl.CLUSTER.url()).build());
+    nacking.send(
+        DiscoveryRequest.newBuilder()
+            .setNode(node("nacking-1", "fleet"))
+            .setTypeUrl(TypeUrl.CLUSTER.url())
+            .build());
     nackedClusters = nacking.next(WAIT);
-    nacking.send(DiscoveryRequest.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).setResponseNonce(nackedClusters.getNonce())
-        .setErrorDetail(Status.newBuilder().setCode(3).setMessage("cluster b: unknown load balancing policy")).build());
+    nacking.send(
+        DiscoveryRequest.newBuilder()
+            .setTypeUrl(TypeUrl.CLUSTER.url())
+            .setResponseNonce(nackedClusters.getNonce())
+            .setErrorDetail(
+                Status.newBuilder()
+                    .setCode(3)
+                    .setMessage("cluster b: unknown load balancing policy"))
+            .build());
 
-    delta.send(DeltaDiscoveryRequest.newBuilder().setNode(node("delta-1", "fleet")).setTypeUrl(TypeUrl.CLUSTER.url())
-        .addResourceNamesSubscribe("a").addResourceNamesSubscribe("missing").build());
+    delta.send(
+        DeltaDiscoveryRequest.newBuilder()
+            .setNode(node("delta-1", "fleet"))
+            .setTypeUrl(TypeUrl.CLUSTER.url())
+            .addResourceNamesSubscribe("a")
+            .addResourceNamesSubscribe("missing")
+            .build());
     deltaClusters = delta.next(WAIT);
-    assertThat(deltaClusters.getRemovedResourcesList()).as(delta.transcript()).containsExactly("missing");
-    delta.send(DeltaDiscoveryRequest.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url())
-        .setResponseNonce(deltaClusters.getNonce()).build());
-    delta.send(DeltaDiscoveryRequest.newBuilder().setTypeUrl(TypeUrl.ENDPOINT.url()).addResourceNamesSubscribe("a").build());
+    assertThat(deltaClusters.getRemovedResourcesList())
+        .as(delta.transcript())
+        .containsExactly("missing");
+    delta.send(
+        DeltaDiscoveryRequest.newBuilder()
+            .setTypeUrl(TypeUrl.CLUSTER.url())
+            .setResponseNonce(deltaClusters.getNonce())
+            .build());
+    delta.send(
+        DeltaDiscoveryRequest.newBuilder()
+            .setTypeUrl(TypeUrl.ENDPOINT.url())
+            .addResourceNamesSubscribe("a")
+            .build());
   }
 
   @AfterEach
@@ -108,96 +148,126 @@ class CsdsTest {
   }
 
   private ClientStatusResponse fetch(ClientStatusRequest request) {
-    return ClientStatusDiscoveryServiceGrpc.newBlockingStub(channel).withDeadlineAfter(10, TimeUnit.SECONDS)
+    return ClientStatusDiscoveryServiceGrpc.newBlockingStub(channel)
+        .withDeadlineAfter(10, TimeUnit.SECONDS)
         .fetchClientStatus(request);
   }
 
-  /** Opens a CSDS stream whose responses go to {@code responses} and whose end completes {@code end}. */
+  /**
+   * Opens a CSDS stream whose responses go to {@code responses} and whose end completes {@code
+   * end}.
+   */
   private StreamObserver<ClientStatusRequest> stream(
       BlockingQueue<ClientStatusResponse> responses, CompletableFuture<io.grpc.Status> end) {
-    return ClientStatusDiscoveryServiceGrpc.newStub(channel).streamClientStatus(new StreamObserver<>() {
-      @Override
-      public void onNext(ClientStatusResponse response) {
-        responses.add(response);
-      }
+    return ClientStatusDiscoveryServiceGrpc.newStub(channel)
+        .streamClientStatus(
+            new StreamObserver<>() {
+              @Override
+              public void onNext(ClientStatusResponse response) {
+                responses.add(response);
+              }
 
-      @Override
-      public void onError(Throwable t) {
-        end.complete(io.grpc.Status.fromThrowable(t));
-      }
+              @Override
+              public void onError(Throwable t) {
+                end.complete(io.grpc.Status.fromThrowable(t));
+              }
 
-      @Override
-      public void onCompleted() {
-        end.complete(io.grpc.Status.OK);
-      }
-    });
+              @Override
+              public void onCompleted() {
+                end.complete(io.grpc.Status.OK);
+              }
+            });
   }
 
   private static ClientStatusRequest matching(StringMatcher nodeId) {
-    return ClientStatusRequest.newBuilder().addNodeMatchers(NodeMatcher.newBuilder().setNodeId(nodeId)).build();
+    return ClientStatusRequest.newBuilder()
+        .addNodeMatchers(NodeMatcher.newBuilder().setNodeId(nodeId))
+        .build();
   }
 
   private static List<String> nodeIds(ClientStatusResponse response) {
     return response.getConfigList().stream().map(config -> config.getNode().getId()).toList();
   }
 
-  private static GenericXdsConfig entry(ClientStatusResponse response, String nodeId, TypeUrl type, String name) {
-    ClientConfig client = response.getConfigList().stream().filter(config -> config.getNode().getId().equals(nodeId))
-        .findFirst().orElseThrow(() -> new AssertionError("no client '" + nodeId + "' in " + response));
+  private static GenericXdsConfig entry(
+      ClientStatusResponse response, String nodeId, TypeUrl type, String name) {
+    ClientConfig client =
+        response.getConfigList().stream()
+            .filter(config -> config.getNode().getId().equals(nodeId))
+            .findFirst()
+            .orElseThrow(() -> new AssertionError("no client '" + nodeId + "' in " + response));
     return client.getGenericXdsConfigsList().stream()
         .filter(config -> config.getTypeUrl().equals(type.url()) && config.getName().equals(name))
-        .findFirst().orElseThrow(() -> new AssertionError("no " + type.shortName() + " '" + name + "' in " + client));
+        .findFirst()
+        .orElseThrow(
+            () -> new AssertionError("no " + type.shortName() + " '" + name + "' in " + client));
   }
 
   @Test
   void eachClientIsReportedWithWhatItWasSentAndWhatItSaid() {
-    await().atMost(WAIT).untilAsserted(() -> {
-      ClientStatusResponse response = fetch(ClientStatusRequest.getDefaultInstance());
-      assertThat(nodeIds(response)).containsExactly("acking-1", "delta-1", "nacking-1");
+    await()
+        .atMost(WAIT)
+        .untilAsserted(
+            () -> {
+              ClientStatusResponse response = fetch(ClientStatusRequest.getDefaultInstance());
+              assertThat(nodeIds(response)).containsExactly("acking-1", "delta-1", "nacking-1");
 
-      ClientConfig acker = response.getConfigList().get(0);
-      assertThat(acker.getNode()).isEqualTo(node("acking-1", "fleet"));
-      assertThat(acker.getGenericXdsConfigsList()).extracting(GenericXdsConfig::getName).containsExactly("a", "b");
-      for (GenericXdsConfig cluster : acker.getGenericXdsConfigsList()) {
-        assertThat(cluster.getTypeUrl()).isEqualTo(TypeUrl.CLUSTER.url());
-        assertThat(cluster.getVersionInfo()).isEqualTo(ackedClusters.getVersionInfo());
-        assertThat(cluster.getClientStatus()).isEqualTo(ClientResourceStatus.ACKED);
-        assertThat(cluster.getConfigStatus()).isEqualTo(ConfigStatus.SYNCED);
-        assertThat(cluster.hasLastUpdated()).isTrue();
-        assertThat(cluster.hasErrorState()).isFalse();
-      }
-      assertThat(entry(response, "acking-1", TypeUrl.CLUSTER, "a").getXdsConfig()).isEqualTo(CLUSTER_A);
-      assertThat(entry(response, "acking-1", TypeUrl.CLUSTER, "b").getXdsConfig()).isEqualTo(CLUSTER_B);
+              ClientConfig acker = response.getConfigList().get(0);
+              assertThat(acker.getNode()).isEqualTo(node("acking-1", "fleet"));
+              assertThat(acker.getGenericXdsConfigsList())
+                  .extracting(GenericXdsConfig::getName)
+                  .containsExactly("a", "b");
+              for (GenericXdsConfig cluster : acker.getGenericXdsConfigsList()) {
+                assertThat(cluster.getTypeUrl()).isEqualTo(TypeUrl.CLUSTER.url());
+                assertThat(cluster.getVersionInfo()).isEqualTo(ackedClusters.getVersionInfo());
+                assertThat(cluster.getClientStatus()).isEqualTo(ClientResourceStatus.ACKED);
+                assertThat(cluster.getConfigStatus()).isEqualTo(ConfigStatus.SYNCED);
+                assertThat(cluster.hasLastUpdated()).isTrue();
+                assertThat(cluster.hasErrorState()).isFalse();
+              }
+              assertThat(entry(response, "acking-1", TypeUrl.CLUSTER, "a").getXdsConfig())
+                  .isEqualTo(CLUSTER_A);
+              assertThat(entry(response, "acking-1", TypeUrl.CLUSTER, "b").getXdsConfig())
+                  .isEqualTo(CLUSTER_B);
 
-      GenericXdsConfig rejected = entry(response, "nacking-1", TypeUrl.CLUSTER, "b");
-      assertThat(rejected.getClientStatus()).isEqualTo(ClientResourceStatus.NACKED);
-      assertThat(rejected.getConfigStatus()).isEqualTo(ConfigStatus.ERROR);
-      assertThat(rejected.getVersionInfo()).isEqualTo(nackedClusters.getVersionInfo());
-      assertThat(rejected.getXdsConfig()).isEqualTo(CLUSTER_B);
-      assertThat(rejected.getErrorState().getDetails()).isEqualTo("cluster b: unknown load balancing policy");
-      assertThat(rejected.getErrorState().getVersionInfo()).isEqualTo(nackedClusters.getVersionInfo());
-      assertThat(rejected.getErrorState().hasLastUpdateAttempt()).isTrue();
+              GenericXdsConfig rejected = entry(response, "nacking-1", TypeUrl.CLUSTER, "b");
+              assertThat(rejected.getClientStatus()).isEqualTo(ClientResourceStatus.NACKED);
+              assertThat(rejected.getConfigStatus()).isEqualTo(ConfigStatus.ERROR);
+              assertThat(rejected.getVersionInfo()).isEqualTo(nackedClusters.getVersionInfo());
+              assertThat(rejected.getXdsConfig()).isEqualTo(CLUSTER_B);
+              assertThat(rejected.getErrorState().getDetails())
+                  .isEqualTo("cluster b: unknown load balancing policy");
+              assertThat(rejected.getErrorState().getVersionInfo())
+                  .isEqualTo(nackedClusters.getVersionInfo());
+              assertThat(rejected.getErrorState().hasLastUpdateAttempt()).isTrue();
 
-      GenericXdsConfig accepted = entry(response, "delta-1", TypeUrl.CLUSTER, "a");
-      assertThat(accepted.getClientStatus()).isEqualTo(ClientResourceStatus.ACKED);
-      assertThat(accepted.getConfigStatus()).isEqualTo(ConfigStatus.SYNCED);
-      assertThat(accepted.getVersionInfo()).isEqualTo(deltaClusters.getResources(0).getVersion());
-      assertThat(accepted.getXdsConfig()).isEqualTo(CLUSTER_A);
-      GenericXdsConfig missing = entry(response, "delta-1", TypeUrl.CLUSTER, "missing");
-      assertThat(missing.getClientStatus()).isEqualTo(ClientResourceStatus.DOES_NOT_EXIST);
-      assertThat(missing.hasXdsConfig()).isFalse();
-      GenericXdsConfig endpoints = entry(response, "delta-1", TypeUrl.ENDPOINT, "a");
-      assertThat(endpoints.getClientStatus()).isEqualTo(ClientResourceStatus.REQUESTED);
-      assertThat(endpoints.getConfigStatus()).isEqualTo(ConfigStatus.NOT_SENT);
-      assertThat(endpoints.hasXdsConfig()).isFalse();
-      assertThat(response.getConfig(1).getGenericXdsConfigsList()).hasSize(3);
-    });
+              GenericXdsConfig accepted = entry(response, "delta-1", TypeUrl.CLUSTER, "a");
+              assertThat(accepted.getClientStatus()).isEqualTo(ClientResourceStatus.ACKED);
+              assertThat(accepted.getConfigStatus()).isEqualTo(ConfigStatus.SYNCED);
+              assertThat(accepted.getVersionInfo())
+                  .isEqualTo(deltaClusters.getResources(0).getVersion());
+              assertThat(accepted.getXdsConfig()).isEqualTo(CLUSTER_A);
+              GenericXdsConfig missing = entry(response, "delta-1", TypeUrl.CLUSTER, "missing");
+              assertThat(missing.getClientStatus()).isEqualTo(ClientResourceStatus.DOES_NOT_EXIST);
+              assertThat(missing.hasXdsConfig()).isFalse();
+              GenericXdsConfig endpoints = entry(response, "delta-1", TypeUrl.ENDPOINT, "a");
+              assertThat(endpoints.getClientStatus()).isEqualTo(ClientResourceStatus.REQUESTED);
+              assertThat(endpoints.getConfigStatus()).isEqualTo(ConfigStatus.NOT_SENT);
+              assertThat(endpoints.hasXdsConfig()).isFalse();
+              assertThat(response.getConfig(1).getGenericXdsConfigsList()).hasSize(3);
+            });
   }
 
   @Test
   void aResourceSentAndNotYetAnsweredIsStale() throws Exception {
-    upstream.send(DiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).setVersionInfo("u2").setNonce("u2")
-        .addResources(CLUSTER_A).addResources(Any.pack(Resources.cluster("c"))).build());
+    upstream.send(
+        DiscoveryResponse.newBuilder()
+            .setTypeUrl(TypeUrl.CLUSTER.url())
+            .setVersionInfo("u2")
+            .setNonce("u2")
+            .addResources(CLUSTER_A)
+            .addResources(Any.pack(Resources.cluster("c")))
+            .build());
     DiscoveryResponse update = acking.next(WAIT);
     if (update.getResourcesCount() == 3) {
       // Make-before-break: c is added while b is kept, and b is removed in the next response.
@@ -206,62 +276,104 @@ class CsdsTest {
     assertThat(update.getResourcesCount()).as(acking.transcript()).isEqualTo(2);
     DiscoveryResponse latest = update;
 
-    await().atMost(WAIT).untilAsserted(() -> {
-      GenericXdsConfig added = entry(fetch(ClientStatusRequest.getDefaultInstance()), "acking-1", TypeUrl.CLUSTER, "c");
-      assertThat(added.getConfigStatus()).isEqualTo(ConfigStatus.STALE);
-      assertThat(added.getClientStatus()).isEqualTo(ClientResourceStatus.REQUESTED);
-      assertThat(added.getVersionInfo()).isEqualTo(latest.getVersionInfo());
-    });
-    acking.send(DiscoveryRequest.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url())
-        .setVersionInfo(latest.getVersionInfo()).setResponseNonce(latest.getNonce()).build());
-    await().atMost(WAIT).untilAsserted(() -> {
-      ClientStatusResponse response = fetch(ClientStatusRequest.getDefaultInstance());
-      assertThat(response.getConfig(0).getGenericXdsConfigsList()).extracting(GenericXdsConfig::getName)
-          .containsExactly("a", "c");
-      GenericXdsConfig added = entry(response, "acking-1", TypeUrl.CLUSTER, "c");
-      assertThat(added.getConfigStatus()).isEqualTo(ConfigStatus.SYNCED);
-      assertThat(added.getClientStatus()).isEqualTo(ClientResourceStatus.ACKED);
-    });
+    await()
+        .atMost(WAIT)
+        .untilAsserted(
+            () -> {
+              GenericXdsConfig added =
+                  entry(
+                      fetch(ClientStatusRequest.getDefaultInstance()),
+                      "acking-1",
+                      TypeUrl.CLUSTER,
+                      "c");
+              assertThat(added.getConfigStatus()).isEqualTo(ConfigStatus.STALE);
+              assertThat(added.getClientStatus()).isEqualTo(ClientResourceStatus.REQUESTED);
+              assertThat(added.getVersionInfo()).isEqualTo(latest.getVersionInfo());
+            });
+    acking.send(
+        DiscoveryRequest.newBuilder()
+            .setTypeUrl(TypeUrl.CLUSTER.url())
+            .setVersionInfo(latest.getVersionInfo())
+            .setResponseNonce(latest.getNonce())
+            .build());
+    await()
+        .atMost(WAIT)
+        .untilAsserted(
+            () -> {
+              ClientStatusResponse response = fetch(ClientStatusRequest.getDefaultInstance());
+              assertThat(response.getConfig(0).getGenericXdsConfigsList())
+                  .extracting(GenericXdsConfig::getName)
+                  .containsExactly("a", "c");
+              GenericXdsConfig added = entry(response, "acking-1", TypeUrl.CLUSTER, "c");
+              assertThat(added.getConfigStatus()).isEqualTo(ConfigStatus.SYNCED);
+              assertThat(added.getClientStatus()).isEqualTo(ClientResourceStatus.ACKED);
+            });
   }
 
   @Test
   void nodeIdMatchersChooseTheClients() {
-    await().atMost(WAIT).untilAsserted(() ->
-        assertThat(nodeIds(fetch(ClientStatusRequest.getDefaultInstance()))).hasSize(3));
+    await()
+        .atMost(WAIT)
+        .untilAsserted(
+            () -> assertThat(nodeIds(fetch(ClientStatusRequest.getDefaultInstance()))).hasSize(3));
 
     assertThat(nodeIds(fetch(matching(StringMatcher.newBuilder().setExact("nacking-1").build()))))
         .containsExactly("nacking-1");
-    assertThat(nodeIds(fetch(matching(StringMatcher.newBuilder().setPrefix("ACK").setIgnoreCase(true).build()))))
+    assertThat(
+            nodeIds(
+                fetch(
+                    matching(
+                        StringMatcher.newBuilder().setPrefix("ACK").setIgnoreCase(true).build()))))
         .containsExactly("acking-1");
     assertThat(nodeIds(fetch(matching(StringMatcher.newBuilder().setSuffix("cking-1").build()))))
         .containsExactly("acking-1", "nacking-1");
     assertThat(nodeIds(fetch(matching(StringMatcher.newBuilder().setContains("elt").build()))))
         .containsExactly("delta-1");
-    assertThat(nodeIds(fetch(matching(StringMatcher.newBuilder()
-        .setSafeRegex(RegexMatcher.newBuilder().setRegex("[dn].*-1")).build()))))
+    assertThat(
+            nodeIds(
+                fetch(
+                    matching(
+                        StringMatcher.newBuilder()
+                            .setSafeRegex(RegexMatcher.newBuilder().setRegex("[dn].*-1"))
+                            .build()))))
         .containsExactly("delta-1", "nacking-1");
-    assertThat(nodeIds(fetch(matching(StringMatcher.newBuilder().setExact("nobody").build())))).isEmpty();
+    assertThat(nodeIds(fetch(matching(StringMatcher.newBuilder().setExact("nobody").build()))))
+        .isEmpty();
     // Matchers are ORed.
-    assertThat(nodeIds(fetch(ClientStatusRequest.newBuilder()
-        .addNodeMatchers(NodeMatcher.newBuilder().setNodeId(StringMatcher.newBuilder().setExact("acking-1")))
-        .addNodeMatchers(NodeMatcher.newBuilder().setNodeId(StringMatcher.newBuilder().setExact("delta-1")))
-        .build()))).containsExactly("acking-1", "delta-1");
+    assertThat(
+            nodeIds(
+                fetch(
+                    ClientStatusRequest.newBuilder()
+                        .addNodeMatchers(
+                            NodeMatcher.newBuilder()
+                                .setNodeId(StringMatcher.newBuilder().setExact("acking-1")))
+                        .addNodeMatchers(
+                            NodeMatcher.newBuilder()
+                                .setNodeId(StringMatcher.newBuilder().setExact("delta-1")))
+                        .build())))
+        .containsExactly("acking-1", "delta-1");
   }
 
   @Test
   void resourceContentsCanBeLeftOut() {
-    await().atMost(WAIT).untilAsserted(() -> {
-      ClientStatusResponse response = fetch(ClientStatusRequest.newBuilder().setExcludeResourceContents(true).build());
-      GenericXdsConfig cluster = entry(response, "acking-1", TypeUrl.CLUSTER, "a");
-      assertThat(cluster.getClientStatus()).isEqualTo(ClientResourceStatus.ACKED);
-      assertThat(cluster.hasXdsConfig()).isFalse();
-    });
+    await()
+        .atMost(WAIT)
+        .untilAsserted(
+            () -> {
+              ClientStatusResponse response =
+                  fetch(ClientStatusRequest.newBuilder().setExcludeResourceContents(true).build());
+              GenericXdsConfig cluster = entry(response, "acking-1", TypeUrl.CLUSTER, "a");
+              assertThat(cluster.getClientStatus()).isEqualTo(ClientResourceStatus.ACKED);
+              assertThat(cluster.hasXdsConfig()).isFalse();
+            });
   }
 
   @Test
   void aStreamAnswersEachRequest() throws Exception {
-    await().atMost(WAIT).untilAsserted(() ->
-        assertThat(nodeIds(fetch(ClientStatusRequest.getDefaultInstance()))).hasSize(3));
+    await()
+        .atMost(WAIT)
+        .untilAsserted(
+            () -> assertThat(nodeIds(fetch(ClientStatusRequest.getDefaultInstance()))).hasSize(3));
     BlockingQueue<ClientStatusResponse> responses = new LinkedBlockingQueue<>();
     CompletableFuture<io.grpc.Status> end = new CompletableFuture<>();
     StreamObserver<ClientStatusRequest> requests = stream(responses, end);
@@ -285,21 +397,37 @@ class CsdsTest {
 
   @Test
   void anUnsupportedMatcherIsRefusedWithInvalidArgument() throws Exception {
-    ClientStatusRequest byMetadata = ClientStatusRequest.newBuilder().addNodeMatchers(NodeMatcher.newBuilder()
-        .addNodeMetadatas(StructMatcher.newBuilder().addPath(StructMatcher.PathSegment.newBuilder().setKey("region"))
-            .setValue(ValueMatcher.newBuilder().setStringMatch(StringMatcher.newBuilder().setExact("eu")))))
-        .build();
+    ClientStatusRequest byMetadata =
+        ClientStatusRequest.newBuilder()
+            .addNodeMatchers(
+                NodeMatcher.newBuilder()
+                    .addNodeMetadatas(
+                        StructMatcher.newBuilder()
+                            .addPath(StructMatcher.PathSegment.newBuilder().setKey("region"))
+                            .setValue(
+                                ValueMatcher.newBuilder()
+                                    .setStringMatch(StringMatcher.newBuilder().setExact("eu")))))
+            .build();
     assertThatThrownBy(() -> fetch(byMetadata))
-        .isInstanceOfSatisfying(StatusRuntimeException.class, e -> {
-          assertThat(e.getStatus().getCode()).isEqualTo(io.grpc.Status.Code.INVALID_ARGUMENT);
-          assertThat(e.getStatus().getDescription()).contains("node_metadatas");
-        });
-    assertThatThrownBy(() -> fetch(matching(StringMatcher.newBuilder()
-        .setSafeRegex(RegexMatcher.newBuilder().setRegex("(unclosed")).build())))
-        .isInstanceOfSatisfying(StatusRuntimeException.class, e -> {
-          assertThat(e.getStatus().getCode()).isEqualTo(io.grpc.Status.Code.INVALID_ARGUMENT);
-          assertThat(e.getStatus().getDescription()).contains("(unclosed");
-        });
+        .isInstanceOfSatisfying(
+            StatusRuntimeException.class,
+            e -> {
+              assertThat(e.getStatus().getCode()).isEqualTo(io.grpc.Status.Code.INVALID_ARGUMENT);
+              assertThat(e.getStatus().getDescription()).contains("node_metadatas");
+            });
+    assertThatThrownBy(
+            () ->
+                fetch(
+                    matching(
+                        StringMatcher.newBuilder()
+                            .setSafeRegex(RegexMatcher.newBuilder().setRegex("(unclosed"))
+                            .build())))
+        .isInstanceOfSatisfying(
+            StatusRuntimeException.class,
+            e -> {
+              assertThat(e.getStatus().getCode()).isEqualTo(io.grpc.Status.Code.INVALID_ARGUMENT);
+              assertThat(e.getStatus().getDescription()).contains("(unclosed");
+            });
 
     CompletableFuture<io.grpc.Status> end = new CompletableFuture<>();
     StreamObserver<ClientStatusRequest> requests = stream(new LinkedBlockingQueue<>(), end);
@@ -312,13 +440,24 @@ class CsdsTest {
   @Test
   void aClosedStreamIsNoLongerReported() {
     try (var leaving = XdsTestClient.sotwAds(proxy.xdsPort())) {
-      leaving.send(DiscoveryRequest.newBuilder().setNode(node("leaving-1", "fleet")).setTypeUrl(TypeUrl.CLUSTER.url())
-          .build());
+      leaving.send(
+          DiscoveryRequest.newBuilder()
+              .setNode(node("leaving-1", "fleet"))
+              .setTypeUrl(TypeUrl.CLUSTER.url())
+              .build());
       leaving.next(WAIT);
-      await().atMost(WAIT).untilAsserted(() -> assertThat(nodeIds(fetch(ClientStatusRequest.getDefaultInstance())))
-          .containsExactly("acking-1", "delta-1", "leaving-1", "nacking-1"));
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () ->
+                  assertThat(nodeIds(fetch(ClientStatusRequest.getDefaultInstance())))
+                      .containsExactly("acking-1", "delta-1", "leaving-1", "nacking-1"));
     }
-    await().atMost(WAIT).untilAsserted(() -> assertThat(nodeIds(fetch(ClientStatusRequest.getDefaultInstance())))
-        .containsExactly("acking-1", "delta-1", "nacking-1"));
+    await()
+        .atMost(WAIT)
+        .untilAsserted(
+            () ->
+                assertThat(nodeIds(fetch(ClientStatusRequest.getDefaultInstance())))
+                    .containsExactly("acking-1", "delta-1", "nacking-1"));
   }
 }

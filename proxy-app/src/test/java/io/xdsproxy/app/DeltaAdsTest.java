@@ -14,9 +14,9 @@ import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.Resource;
 import io.grpc.Status.Code;
 import io.xdsproxy.app.testing.ProxyFixture;
-import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.app.testing.Resources;
 import io.xdsproxy.app.testing.XdsTestClient;
+import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.upstream.testing.ControlPlane;
 import java.time.Duration;
 import java.util.Arrays;
@@ -27,8 +27,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * The rules of "Incremental xDS" on the proxy's DeltaAggregatedResources, fed by a State-of-the-World
- * upstream (java-control-plane): the proxy turns full states into per-resource deltas.
+ * The rules of "Incremental xDS" on the proxy's DeltaAggregatedResources, fed by a
+ * State-of-the-World upstream (java-control-plane): the proxy turns full states into per-resource
+ * deltas.
  */
 class DeltaAdsTest {
 
@@ -44,17 +45,26 @@ class DeltaAdsTest {
   @BeforeEach
   void start() throws Exception {
     controlPlane = fixture.controlPlane();
-    proxy = fixture.proxy(against(controlPlane.target())
-        .withNotFoundTimeout(Duration.ofMillis(300)));
+    proxy =
+        fixture.proxy(against(controlPlane.target()).withNotFoundTimeout(Duration.ofMillis(300)));
     client = fixture.deltaAds();
   }
 
   /** Clusters named {@code clusters} (connect timeout {@code timeout} s), and their endpoints. */
   private void publish(String version, int timeout, String... clusters) {
-    List<Cluster> cds = Arrays.stream(clusters).map(name -> Resources.cluster(name).toBuilder()
-        .setConnectTimeout(com.google.protobuf.Duration.newBuilder().setSeconds(timeout)).build()).toList();
-    List<ClusterLoadAssignment> eds = Arrays.stream(clusters).map(name -> Resources.endpoints(name, 1000)).toList();
-    controlPlane.setSnapshot("fleet", Snapshot.create(cds, eds, List.of(), List.of(), List.of(), version));
+    List<Cluster> cds =
+        Arrays.stream(clusters)
+            .map(
+                name ->
+                    Resources.cluster(name).toBuilder()
+                        .setConnectTimeout(
+                            com.google.protobuf.Duration.newBuilder().setSeconds(timeout))
+                        .build())
+            .toList();
+    List<ClusterLoadAssignment> eds =
+        Arrays.stream(clusters).map(name -> Resources.endpoints(name, 1000)).toList();
+    controlPlane.setSnapshot(
+        "fleet", Snapshot.create(cds, eds, List.of(), List.of(), List.of(), version));
   }
 
   private static DeltaDiscoveryRequest.Builder clusters() {
@@ -62,7 +72,10 @@ class DeltaAdsTest {
   }
 
   private static DeltaDiscoveryRequest ack(DeltaDiscoveryResponse response) {
-    return DeltaDiscoveryRequest.newBuilder().setTypeUrl(response.getTypeUrl()).setResponseNonce(response.getNonce()).build();
+    return DeltaDiscoveryRequest.newBuilder()
+        .setTypeUrl(response.getTypeUrl())
+        .setResponseNonce(response.getNonce())
+        .build();
   }
 
   private static List<String> names(DeltaDiscoveryResponse response) {
@@ -75,7 +88,8 @@ class DeltaAdsTest {
     client.send(clusters().setNode(node("n1", "fleet")).build());
     DeltaDiscoveryResponse first = client.next(WAIT);
     assertThat(names(first)).containsExactly("a", "b", "c");
-    assertThat(first.getResourcesList()).allSatisfy(resource -> assertThat(resource.getVersion()).isNotEmpty());
+    assertThat(first.getResourcesList())
+        .allSatisfy(resource -> assertThat(resource.getVersion()).isNotEmpty());
     client.send(ack(first));
 
     publish("2", 1, "a", "b2", "c");
@@ -114,7 +128,8 @@ class DeltaAdsTest {
     DeltaDiscoveryResponse second = client.next(WAIT);
 
     assertThat(names(second)).containsExactly("a", "b");
-    assertThat(second.getResources(0).getVersion()).isNotEqualTo(first.getResources(0).getVersion());
+    assertThat(second.getResources(0).getVersion())
+        .isNotEqualTo(first.getResources(0).getVersion());
     client.send(ack(second));
     client.expectNoResponse(QUIET);
   }
@@ -122,11 +137,20 @@ class DeltaAdsTest {
   @Test
   void unsubscribingGetsNoResponseAndPhantomUnsubscribesAreIgnored() {
     publish("1", 1, "a", "b");
-    client.send(clusters().setNode(node("n1", "fleet")).addResourceNamesSubscribe("a").addResourceNamesSubscribe("b").build());
+    client.send(
+        clusters()
+            .setNode(node("n1", "fleet"))
+            .addResourceNamesSubscribe("a")
+            .addResourceNamesSubscribe("b")
+            .build());
     DeltaDiscoveryResponse first = client.next(WAIT);
     assertThat(names(first)).containsExactly("a", "b");
 
-    client.send(ack(first).toBuilder().addResourceNamesUnsubscribe("b").addResourceNamesUnsubscribe("never-subscribed").build());
+    client.send(
+        ack(first).toBuilder()
+            .addResourceNamesUnsubscribe("b")
+            .addResourceNamesUnsubscribe("never-subscribed")
+            .build());
 
     client.expectNoResponse(QUIET);
     publish("2", 2, "a", "b");
@@ -163,7 +187,12 @@ class DeltaAdsTest {
       wildcard.send(clusters().setNode(node("n2", "fleet")).build());
       assertThat(names(wildcard.next(WAIT))).containsExactly("a");
 
-      client.send(clusters().setNode(node("n1", "fleet")).addResourceNamesSubscribe("a").addResourceNamesSubscribe("ghost").build());
+      client.send(
+          clusters()
+              .setNode(node("n1", "fleet"))
+              .addResourceNamesSubscribe("a")
+              .addResourceNamesSubscribe("ghost")
+              .build());
       DeltaDiscoveryResponse response = client.next(WAIT);
 
       // In the same response as a: known absent from the wildcard answer, not from a timer.
@@ -175,7 +204,12 @@ class DeltaAdsTest {
   @Test
   void unsubscribingANameAlsoCoveredByTheWildcardResendsIt() {
     publish("1", 1, "a", "b");
-    client.send(clusters().setNode(node("n1", "fleet")).addResourceNamesSubscribe("*").addResourceNamesSubscribe("a").build());
+    client.send(
+        clusters()
+            .setNode(node("n1", "fleet"))
+            .addResourceNamesSubscribe("*")
+            .addResourceNamesSubscribe("a")
+            .build());
     DeltaDiscoveryResponse first = client.next(WAIT);
     assertThat(names(first)).containsExactly("a", "b");
     client.send(ack(first));
@@ -183,7 +217,9 @@ class DeltaAdsTest {
     client.send(clusters().addResourceNamesUnsubscribe("a").build());
 
     DeltaDiscoveryResponse answer = client.next(WAIT);
-    assertThat(names(answer)).as("a is still in the wildcard: the client must keep it").containsExactly("a");
+    assertThat(names(answer))
+        .as("a is still in the wildcard: the client must keep it")
+        .containsExactly("a");
     assertThat(answer.getRemovedResourcesList()).isEmpty();
   }
 
@@ -192,14 +228,19 @@ class DeltaAdsTest {
     publish("1", 1, "a", "b");
     client.send(clusters().setNode(node("n1", "fleet")).build());
     DeltaDiscoveryResponse first = client.next(WAIT);
-    Map<String, String> held = Map.of(
-        "a", first.getResources(0).getVersion(),
-        "b", "some-old-version",
-        "gone", "v0");
+    Map<String, String> held =
+        Map.of(
+            "a", first.getResources(0).getVersion(),
+            "b", "some-old-version",
+            "gone", "v0");
 
     try (var reconnected = XdsTestClient.deltaAds(proxy.xdsPort())) {
-      reconnected.send(clusters().setNode(node("n1", "fleet")).addResourceNamesSubscribe("*")
-          .putAllInitialResourceVersions(held).build());
+      reconnected.send(
+          clusters()
+              .setNode(node("n1", "fleet"))
+              .addResourceNamesSubscribe("*")
+              .putAllInitialResourceVersions(held)
+              .build());
       DeltaDiscoveryResponse answer = reconnected.next(WAIT);
 
       assertThat(names(answer)).containsExactly("b");
@@ -213,7 +254,10 @@ class DeltaAdsTest {
     client.send(clusters().setNode(node("n1", "fleet")).build());
     DeltaDiscoveryResponse rejected = client.next(WAIT);
 
-    client.send(ack(rejected).toBuilder().setErrorDetail(Status.newBuilder().setCode(3).setMessage("a is bad")).build());
+    client.send(
+        ack(rejected).toBuilder()
+            .setErrorDetail(Status.newBuilder().setCode(3).setMessage("a is bad"))
+            .build());
     client.expectNoResponse(QUIET);
 
     publish("2", 2, "a");
@@ -226,7 +270,8 @@ class DeltaAdsTest {
     client.send(clusters().setNode(node("n1", "fleet")).addResourceNamesSubscribe("a").build());
     DeltaDiscoveryResponse first = client.next(WAIT);
 
-    client.send(clusters().setResponseNonce("stale-or-unknown").addResourceNamesSubscribe("b").build());
+    client.send(
+        clusters().setResponseNonce("stale-or-unknown").addResourceNamesSubscribe("b").build());
 
     assertThat(names(client.next(WAIT))).containsExactly("b");
     assertThat(first.getNonce()).isNotEqualTo("stale-or-unknown");
@@ -248,14 +293,22 @@ class DeltaAdsTest {
   @Test
   void thePerTypeClusterServiceServesDeltaAndRefusesAnotherType() {
     publish("1", 1, "a");
-    try (var cds = new XdsTestClient<>(proxy.xdsPort(), ClusterDiscoveryServiceGrpc.getDeltaClustersMethod());
-        var wrong = new XdsTestClient<>(proxy.xdsPort(), ClusterDiscoveryServiceGrpc.getDeltaClustersMethod())) {
+    try (var cds =
+            new XdsTestClient<>(
+                proxy.xdsPort(), ClusterDiscoveryServiceGrpc.getDeltaClustersMethod());
+        var wrong =
+            new XdsTestClient<>(
+                proxy.xdsPort(), ClusterDiscoveryServiceGrpc.getDeltaClustersMethod())) {
       cds.send(DeltaDiscoveryRequest.newBuilder().setNode(node("n1", "fleet")).build());
       DeltaDiscoveryResponse response = cds.next(WAIT);
       assertThat(response.getTypeUrl()).isEqualTo(TypeUrl.CLUSTER.url());
       assertThat(names(response)).containsExactly("a");
 
-      wrong.send(DeltaDiscoveryRequest.newBuilder().setNode(node("n2", "fleet")).setTypeUrl(TypeUrl.LISTENER.url()).build());
+      wrong.send(
+          DeltaDiscoveryRequest.newBuilder()
+              .setNode(node("n2", "fleet"))
+              .setTypeUrl(TypeUrl.LISTENER.url())
+              .build());
       io.grpc.Status status = wrong.awaitEnd(WAIT);
       assertThat(status.getCode()).isEqualTo(Code.INVALID_ARGUMENT);
       assertThat(status.getDescription()).contains(TypeUrl.LISTENER.url()).contains("Cluster");

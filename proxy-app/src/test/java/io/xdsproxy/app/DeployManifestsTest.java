@@ -23,9 +23,9 @@ import io.envoyproxy.envoy.service.cluster.v3.ClusterDiscoveryServiceGrpc;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
-import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.app.testing.XdsTestClient;
 import io.xdsproxy.app.testing.Yamls;
+import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.upstream.grpc.AdsUpstream;
 import io.xdsproxy.upstream.testing.ScriptedControlPlane;
 import java.io.IOException;
@@ -36,7 +36,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -67,8 +66,12 @@ class DeployManifestsTest {
 
   private static final Path DEPLOY = Path.of("..", "deploy");
   private static final Path KUBERNETES = DEPLOY.resolve("kubernetes");
-  /** prometheus-adapter's rules: Helm values for the adapter's own release, not a manifest of ours. */
+
+  /**
+   * prometheus-adapter's rules: Helm values for the adapter's own release, not a manifest of ours.
+   */
   private static final Path ADAPTER_VALUES = DEPLOY.resolve("prometheus-adapter/values.yaml");
+
   private static final Path SCALING_GUIDE = DEPLOY.resolve("SCALING.md");
   private static final Duration WAIT = Duration.ofSeconds(15);
   private static final String APP = "xds-proxy";
@@ -79,83 +82,89 @@ class DeployManifestsTest {
    * MetricsTest checks the values they should have in a real scrape after real traffic; which of
    * them a scrape of the ConfigMap's proxy must show is said below, in one place.
    */
-  static final List<String> METRICS = List.of(
-      "xds_downstream_streams",
-      "xds_downstream_requests_total",
-      "xds_downstream_acks_total",
-      "xds_downstream_nacks_total",
-      "xds_downstream_responses_total",
-      "xds_downstream_sent_bytes_total",
-      "xds_fanout_latency_seconds",
-      "xds_upstream_connected",
-      "xds_upstream_reconnects_total",
-      "xds_upstream_nacks_total",
-      "xds_store_resources",
-      "xds_store_bytes",
-      "xds_node_groups",
-      "xds_do_not_cache_relays_total",
-      "xds_ttl_expiries_total",
-      "xds_downstream_limited_total",
-      "xds_downstream_streams_ended_total",
-      "xds_proxy_build_info",
-      "xds_tls_certificate_expiration_timestamp_seconds",
-      "xds_tls_reload_failures_total",
-      "executor_queued_tasks",
-      "executor_active_threads",
-      "executor_pool_size_threads",
-      "netty_direct_memory_used_bytes",
-      "netty_direct_memory_max_bytes",
-      "jvm_memory_used_bytes",
-      "jvm_gc_pause_seconds",
-      "process_cpu_usage",
-      "process_files_open_files",
-      "jvm_threads_live_threads");
-  private static final Set<String> HISTOGRAMS = Set.of("xds_fanout_latency_seconds", "jvm_gc_pause_seconds");
+  static final List<String> METRICS =
+      List.of(
+          "xds_downstream_streams",
+          "xds_downstream_requests_total",
+          "xds_downstream_acks_total",
+          "xds_downstream_nacks_total",
+          "xds_downstream_responses_total",
+          "xds_downstream_sent_bytes_total",
+          "xds_fanout_latency_seconds",
+          "xds_upstream_connected",
+          "xds_upstream_reconnects_total",
+          "xds_upstream_nacks_total",
+          "xds_store_resources",
+          "xds_store_bytes",
+          "xds_node_groups",
+          "xds_do_not_cache_relays_total",
+          "xds_ttl_expiries_total",
+          "xds_downstream_limited_total",
+          "xds_downstream_streams_ended_total",
+          "xds_proxy_build_info",
+          "xds_tls_certificate_expiration_timestamp_seconds",
+          "xds_tls_reload_failures_total",
+          "executor_queued_tasks",
+          "executor_active_threads",
+          "executor_pool_size_threads",
+          "netty_direct_memory_used_bytes",
+          "netty_direct_memory_max_bytes",
+          "jvm_memory_used_bytes",
+          "jvm_gc_pause_seconds",
+          "process_cpu_usage",
+          "process_files_open_files",
+          "jvm_threads_live_threads");
+
+  private static final Set<String> HISTOGRAMS =
+      Set.of("xds_fanout_latency_seconds", "jvm_gc_pause_seconds");
 
   /**
    * The names of {@link #METRICS} a scrape shows once one client has been served from a resources
    * directory (one type ACKed, one NACKed). A meter of METRICS that is added to the proxy gets its
-   * name added here, or to {@link #SCRAPED_WITH_AN_UPSTREAM} if only an upstream makes it. Not here:
-   * the fan-out latency (only an update after a client subscribed makes one), do_not_cache relays
-   * and TTL expiries (only such resources make them), and streams limited (only a client past a
-   * limit makes one); MetricsTest, and LimitsTest for the last, scrape each with its value. Nor the
-   * TLS meters, exported only for the TLS files configured (TlsTest scrapes them).
+   * name added here, or to {@link #SCRAPED_WITH_AN_UPSTREAM} if only an upstream makes it. Not
+   * here: the fan-out latency (only an update after a client subscribed makes one), do_not_cache
+   * relays and TTL expiries (only such resources make them), and streams limited (only a client
+   * past a limit makes one); MetricsTest, and LimitsTest for the last, scrape each with its value.
+   * Nor the TLS meters, exported only for the TLS files configured (TlsTest scrapes them).
    */
-  private static final List<String> SCRAPED_AFTER_ONE_CLIENT = List.of(
-      "xds_downstream_streams",
-      "xds_downstream_streams_ended_total",
-      "xds_proxy_build_info",
-      "executor_queued_tasks",
-      "executor_active_threads",
-      "executor_pool_size_threads",
-      "netty_direct_memory_used_bytes",
-      "netty_direct_memory_max_bytes",
-      "xds_downstream_requests_total",
-      "xds_downstream_acks_total",
-      "xds_downstream_nacks_total",
-      "xds_downstream_responses_total",
-      "xds_downstream_sent_bytes_total",
-      "xds_store_resources",
-      "xds_store_bytes",
-      "xds_node_groups",
-      "jvm_memory_used_bytes",
-      "jvm_gc_pause_seconds",
-      "process_cpu_usage",
-      "process_files_open_files",
-      "jvm_threads_live_threads");
-  /** The further names a scrape shows once a client's group has a session with a control plane. */
-  private static final List<String> SCRAPED_WITH_AN_UPSTREAM = List.of(
-      "xds_upstream_connected",
-      "xds_upstream_reconnects_total",
-      "xds_upstream_nacks_total");
+  private static final List<String> SCRAPED_AFTER_ONE_CLIENT =
+      List.of(
+          "xds_downstream_streams",
+          "xds_downstream_streams_ended_total",
+          "xds_proxy_build_info",
+          "executor_queued_tasks",
+          "executor_active_threads",
+          "executor_pool_size_threads",
+          "netty_direct_memory_used_bytes",
+          "netty_direct_memory_max_bytes",
+          "xds_downstream_requests_total",
+          "xds_downstream_acks_total",
+          "xds_downstream_nacks_total",
+          "xds_downstream_responses_total",
+          "xds_downstream_sent_bytes_total",
+          "xds_store_resources",
+          "xds_store_bytes",
+          "xds_node_groups",
+          "jvm_memory_used_bytes",
+          "jvm_gc_pause_seconds",
+          "process_cpu_usage",
+          "process_files_open_files",
+          "jvm_threads_live_threads");
 
-  private static final Pattern METRIC_NAME = Pattern.compile("\\b(?:xds|jvm|process|executor|netty)_[a-z0-9_]+");
+  /** The further names a scrape shows once a client's group has a session with a control plane. */
+  private static final List<String> SCRAPED_WITH_AN_UPSTREAM =
+      List.of(
+          "xds_upstream_connected", "xds_upstream_reconnects_total", "xds_upstream_nacks_total");
+
+  private static final Pattern METRIC_NAME =
+      Pattern.compile("\\b(?:xds|jvm|process|executor|netty)_[a-z0-9_]+");
 
   /**
-   * Every object the kustomization makes (what its resources hold, and the ConfigMaps its generators
-   * make, named without kustomize's hash suffix), with the file it comes from.
+   * Every object the kustomization makes (what its resources hold, and the ConfigMaps its
+   * generators make, named without kustomize's hash suffix), with the file it comes from.
    */
   private static final List<Manifest> manifests = new ArrayList<>();
+
   /** Every file the kustomization, and the kustomizations it includes, read. */
   private static final Set<Path> kustomizationFiles = new TreeSet<>();
 
@@ -169,8 +178,8 @@ class DeployManifestsTest {
     }
   }
 
-  @TempDir
-  Path dir;
+  @TempDir Path dir;
+
   /** The pod the Deployment makes, with the generated ConfigMap mounted; one per test. */
   private DeployedPod pod;
 
@@ -188,7 +197,8 @@ class DeployManifestsTest {
     Map<String, Object> kustomization = documents(Files.readString(file), file.toString()).get(0);
     manifests.add(new Manifest(file, kustomization));
     kustomizationFiles.add(file.normalize());
-    for (Object resource : kustomization.containsKey("resources") ? list(kustomization, "resources") : List.of()) {
+    for (Object resource :
+        kustomization.containsKey("resources") ? list(kustomization, "resources") : List.of()) {
       Path path = directory.resolve((String) resource);
       if (Files.isDirectory(path)) {
         read(path);
@@ -200,26 +210,37 @@ class DeployManifestsTest {
         manifests.add(new Manifest(path, object));
       }
     }
-    for (Object item : kustomization.containsKey("configMapGenerator") ? list(kustomization, "configMapGenerator") : List.of()) {
+    for (Object item :
+        kustomization.containsKey("configMapGenerator")
+            ? list(kustomization, "configMapGenerator")
+            : List.of()) {
       Map<String, Object> data = new LinkedHashMap<>();
       Path source = file;
       for (String entry : strings(item, "files")) {
         String[] keyAndFile = entry.split("=", 2);
         source = directory.resolve(keyAndFile[keyAndFile.length - 1]);
-        assertThat(source).as("a file of %s's configMapGenerator %s", file, get(item, "name")).isRegularFile();
+        assertThat(source)
+            .as("a file of %s's configMapGenerator %s", file, get(item, "name"))
+            .isRegularFile();
         kustomizationFiles.add(source.normalize());
-        data.put(keyAndFile.length == 2 ? keyAndFile[0] : source.getFileName().toString(), Files.readString(source));
+        data.put(
+            keyAndFile.length == 2 ? keyAndFile[0] : source.getFileName().toString(),
+            Files.readString(source));
       }
       Map<String, Object> options = Yamls.has(item, "options") ? map(item, "options") : Map.of();
       Map<String, Object> metadata = new LinkedHashMap<>();
       metadata.put("name", get(item, "name"));
       metadata.put("labels", options.getOrDefault("labels", Map.of()));
-      manifests.add(new Manifest(source, Map.of("apiVersion", "v1", "kind", "ConfigMap", "metadata", metadata, "data", data)));
+      manifests.add(
+          new Manifest(
+              source,
+              Map.of("apiVersion", "v1", "kind", "ConfigMap", "metadata", metadata, "data", data)));
     }
   }
 
   @Test
-  void everyObjectIsAKubernetesObjectWithoutANamespaceAndEveryFileIsTheKustomizations() throws IOException {
+  void everyObjectIsAKubernetesObjectWithoutANamespaceAndEveryFileIsTheKustomizations()
+      throws IOException {
     Map<String, String> apiVersions = new LinkedHashMap<>();
     for (Manifest manifest : manifests) {
       Map<String, Object> object = manifest.object();
@@ -229,22 +250,26 @@ class DeployManifestsTest {
         continue;
       }
       assertThat(manifest.name()).as("%s: metadata.name", manifest.file()).isNotBlank();
-      assertThat(map(object, "metadata")).as("%s: the namespace is the one applied to", manifest.file())
+      assertThat(map(object, "metadata"))
+          .as("%s: the namespace is the one applied to", manifest.file())
           .doesNotContainKey("namespace");
-      assertThat(map(object, "metadata", "labels")).as("%s: labels", manifest.file())
+      assertThat(map(object, "metadata", "labels"))
+          .as("%s: labels", manifest.file())
           .containsEntry("app.kubernetes.io/name", APP)
           .containsKey("app.kubernetes.io/instance");
     }
-    assertThat(apiVersions).containsAllEntriesOf(Map.of(
-        "ConfigMap", "v1",
-        "Deployment", "apps/v1",
-        "Service", "v1",
-        "HorizontalPodAutoscaler", "autoscaling/v2",
-        "PodDisruptionBudget", "policy/v1",
-        "NetworkPolicy", "networking.k8s.io/v1",
-        "ServiceMonitor", "monitoring.coreos.com/v1",
-        "PrometheusRule", "monitoring.coreos.com/v1",
-        "Kustomization", "kustomize.config.k8s.io/v1beta1"));
+    assertThat(apiVersions)
+        .containsAllEntriesOf(
+            Map.of(
+                "ConfigMap", "v1",
+                "Deployment", "apps/v1",
+                "Service", "v1",
+                "HorizontalPodAutoscaler", "autoscaling/v2",
+                "PodDisruptionBudget", "policy/v1",
+                "NetworkPolicy", "networking.k8s.io/v1",
+                "ServiceMonitor", "monitoring.coreos.com/v1",
+                "PrometheusRule", "monitoring.coreos.com/v1",
+                "Kustomization", "kustomize.config.k8s.io/v1beta1"));
 
     // A file under deploy/kubernetes that the kustomization does not read would never be applied.
     Set<Path> files;
@@ -255,30 +280,50 @@ class DeployManifestsTest {
   }
 
   /**
-   * The config file is a file of its own, made a ConfigMap by a generator (its name hashed, so that a
-   * change rolls the pods), and the dashboard a ConfigMap Grafana's sidecar loads: labelled for it,
-   * unhashed so that a change replaces it, and the very JSON of deploy/grafana.
+   * The config file is a file of its own, made a ConfigMap by a generator (its name hashed, so that
+   * a change rolls the pods), and the dashboard a ConfigMap Grafana's sidecar loads: labelled for
+   * it, unhashed so that a change replaces it, and the very JSON of deploy/grafana.
    */
   @Test
-  void theConfigFileAndTheDashboardAreGeneratedConfigMapsTheOneRollingThePodsTheOtherLoadedByGrafana() throws IOException {
+  void
+      theConfigFileAndTheDashboardAreGeneratedConfigMapsTheOneRollingThePodsTheOtherLoadedByGrafana()
+          throws IOException {
     Map<String, Object> kustomization = kustomization(KUBERNETES);
     Map<String, Object> configGenerator = cast(list(kustomization, "configMapGenerator").get(0));
-    assertThat(configGenerator).as("the config file's generator: hashed names roll the pods")
+    assertThat(configGenerator)
+        .as("the config file's generator: hashed names roll the pods")
         .doesNotContainKey("behavior");
     assertThat(Yamls.has(configGenerator, "options", "disableNameSuffixHash")).isFalse();
-    assertThat(pod().configMap()).as("the ConfigMap mounted at --config").containsEntry("metadata", map(
-        manifests.stream().filter(m -> m.kind().equals("ConfigMap") && m.name().equals(get(configGenerator, "name")))
-            .findFirst().orElseThrow().object(), "metadata"));
+    assertThat(pod().configMap())
+        .as("the ConfigMap mounted at --config")
+        .containsEntry(
+            "metadata",
+            map(
+                manifests.stream()
+                    .filter(
+                        m ->
+                            m.kind().equals("ConfigMap")
+                                && m.name().equals(get(configGenerator, "name")))
+                    .findFirst()
+                    .orElseThrow()
+                    .object(),
+                "metadata"));
 
     Path grafana = DEPLOY.resolve("grafana");
-    assertThat(strings(kustomization, "resources")).as("the kustomization's resources").contains("../grafana");
-    Map<String, Object> dashboardGenerator = cast(list(kustomization(grafana), "configMapGenerator").get(0));
+    assertThat(strings(kustomization, "resources"))
+        .as("the kustomization's resources")
+        .contains("../grafana");
+    Map<String, Object> dashboardGenerator =
+        cast(list(kustomization(grafana), "configMapGenerator").get(0));
     assertThat(strings(dashboardGenerator, "files")).containsExactly("xds-proxy-dashboard.json");
     assertThat(map(dashboardGenerator, "options")).containsEntry("disableNameSuffixHash", true);
     Map<String, Object> dashboard = configMap(str(dashboardGenerator, "name"));
     assertThat(map(dashboard, "metadata", "labels")).containsEntry("grafana_dashboard", "1");
-    assertThat(map(dashboard, "data")).containsExactly(
-        Map.entry("xds-proxy-dashboard.json", Files.readString(grafana.resolve("xds-proxy-dashboard.json"))));
+    assertThat(map(dashboard, "data"))
+        .containsExactly(
+            Map.entry(
+                "xds-proxy-dashboard.json",
+                Files.readString(grafana.resolve("xds-proxy-dashboard.json"))));
   }
 
   /**
@@ -288,16 +333,25 @@ class DeployManifestsTest {
   @Test
   void kubectlKustomizeMakesTheObjectsThisTestReads() throws Exception {
     Optional<String> output = kubectlKustomize(KUBERNETES);
-    Assumptions.assumeTrue(output.isPresent(), "kubectl is not installed: kustomize's own output is not checked");
+    Assumptions.assumeTrue(
+        output.isPresent(), "kubectl is not installed: kustomize's own output is not checked");
     List<Map<String, Object>> objects = documents(output.get(), "kubectl kustomize " + KUBERNETES);
 
     Map<String, Map<String, Object>> built = new TreeMap<>();
     for (Map<String, Object> object : objects) {
       built.put(object.get("kind") + "/" + str(object, "metadata", "name"), object);
     }
-    String configMapName = str(list(kustomization(KUBERNETES), "configMapGenerator").get(0), "name");
-    String hashed = built.keySet().stream().filter(key -> key.matches("ConfigMap/" + Pattern.quote(configMapName) + "-[a-z0-9]{10}"))
-        .findFirst().orElseThrow(() -> new AssertionError("no hashed ConfigMap " + configMapName + " in " + built.keySet()));
+    String configMapName =
+        str(list(kustomization(KUBERNETES), "configMapGenerator").get(0), "name");
+    String hashed =
+        built.keySet().stream()
+            .filter(
+                key -> key.matches("ConfigMap/" + Pattern.quote(configMapName) + "-[a-z0-9]{10}"))
+            .findFirst()
+            .orElseThrow(
+                () ->
+                    new AssertionError(
+                        "no hashed ConfigMap " + configMapName + " in " + built.keySet()));
     Map<String, Map<String, Object>> read = new TreeMap<>();
     for (Manifest manifest : manifests) {
       if (!manifest.kind().equals("Kustomization")) {
@@ -305,29 +359,42 @@ class DeployManifestsTest {
         read.put(key.equals("ConfigMap/" + configMapName) ? hashed : key, manifest.object());
       }
     }
-    assertThat(built.keySet()).as("what kustomize makes, against what this test reads")
+    assertThat(built.keySet())
+        .as("what kustomize makes, against what this test reads")
         .containsExactlyInAnyOrderElementsOf(read.keySet());
     for (var entry : read.entrySet()) {
       Map<String, Object> object = built.get(entry.getKey());
       if (entry.getKey().startsWith("ConfigMap/")) {
-        assertThat(map(object, "data")).as("%s's data", entry.getKey()).isEqualTo(map(entry.getValue(), "data"));
-        assertThat(map(object, "metadata", "labels")).isEqualTo(map(entry.getValue(), "metadata", "labels"));
+        assertThat(map(object, "data"))
+            .as("%s's data", entry.getKey())
+            .isEqualTo(map(entry.getValue(), "data"));
+        assertThat(map(object, "metadata", "labels"))
+            .isEqualTo(map(entry.getValue(), "metadata", "labels"));
       } else if (!entry.getKey().startsWith("Deployment/")) {
-        assertThat(object).as("%s as kustomize makes it", entry.getKey()).isEqualTo(entry.getValue());
+        assertThat(object)
+            .as("%s as kustomize makes it", entry.getKey())
+            .isEqualTo(entry.getValue());
       }
     }
     DeployedPod builtPod = new DeployedPod(objects, Map.of(), dir.resolve("built"));
-    assertThat(str(builtPod.volume((String) builtPod.configMount().get("name")), "configMap", "name"))
-        .as("the ConfigMap the built Deployment mounts at --config").isEqualTo(hashed.substring("ConfigMap/".length()));
+    assertThat(
+            str(builtPod.volume((String) builtPod.configMount().get("name")), "configMap", "name"))
+        .as("the ConfigMap the built Deployment mounts at --config")
+        .isEqualTo(hashed.substring("ConfigMap/".length()));
     assertThat(builtPod.config()).as("the built pod's config").isEqualTo(pod().config());
   }
 
   @Test
-  void theConfigMapsConfigStartsARealProxyThatAnswersTheProbesAndServesTheMetrics() throws Exception {
+  void theConfigMapsConfigStartsARealProxyThatAnswersTheProbesAndServesTheMetrics()
+      throws Exception {
     ProxyConfig config = pod().config();
 
-    try (XdsProxy proxy = XdsProxy.start(config.withUpstream().withResourcesDir(DEPLOY.resolve("examples/resources"))
-        .withPorts(0, 0, 0))) {
+    try (XdsProxy proxy =
+        XdsProxy.start(
+            config
+                .withUpstream()
+                .withResourcesDir(DEPLOY.resolve("examples/resources"))
+                .withPorts(0, 0, 0))) {
       DeploymentChecks.probesAnswer(pod(), proxy);
       String metricsPath = str(pod().pod(), "metadata", "annotations", "prometheus.io/path");
       HttpResponse<String> metrics = httpGet(proxy, metricsPath);
@@ -337,8 +404,12 @@ class DeployManifestsTest {
       serveOneClient(proxy);
       // A collection, so that the GC pause timer has had a pause to record.
       System.gc();
-      await().atMost(WAIT).untilAsserted(() -> assertThat(scrapedNames(httpGet(proxy, metricsPath).body()))
-          .containsAll(SCRAPED_AFTER_ONE_CLIENT));
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () ->
+                  assertThat(scrapedNames(httpGet(proxy, metricsPath).body()))
+                      .containsAll(SCRAPED_AFTER_ONE_CLIENT));
     }
   }
 
@@ -346,18 +417,33 @@ class DeployManifestsTest {
   void theConfigMapsUpstreamSettingsOpenARealUpstreamSessionAndItsMetrics() throws Exception {
     ProxyConfig config = pod().config();
     try (ScriptedControlPlane controlPlane = new ScriptedControlPlane();
-        XdsProxy proxy = XdsProxy.start(config.withUpstream(controlPlane.target()).withPorts(0, 0, 0));
+        XdsProxy proxy =
+            XdsProxy.start(config.withUpstream(controlPlane.target()).withPorts(0, 0, 0));
         var client = XdsTestClient.sotwAds(proxy.xdsPort())) {
-      client.send(DiscoveryRequest.newBuilder().setNode(clientNode()).setTypeUrl(TypeUrl.CLUSTER.url()).build());
+      client.send(
+          DiscoveryRequest.newBuilder()
+              .setNode(clientNode())
+              .setTypeUrl(TypeUrl.CLUSTER.url())
+              .build());
       if (config.upstreamProtocol() == AdsUpstream.Protocol.DELTA) {
-        assertThat(controlPlane.nextDeltaRequest(WAIT)).as("the proxy's Delta request upstream").isNotNull();
+        assertThat(controlPlane.nextDeltaRequest(WAIT))
+            .as("the proxy's Delta request upstream")
+            .isNotNull();
       } else {
-        assertThat(controlPlane.nextRequest(WAIT)).as("the proxy's SotW request upstream").isNotNull();
+        assertThat(controlPlane.nextRequest(WAIT))
+            .as("the proxy's SotW request upstream")
+            .isNotNull();
       }
 
-      await().atMost(WAIT).untilAsserted(() -> assertThat(httpGet(proxy, "/readyz").statusCode()).isEqualTo(200));
-      await().atMost(WAIT).untilAsserted(() -> assertThat(scrapedNames(httpGet(proxy, "/metrics").body()))
-          .containsAll(SCRAPED_WITH_AN_UPSTREAM));
+      await()
+          .atMost(WAIT)
+          .untilAsserted(() -> assertThat(httpGet(proxy, "/readyz").statusCode()).isEqualTo(200));
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () ->
+                  assertThat(scrapedNames(httpGet(proxy, "/metrics").body()))
+                      .containsAll(SCRAPED_WITH_AN_UPSTREAM));
     }
   }
 
@@ -367,7 +453,8 @@ class DeployManifestsTest {
     DeploymentChecks.portsProbesAndDrain(pod(), config);
     DeploymentChecks.scrapeAnnotations(pod(), config);
     DeploymentChecks.spreadAndResources(pod());
-    assertThat(pod().configText()).as("the config file the pod reads at --config")
+    assertThat(pod().configText())
+        .as("the config file the pod reads at --config")
         .isEqualTo(Files.readString(KUBERNETES.resolve("xds-proxy.yaml")));
   }
 
@@ -384,23 +471,33 @@ class DeployManifestsTest {
     DeploymentChecks.serviceMonitor(config, service, servicePorts, one("ServiceMonitor").object());
     DeploymentChecks.podDisruptionBudget(pod(), one("PodDisruptionBudget").object());
 
-    Map<Integer, Map<String, Object>> rules = DeploymentChecks.networkPolicy(pod(), config, one("NetworkPolicy").object());
-    assertThat(list(rules.get(config.xdsPort()), "from")).as("who may reach the xDS port")
+    Map<Integer, Map<String, Object>> rules =
+        DeploymentChecks.networkPolicy(pod(), config, one("NetworkPolicy").object());
+    assertThat(list(rules.get(config.xdsPort()), "from"))
+        .as("who may reach the xDS port")
         .allSatisfy(peer -> assertThat(map(peer)).containsOnlyKeys("namespaceSelector"));
-    assertThat(list(rules.get(config.monitoringPort()), "from")).as("who may reach the monitoring port")
-        .containsExactly(Map.of("namespaceSelector", Map.of("matchLabels", Map.of("kubernetes.io/metadata.name", "monitoring"))));
+    assertThat(list(rules.get(config.monitoringPort()), "from"))
+        .as("who may reach the monitoring port")
+        .containsExactly(
+            Map.of(
+                "namespaceSelector",
+                Map.of("matchLabels", Map.of("kubernetes.io/metadata.name", "monitoring"))));
 
     Map<String, Object> hpa = one("HorizontalPodAutoscaler").object();
-    assertThat(map(hpa, "spec", "scaleTargetRef")).containsEntry("apiVersion", "apps/v1")
-        .containsEntry("kind", "Deployment").containsEntry("name", one("Deployment").name());
-    assertThat((Integer) get(hpa, "spec", "minReplicas")).isGreaterThanOrEqualTo(2)
+    assertThat(map(hpa, "spec", "scaleTargetRef"))
+        .containsEntry("apiVersion", "apps/v1")
+        .containsEntry("kind", "Deployment")
+        .containsEntry("name", one("Deployment").name());
+    assertThat((Integer) get(hpa, "spec", "minReplicas"))
+        .isGreaterThanOrEqualTo(2)
         .isLessThanOrEqualTo((Integer) get(pod().deployment(), "spec", "replicas"));
 
     // Comments name metrics too (the HPA's Pods metric): they must be ones the proxy exports. The
     // alerting rules' metrics, some only exported with TLS, are AlertRulesTest's.
     for (Manifest manifest : manifests) {
       if (!manifest.kind().equals("PrometheusRule")) {
-        assertThat(metricNames(Files.readString(manifest.file()))).as("metrics named in %s", manifest.file())
+        assertThat(metricNames(Files.readString(manifest.file())))
+            .as("metrics named in %s", manifest.file())
             .isSubsetOf(METRICS);
       }
     }
@@ -419,7 +516,9 @@ class DeployManifestsTest {
     for (Object item : list(hpa, "spec", "metrics")) {
       Map<String, Object> metric = cast(item);
       if (metric.get("type").equals("Pods")) {
-        assertThat(str(metric, "pods", "target", "type")).as("the Pods metric's target").isEqualTo("AverageValue");
+        assertThat(str(metric, "pods", "target", "type"))
+            .as("the Pods metric's target")
+            .isEqualTo("AverageValue");
         assertThat(averageValue(metric)).as("the Pods metric's target per pod").isPositive();
         podsMetrics.add(str(metric, "pods", "metric", "name"));
       } else {
@@ -427,7 +526,8 @@ class DeployManifestsTest {
         assertThat(metric.get("type")).as("the autoscaler's other metrics").isEqualTo("Resource");
         String resource = str(metric, "resource", "name");
         if (str(metric, "resource", "target", "type").equals("Utilization")) {
-          assertThat(map(pod().container(), "resources", "requests")).as("what a %s utilization is a share of", resource)
+          assertThat(map(pod().container(), "resources", "requests"))
+              .as("what a %s utilization is a share of", resource)
               .containsKey(resource);
         }
       }
@@ -439,13 +539,20 @@ class DeployManifestsTest {
       Map<String, Object> rule = adapterRuleServing(metric);
       String seriesQuery = str(rule, "seriesQuery");
       String series = seriesQuery.split("\\{", 2)[0].strip();
-      assertThat(METRICS).as("the series of the adapter rule serving %s (%s)", metric, ADAPTER_VALUES).contains(series);
+      assertThat(METRICS)
+          .as("the series of the adapter rule serving %s (%s)", metric, ADAPTER_VALUES)
+          .contains(series);
       Map<String, Object> overrides = map(rule, "resources", "overrides");
       Map<String, String> resources = new LinkedHashMap<>();
-      overrides.forEach((label, to) -> resources.put(str(to, "resource").replaceAll("s$", ""), label));
-      assertThat(resources).as("labels the rule ties to Kubernetes resources").containsKeys("namespace", "pod");
+      overrides.forEach(
+          (label, to) -> resources.put(str(to, "resource").replaceAll("s$", ""), label));
+      assertThat(resources)
+          .as("labels the rule ties to Kubernetes resources")
+          .containsKeys("namespace", "pod");
       for (String label : resources.values()) {
-        assertThat(seriesQuery).as("the rule's series query asks for series with a %s label", label).contains(label + "!=\"\"");
+        assertThat(seriesQuery)
+            .as("the rule's series query asks for series with a %s label", label)
+            .contains(label + "!=\"\"");
       }
       assertThat(str(rule, "metricsQuery").replace(" ", ""))
           .as("the rule's query: the series summed over its own labels, per pod (a gauge: no rate)")
@@ -453,30 +560,58 @@ class DeployManifestsTest {
       seriesByMetric.put(metric, series);
     }
 
-    try (XdsProxy proxy = XdsProxy.start(pod().config().withUpstream().withResourcesDir(DEPLOY.resolve("examples/resources"))
-        .withPorts(0, 0, 0))) {
+    try (XdsProxy proxy =
+        XdsProxy.start(
+            pod()
+                .config()
+                .withUpstream()
+                .withResourcesDir(DEPLOY.resolve("examples/resources"))
+                .withPorts(0, 0, 0))) {
       try (var sotwAds = XdsTestClient.sotwAds(proxy.xdsPort());
           var deltaAds = XdsTestClient.deltaAds(proxy.xdsPort());
-          var sotwCds = new XdsTestClient<>(proxy.xdsPort(), ClusterDiscoveryServiceGrpc.getStreamClustersMethod())) {
-        DiscoveryRequest clusters = DiscoveryRequest.newBuilder().setNode(clientNode()).setTypeUrl(TypeUrl.CLUSTER.url()).build();
+          var sotwCds =
+              new XdsTestClient<>(
+                  proxy.xdsPort(), ClusterDiscoveryServiceGrpc.getStreamClustersMethod())) {
+        DiscoveryRequest clusters =
+            DiscoveryRequest.newBuilder()
+                .setNode(clientNode())
+                .setTypeUrl(TypeUrl.CLUSTER.url())
+                .build();
         sotwAds.send(clusters);
         sotwCds.send(clusters);
-        deltaAds.send(DeltaDiscoveryRequest.newBuilder().setNode(clientNode()).setTypeUrl(TypeUrl.CLUSTER.url()).build());
+        deltaAds.send(
+            DeltaDiscoveryRequest.newBuilder()
+                .setNode(clientNode())
+                .setTypeUrl(TypeUrl.CLUSTER.url())
+                .build());
         assertThat(sotwAds.next(WAIT)).as("SotW ADS: %s", sotwAds.transcript()).isNotNull();
         assertThat(sotwCds.next(WAIT)).as("SotW CDS: %s", sotwCds.transcript()).isNotNull();
         assertThat(deltaAds.next(WAIT)).as("Delta ADS: %s", deltaAds.transcript()).isNotNull();
 
         for (var entry : seriesByMetric.entrySet()) {
           String body = httpGet(proxy, "/metrics").body();
-          assertThat(samples(body, entry.getValue())).as("the series of %s in a scrape of the proxy:%n%s", entry.getKey(), body)
+          assertThat(samples(body, entry.getValue()))
+              .as("the series of %s in a scrape of the proxy:%n%s", entry.getKey(), body)
               .hasSizeGreaterThan(1);
-          await().atMost(WAIT).untilAsserted(() -> assertThat(perPod(httpGet(proxy, "/metrics").body(), entry.getValue()))
-              .as("%s of a pod with three streams open (SotW ADS, SotW CDS, Delta ADS)", entry.getKey()).isEqualTo(3));
+          await()
+              .atMost(WAIT)
+              .untilAsserted(
+                  () ->
+                      assertThat(perPod(httpGet(proxy, "/metrics").body(), entry.getValue()))
+                          .as(
+                              "%s of a pod with three streams open (SotW ADS, SotW CDS, Delta ADS)",
+                              entry.getKey())
+                          .isEqualTo(3));
         }
       }
       for (var entry : seriesByMetric.entrySet()) {
-        await().atMost(WAIT).untilAsserted(() -> assertThat(perPod(httpGet(proxy, "/metrics").body(), entry.getValue()))
-            .as("%s once they are closed", entry.getKey()).isZero());
+        await()
+            .atMost(WAIT)
+            .untilAsserted(
+                () ->
+                    assertThat(perPod(httpGet(proxy, "/metrics").body(), entry.getValue()))
+                        .as("%s once they are closed", entry.getKey())
+                        .isZero());
       }
     }
   }
@@ -492,29 +627,42 @@ class DeployManifestsTest {
       Map<String, Object> metric = cast(item);
       if (metric.get("type").equals("Pods")) {
         String target = String.format(Locale.ROOT, "%,d", averageValue(metric));
-        assertThat(guide.contains(target)).as("%s names the Pods metric's target, %s", SCALING_GUIDE, target).isTrue();
+        assertThat(guide.contains(target))
+            .as("%s names the Pods metric's target, %s", SCALING_GUIDE, target)
+            .isTrue();
       }
     }
     String limit = str(pod().container(), "resources", "limits", "memory");
     Matcher quantity = Pattern.compile("([0-9]+)([MG])i").matcher(limit);
     assertThat(quantity.matches()).as("the memory limit %s, in Mi or Gi", limit).isTrue();
     String limitInGuide = quantity.group(1) + " " + quantity.group(2) + "iB";
-    assertThat(guide.contains(limitInGuide)).as("%s names the memory limit, %s", SCALING_GUIDE, limitInGuide).isTrue();
-    String heapShare = dockerfile().stream().filter(instruction -> instruction[0].equals("ENTRYPOINT"))
-        .map(instruction -> instruction[1]).flatMap(line -> Pattern.compile("-XX:MaxRAMPercentage=[0-9]+").matcher(line).results())
-        .map(found -> found.group()).findFirst().orElseThrow();
-    assertThat(guide.contains(heapShare)).as("%s names the image's heap share, %s", SCALING_GUIDE, heapShare).isTrue();
+    assertThat(guide.contains(limitInGuide))
+        .as("%s names the memory limit, %s", SCALING_GUIDE, limitInGuide)
+        .isTrue();
+    String heapShare =
+        dockerfile().stream()
+            .filter(instruction -> instruction[0].equals("ENTRYPOINT"))
+            .map(instruction -> instruction[1])
+            .flatMap(line -> Pattern.compile("-XX:MaxRAMPercentage=[0-9]+").matcher(line).results())
+            .map(found -> found.group())
+            .findFirst()
+            .orElseThrow();
+    assertThat(guide.contains(heapShare))
+        .as("%s names the image's heap share, %s", SCALING_GUIDE, heapShare)
+        .isTrue();
   }
 
   @Test
   void theDashboardQueriesOnlyExportedMetricsAndShowsEveryOne() throws IOException {
-    JsonObject dashboard = JsonParser.parseString(Files.readString(DEPLOY.resolve("grafana/xds-proxy-dashboard.json")))
-        .getAsJsonObject();
+    JsonObject dashboard =
+        JsonParser.parseString(Files.readString(DEPLOY.resolve("grafana/xds-proxy-dashboard.json")))
+            .getAsJsonObject();
     assertThat(dashboard.get("schemaVersion").getAsInt()).isGreaterThanOrEqualTo(36);
 
     Map<String, JsonObject> variables = new LinkedHashMap<>();
     for (JsonElement variable : dashboard.getAsJsonObject("templating").getAsJsonArray("list")) {
-      variables.put(variable.getAsJsonObject().get("name").getAsString(), variable.getAsJsonObject());
+      variables.put(
+          variable.getAsJsonObject().get("name").getAsString(), variable.getAsJsonObject());
     }
     assertThat(variables).containsKeys("datasource", "job", "pod");
     assertThat(variables.get("datasource").get("type").getAsString()).isEqualTo("datasource");
@@ -530,13 +678,17 @@ class DeployManifestsTest {
       if (panel.get("type").getAsString().equals("row")) {
         continue;
       }
-      assertThat(panel.getAsJsonObject("datasource").get("uid").getAsString()).as("panel %s's data source", title)
+      assertThat(panel.getAsJsonObject("datasource").get("uid").getAsString())
+          .as("panel %s's data source", title)
           .isEqualTo("${datasource}");
       assertThat(panel.getAsJsonArray("targets")).as("panel %s's queries", title).isNotEmpty();
       for (JsonElement target : panel.getAsJsonArray("targets")) {
         String expr = target.getAsJsonObject().get("expr").getAsString();
         assertThat(expr).as("panel %s", title).contains("$job").contains("$pod");
-        assertThat(metricNames(expr)).as("metrics of panel %s: %s", title, expr).isNotEmpty().isSubsetOf(METRICS);
+        assertThat(metricNames(expr))
+            .as("metrics of panel %s: %s", title, expr)
+            .isNotEmpty()
+            .isSubsetOf(METRICS);
         used.addAll(metricNames(expr));
       }
     }
@@ -545,7 +697,9 @@ class DeployManifestsTest {
         assertThat(metricNames(variable.get("definition").getAsString())).isSubsetOf(METRICS);
       }
     }
-    assertThat(used).as("the metrics the dashboard shows").containsExactlyInAnyOrderElementsOf(METRICS);
+    assertThat(used)
+        .as("the metrics the dashboard shows")
+        .containsExactlyInAnyOrderElementsOf(METRICS);
   }
 
   // The ConfigMap, the Deployment and the files they name.
@@ -560,19 +714,32 @@ class DeployManifestsTest {
 
   private static Map<String, Object> kustomization(Path directory) {
     Path file = directory.resolve("kustomization.yaml").normalize();
-    return manifests.stream().filter(manifest -> manifest.file().normalize().equals(file)).findFirst().orElseThrow().object();
+    return manifests.stream()
+        .filter(manifest -> manifest.file().normalize().equals(file))
+        .findFirst()
+        .orElseThrow()
+        .object();
   }
 
   private static Map<String, Object> configMap(String name) {
-    return manifests.stream().filter(manifest -> manifest.kind().equals("ConfigMap") && manifest.name().equals(name))
-        .findFirst().orElseThrow(() -> new AssertionError("no ConfigMap " + name)).object();
+    return manifests.stream()
+        .filter(manifest -> manifest.kind().equals("ConfigMap") && manifest.name().equals(name))
+        .findFirst()
+        .orElseThrow(() -> new AssertionError("no ConfigMap " + name))
+        .object();
   }
 
-  /** What {@code kubectl kustomize} makes of {@code directory}; empty if kubectl is not installed. */
-  private static Optional<String> kubectlKustomize(Path directory) throws IOException, InterruptedException {
+  /**
+   * What {@code kubectl kustomize} makes of {@code directory}; empty if kubectl is not installed.
+   */
+  private static Optional<String> kubectlKustomize(Path directory)
+      throws IOException, InterruptedException {
     Process kubectl;
     try {
-      kubectl = new ProcessBuilder("kubectl", "kustomize", directory.toString()).redirectErrorStream(true).start();
+      kubectl =
+          new ProcessBuilder("kubectl", "kustomize", directory.toString())
+              .redirectErrorStream(true)
+              .start();
     } catch (IOException notInstalled) {
       return Optional.empty();
     }
@@ -583,7 +750,8 @@ class DeployManifestsTest {
   }
 
   private static Manifest one(String kind) {
-    List<Manifest> found = manifests.stream().filter(manifest -> kind.equals(manifest.kind())).toList();
+    List<Manifest> found =
+        manifests.stream().filter(manifest -> kind.equals(manifest.kind())).toList();
     assertThat(found).as("objects of kind %s under %s", kind, KUBERNETES).hasSize(1);
     return found.get(0);
   }
@@ -592,14 +760,16 @@ class DeployManifestsTest {
   private static long averageValue(Map<String, Object> metric) {
     Object value = get(metric, "pods", "target", "averageValue");
     Matcher quantity = Pattern.compile("([0-9]+)(k?)").matcher(String.valueOf(value));
-    assertThat(quantity.matches()).as("the averageValue %s, a whole number of streams", value).isTrue();
+    assertThat(quantity.matches())
+        .as("the averageValue %s, a whole number of streams", value)
+        .isTrue();
     return Long.parseLong(quantity.group(1)) * (quantity.group(2).isEmpty() ? 1 : 1000);
   }
 
   /**
    * The rule of prometheus-adapter's values that serves {@code metric} in the custom metrics API:
-   * its {@code name.matches} found in the series' name, expanded as {@code name.as} says (by default
-   * the first capture group, or the whole match).
+   * its {@code name.matches} found in the series' name, expanded as {@code name.as} says (by
+   * default the first capture group, or the whole match).
    */
   private static Map<String, Object> adapterRuleServing(String metric) throws IOException {
     Map<String, Object> values;
@@ -611,9 +781,15 @@ class DeployManifestsTest {
       Map<String, Object> rule = cast(item);
       String series = str(rule, "seriesQuery").split("\\{", 2)[0].strip();
       Map<String, Object> name = rule.containsKey("name") ? map(rule, "name") : Map.of();
-      Matcher matcher = Pattern.compile(String.valueOf(name.getOrDefault("matches", ".*"))).matcher(series);
+      Matcher matcher =
+          Pattern.compile(String.valueOf(name.getOrDefault("matches", ".*"))).matcher(series);
       if (!matcher.find()) {
-        served.add("nothing from " + series + " (name.matches " + name.get("matches") + " is not found in it)");
+        served.add(
+            "nothing from "
+                + series
+                + " (name.matches "
+                + name.get("matches")
+                + " is not found in it)");
         continue;
       }
       String as = String.valueOf(name.getOrDefault("as", ""));
@@ -628,7 +804,8 @@ class DeployManifestsTest {
         return rule;
       }
     }
-    throw new AssertionError("no rule of " + ADAPTER_VALUES + " serves " + metric + "; its rules serve " + served);
+    throw new AssertionError(
+        "no rule of " + ADAPTER_VALUES + " serves " + metric + "; its rules serve " + served);
   }
 
   // The Dockerfile.
@@ -636,11 +813,15 @@ class DeployManifestsTest {
   /** The Dockerfile's instructions, each as {keyword, arguments}. */
   private static List<String[]> dockerfile() throws IOException {
     return DockerImageTest.instructions(DEPLOY.resolve("Dockerfile")).stream()
-        .map(instruction -> new String[] {instruction.keyword(), instruction.arguments()}).toList();
+        .map(instruction -> new String[] {instruction.keyword(), instruction.arguments()})
+        .toList();
   }
 
   private static List<String> arguments(List<String[]> instructions, String keyword) {
-    return instructions.stream().filter(instruction -> instruction[0].equals(keyword)).map(instruction -> instruction[1]).toList();
+    return instructions.stream()
+        .filter(instruction -> instruction[0].equals(keyword))
+        .map(instruction -> instruction[1])
+        .toList();
   }
 
   /** The final stage's USER. */
@@ -658,53 +839,96 @@ class DeployManifestsTest {
    */
   private static void serveOneClient(XdsProxy proxy) {
     try (var client = XdsTestClient.sotwAds(proxy.xdsPort())) {
-      client.send(DiscoveryRequest.newBuilder().setNode(clientNode()).setTypeUrl(TypeUrl.CLUSTER.url()).build());
+      client.send(
+          DiscoveryRequest.newBuilder()
+              .setNode(clientNode())
+              .setTypeUrl(TypeUrl.CLUSTER.url())
+              .build());
       DiscoveryResponse clusters = client.next(WAIT);
-      client.send(DiscoveryRequest.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url())
-          .setVersionInfo(clusters.getVersionInfo()).setResponseNonce(clusters.getNonce()).build());
-      client.send(DiscoveryRequest.newBuilder().setTypeUrl(TypeUrl.ENDPOINT.url()).addResourceNames("example-cluster").build());
+      client.send(
+          DiscoveryRequest.newBuilder()
+              .setTypeUrl(TypeUrl.CLUSTER.url())
+              .setVersionInfo(clusters.getVersionInfo())
+              .setResponseNonce(clusters.getNonce())
+              .build());
+      client.send(
+          DiscoveryRequest.newBuilder()
+              .setTypeUrl(TypeUrl.ENDPOINT.url())
+              .addResourceNames("example-cluster")
+              .build());
       DiscoveryResponse endpoints = client.next(WAIT);
-      assertThat(endpoints.getTypeUrl()).as("transcript:%n%s", client.transcript()).isEqualTo(TypeUrl.ENDPOINT.url());
-      client.send(DiscoveryRequest.newBuilder().setTypeUrl(TypeUrl.ENDPOINT.url()).addResourceNames("example-cluster")
-          .setResponseNonce(endpoints.getNonce()).setErrorDetail(Status.newBuilder().setCode(3).setMessage("rejected by the test"))
-          .build());
-      await().atMost(WAIT).untilAsserted(() -> assertThat(httpGet(proxy, "/metrics").body())
-          .as("the NACK counted").contains("xds_downstream_nacks_total{"));
+      assertThat(endpoints.getTypeUrl())
+          .as("transcript:%n%s", client.transcript())
+          .isEqualTo(TypeUrl.ENDPOINT.url());
+      client.send(
+          DiscoveryRequest.newBuilder()
+              .setTypeUrl(TypeUrl.ENDPOINT.url())
+              .addResourceNames("example-cluster")
+              .setResponseNonce(endpoints.getNonce())
+              .setErrorDetail(Status.newBuilder().setCode(3).setMessage("rejected by the test"))
+              .build());
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () ->
+                  assertThat(httpGet(proxy, "/metrics").body())
+                      .as("the NACK counted")
+                      .contains("xds_downstream_nacks_total{"));
     }
   }
 
   private static Node clientNode() {
-    return node("sidecar~10.0.0.1~client-0.default~default.svc.cluster.local", "example").toBuilder()
-        .setLocality(Locality.newBuilder().setRegion("region").setZone("zone-a").setSubZone("rack-1"))
+    return node("sidecar~10.0.0.1~client-0.default~default.svc.cluster.local", "example")
+        .toBuilder()
+        .setLocality(
+            Locality.newBuilder().setRegion("region").setZone("zone-a").setSubZone("rack-1"))
         .build();
   }
 
   // Metric names.
 
-  /** The names a Prometheus text exposition has samples of, histograms and timers by their base name. */
+  /**
+   * The names a Prometheus text exposition has samples of, histograms and timers by their base
+   * name.
+   */
   private static Set<String> scrapedNames(String exposition) {
-    return exposition.lines().filter(line -> !line.startsWith("#") && !line.isBlank())
-        .map(line -> baseName(line.split("[{ ]", 2)[0])).collect(Collectors.toCollection(TreeSet::new));
+    return exposition
+        .lines()
+        .filter(line -> !line.startsWith("#") && !line.isBlank())
+        .map(line -> baseName(line.split("[{ ]", 2)[0]))
+        .collect(Collectors.toCollection(TreeSet::new));
   }
 
   /** The values of {@code name}'s samples in a Prometheus text exposition, by their label set. */
   private static Map<String, Double> samples(String exposition, String name) {
     Map<String, Double> samples = new LinkedHashMap<>();
     Pattern sample = Pattern.compile(Pattern.quote(name) + "(\\{[^}]*})?\\s+(\\S+)");
-    exposition.lines().filter(line -> !line.startsWith("#")).map(sample::matcher).filter(Matcher::matches)
-        .forEach(found -> samples.put(found.group(1) == null ? "" : found.group(1), Double.parseDouble(found.group(2))));
+    exposition
+        .lines()
+        .filter(line -> !line.startsWith("#"))
+        .map(sample::matcher)
+        .filter(Matcher::matches)
+        .forEach(
+            found ->
+                samples.put(
+                    found.group(1) == null ? "" : found.group(1),
+                    Double.parseDouble(found.group(2))));
     return samples;
   }
 
   /**
    * What prometheus-adapter's {@code sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)} gives
-   * for the pod a scrape comes from: every sample of the series, whatever its other labels, added up.
+   * for the pod a scrape comes from: every sample of the series, whatever its other labels, added
+   * up.
    */
   private static long perPod(String exposition, String name) {
-    return Math.round(samples(exposition, name).values().stream().mapToDouble(Double::doubleValue).sum());
+    return Math.round(
+        samples(exposition, name).values().stream().mapToDouble(Double::doubleValue).sum());
   }
 
-  /** The metric names in a PromQL expression or a text, histograms and timers by their base name. */
+  /**
+   * The metric names in a PromQL expression or a text, histograms and timers by their base name.
+   */
   private static Set<String> metricNames(String text) {
     Set<String> names = new TreeSet<>();
     Matcher matcher = METRIC_NAME.matcher(text);
@@ -716,7 +940,8 @@ class DeployManifestsTest {
 
   private static String baseName(String name) {
     for (String suffix : List.of("_bucket", "_sum", "_count", "_max")) {
-      if (name.endsWith(suffix) && HISTOGRAMS.contains(name.substring(0, name.length() - suffix.length()))) {
+      if (name.endsWith(suffix)
+          && HISTOGRAMS.contains(name.substring(0, name.length() - suffix.length()))) {
         return name.substring(0, name.length() - suffix.length());
       }
     }

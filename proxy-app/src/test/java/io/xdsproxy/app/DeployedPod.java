@@ -43,7 +43,8 @@ final class DeployedPod {
    *     volumes name (an operator's certificates and CA bundles), by name, then key
    * @param root an empty directory standing for the container's filesystem
    */
-  DeployedPod(List<Map<String, Object>> objects, Map<String, Map<String, String>> external, Path root) {
+  DeployedPod(
+      List<Map<String, Object>> objects, Map<String, Map<String, String>> external, Path root) {
     this.objects = objects;
     this.external = external;
     this.root = root;
@@ -75,7 +76,10 @@ final class DeployedPod {
     return ports;
   }
 
-  /** A probe's, Service's or NetworkPolicy's port, given by number or by the name of a container port. */
+  /**
+   * A probe's, Service's or NetworkPolicy's port, given by number or by the name of a container
+   * port.
+   */
   int port(Object port) {
     if (port instanceof Integer number) {
       return number;
@@ -108,13 +112,17 @@ final class DeployedPod {
         return mount;
       }
     }
-    throw new AssertionError("no volume mount holds --config " + configPath + ": " + list(container(), "volumeMounts"));
+    throw new AssertionError(
+        "no volume mount holds --config " + configPath + ": " + list(container(), "volumeMounts"));
   }
 
   /** The pod's volume named {@code name}. */
   Map<String, Object> volume(String name) {
-    return list(pod(), "spec", "volumes").stream().map(v -> cast(v)).filter(v -> name.equals(v.get("name")))
-        .findFirst().orElseThrow(() -> new AssertionError("the pod has no volume " + name));
+    return list(pod(), "spec", "volumes").stream()
+        .map(v -> cast(v))
+        .filter(v -> name.equals(v.get("name")))
+        .findFirst()
+        .orElseThrow(() -> new AssertionError("the pod has no volume " + name));
   }
 
   /** The ConfigMap mounted where {@code --config} points. */
@@ -164,8 +172,15 @@ final class DeployedPod {
     try {
       config = ProxyConfig.parse(args.toArray(String[]::new));
     } catch (ProxyConfig.ConfigException e) {
-      throw new AssertionError("the container's args " + strings(container(), "args") + " with its mounted files"
-          + " (config file:\n" + configText() + ") are refused as the proxy would refuse them: " + e.getMessage(), e);
+      throw new AssertionError(
+          "the container's args "
+              + strings(container(), "args")
+              + " with its mounted files"
+              + " (config file:\n"
+              + configText()
+              + ") are refused as the proxy would refuse them: "
+              + e.getMessage(),
+          e);
     }
     Map<String, Object> keys = cast(new Yaml().load(configText()));
     assertThat(keys.keySet()).as("the keys of the config file").isSubsetOf(ProxyConfig.KEYS);
@@ -183,8 +198,8 @@ final class DeployedPod {
   }
 
   /**
-   * Writes every file the container's mounts give it (ConfigMap and Secret volumes, with their items
-   * and subPaths) and makes every other mount a directory; returns the mount paths.
+   * Writes every file the container's mounts give it (ConfigMap and Secret volumes, with their
+   * items and subPaths) and makes every other mount a directory; returns the mount paths.
    */
   private List<String> layOut() throws IOException {
     List<String> mountPaths = new ArrayList<>();
@@ -198,7 +213,8 @@ final class DeployedPod {
       Map<String, Object> volume = volume((String) mount.get("name"));
       Map<String, String> data;
       Map<String, Object> source;
-      if (volume.containsKey("configMap") && isRendered("ConfigMap", str(volume, "configMap", "name"))) {
+      if (volume.containsKey("configMap")
+          && isRendered("ConfigMap", str(volume, "configMap", "name"))) {
         source = map(volume, "configMap");
         data = new LinkedHashMap<>();
         for (var entry : map(named("ConfigMap", str(source, "name")), "data").entrySet()) {
@@ -206,8 +222,12 @@ final class DeployedPod {
         }
       } else if (volume.containsKey("configMap") || volume.containsKey("secret")) {
         source = volume.containsKey("secret") ? map(volume, "secret") : map(volume, "configMap");
-        String name = volume.containsKey("secret") ? str(source, "secretName") : str(source, "name");
-        assertThat(external).as("Secrets and ConfigMaps the test gives (the pod mounts %s, and would not start without it)", name)
+        String name =
+            volume.containsKey("secret") ? str(source, "secretName") : str(source, "name");
+        assertThat(external)
+            .as(
+                "Secrets and ConfigMaps the test gives (the pod mounts %s, and would not start without it)",
+                name)
             .containsKey(name);
         data = external.get(name);
       } else {
@@ -226,7 +246,9 @@ final class DeployedPod {
       }
       if (mount.containsKey("subPath")) {
         String subPath = (String) mount.get("subPath");
-        assertThat(files).as("the files of volume %s (subPath)", mount.get("name")).containsKey(subPath);
+        assertThat(files)
+            .as("the files of volume %s (subPath)", mount.get("name"))
+            .containsKey(subPath);
         write(file(mountPath), files.get(subPath));
       } else {
         for (var entry : files.entrySet()) {
@@ -242,10 +264,16 @@ final class DeployedPod {
    * pass: a moved path is not moved again by a mount (such as /tmp) that it now starts with.
    */
   private String rebase(String text, List<String> mountPaths) {
-    String anyMount = mountPaths.stream().sorted(Comparator.comparing(String::length).reversed()).map(Pattern::quote)
-        .collect(Collectors.joining("|"));
-    Pattern inMount = Pattern.compile("(?<=^|[\\s\"'=])(?:" + anyMount + ")(?=/|$|[\\s\"'])", Pattern.MULTILINE);
-    return inMount.matcher(text).replaceAll(found -> Matcher.quoteReplacement(file(found.group()).toString()));
+    String anyMount =
+        mountPaths.stream()
+            .sorted(Comparator.comparing(String::length).reversed())
+            .map(Pattern::quote)
+            .collect(Collectors.joining("|"));
+    Pattern inMount =
+        Pattern.compile("(?<=^|[\\s\"'=])(?:" + anyMount + ")(?=/|$|[\\s\"'])", Pattern.MULTILINE);
+    return inMount
+        .matcher(text)
+        .replaceAll(found -> Matcher.quoteReplacement(file(found.group()).toString()));
   }
 
   private static void write(Path file, String content) throws IOException {
@@ -254,17 +282,28 @@ final class DeployedPod {
   }
 
   private Map<String, Object> one(String kind) {
-    List<Map<String, Object>> found = objects.stream().filter(object -> kind.equals(object.get("kind"))).toList();
+    List<Map<String, Object>> found =
+        objects.stream().filter(object -> kind.equals(object.get("kind"))).toList();
     assertThat(found).as("objects of kind %s", kind).hasSize(1);
     return found.get(0);
   }
 
   private boolean isRendered(String kind, String name) {
-    return objects.stream().anyMatch(object -> kind.equals(object.get("kind")) && name.equals(get(object, "metadata", "name")));
+    return objects.stream()
+        .anyMatch(
+            object ->
+                kind.equals(object.get("kind")) && name.equals(get(object, "metadata", "name")));
   }
 
   private Map<String, Object> named(String kind, String name) {
-    return objects.stream().filter(object -> kind.equals(object.get("kind")) && name.equals(get(object, "metadata", "name")))
-        .findFirst().orElseThrow(() -> new AssertionError("no " + kind + " named " + name + " among the rendered objects"));
+    return objects.stream()
+        .filter(
+            object ->
+                kind.equals(object.get("kind")) && name.equals(get(object, "metadata", "name")))
+        .findFirst()
+        .orElseThrow(
+            () ->
+                new AssertionError(
+                    "no " + kind + " named " + name + " among the rendered objects"));
   }
 }

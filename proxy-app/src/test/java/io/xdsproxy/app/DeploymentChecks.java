@@ -42,32 +42,41 @@ final class DeploymentChecks {
     Map<String, Object> container = pod.container();
     Set<Integer> expected = new LinkedHashSet<>(List.of(config.xdsPort(), config.monitoringPort()));
     config.restPort().ifPresent(expected::add);
-    assertThat(pod.containerPorts().values()).as("container ports (the admin port %s is not one)", config.adminPort())
+    assertThat(pod.containerPorts().values())
+        .as("container ports (the admin port %s is not one)", config.adminPort())
         .containsExactlyInAnyOrderElementsOf(expected);
     assertThat(str(container, "livenessProbe", "httpGet", "path")).isEqualTo("/healthz");
     assertThat(str(container, "readinessProbe", "httpGet", "path")).isEqualTo("/readyz");
     for (String probe : List.of("livenessProbe", "readinessProbe", "startupProbe")) {
       if (container.containsKey(probe)) {
-        assertThat(pod.port(get(container, probe, "httpGet", "port"))).as("%s's port", probe).isEqualTo(config.monitoringPort());
+        assertThat(pod.port(get(container, probe, "httpGet", "port")))
+            .as("%s's port", probe)
+            .isEqualTo(config.monitoringPort());
       }
     }
 
     // On SIGTERM the pod sleeps in preStop, then the proxy drains for drain-time, then exits.
-    assertThat(map(container, "lifecycle", "preStop")).as("preStop: the kubelet's sleep action, nothing run in the image")
+    assertThat(map(container, "lifecycle", "preStop"))
+        .as("preStop: the kubelet's sleep action, nothing run in the image")
         .containsOnlyKeys("sleep");
     int preStopSeconds = (Integer) get(container, "lifecycle", "preStop", "sleep", "seconds");
     assertThat(preStopSeconds).as("preStop's sleep").isPositive();
     int grace = (Integer) get(pod.pod(), "spec", "terminationGracePeriodSeconds");
-    assertThat(Duration.ofSeconds(grace)).as("terminationGracePeriodSeconds against preStop %ss and drain-time %s",
-        preStopSeconds, config.drainTime()).isGreaterThan(config.drainTime().plusSeconds(preStopSeconds));
+    assertThat(Duration.ofSeconds(grace))
+        .as(
+            "terminationGracePeriodSeconds against preStop %ss and drain-time %s",
+            preStopSeconds, config.drainTime())
+        .isGreaterThan(config.drainTime().plusSeconds(preStopSeconds));
 
     Map<String, Object> podLabels = map(pod.pod(), "metadata", "labels");
-    assertThat(podLabels).containsAllEntriesOf(map(pod.deployment(), "spec", "selector", "matchLabels"));
+    assertThat(podLabels)
+        .containsAllEntriesOf(map(pod.deployment(), "spec", "selector", "matchLabels"));
   }
 
   /** The Prometheus annotations, where the pod has them, name the monitoring port's /metrics. */
   static void scrapeAnnotations(DeployedPod pod, ProxyConfig config) {
-    assertThat(map(pod.pod(), "metadata", "annotations")).containsEntry("prometheus.io/scrape", "true")
+    assertThat(map(pod.pod(), "metadata", "annotations"))
+        .containsEntry("prometheus.io/scrape", "true")
         .containsEntry("prometheus.io/port", String.valueOf(config.monitoringPort()))
         .containsEntry("prometheus.io/path", "/metrics");
   }
@@ -76,14 +85,19 @@ final class DeploymentChecks {
    * The Service selects the pods and forwards to the config's xDS and monitoring ports (and REST,
    * if set), the xDS port as gRPC; returns its ports by name, as they reach the pod.
    */
-  static Map<String, Integer> service(DeployedPod pod, ProxyConfig config, Map<String, Object> service) {
+  static Map<String, Integer> service(
+      DeployedPod pod, ProxyConfig config, Map<String, Object> service) {
     Map<String, Object> podLabels = map(pod.pod(), "metadata", "labels");
-    assertThat(podLabels).as("pods the Service selects").containsAllEntriesOf(map(service, "spec", "selector"));
+    assertThat(podLabels)
+        .as("pods the Service selects")
+        .containsAllEntriesOf(map(service, "spec", "selector"));
     Map<String, Integer> servicePorts = new LinkedHashMap<>();
     for (Object item : list(service, "spec", "ports")) {
       Map<String, Object> servicePort = cast(item);
       int target = pod.port(servicePort.get("targetPort"));
-      assertThat(pod.containerPorts().values()).as("Service port %s's targetPort", servicePort.get("name")).contains(target);
+      assertThat(pod.containerPorts().values())
+          .as("Service port %s's targetPort", servicePort.get("name"))
+          .contains(target);
       servicePorts.put((String) servicePort.get("name"), target);
       if (target == config.xdsPort()) {
         assertThat(servicePort).as("the xDS port").containsEntry("appProtocol", "grpc");
@@ -96,14 +110,22 @@ final class DeploymentChecks {
   }
 
   /** The ServiceMonitor selects the Service and scrapes /metrics on the monitoring port. */
-  static void serviceMonitor(ProxyConfig config, Map<String, Object> service, Map<String, Integer> servicePorts,
+  static void serviceMonitor(
+      ProxyConfig config,
+      Map<String, Object> service,
+      Map<String, Integer> servicePorts,
       Map<String, Object> monitor) {
-    assertThat(map(service, "metadata", "labels")).as("the Service the ServiceMonitor selects")
+    assertThat(map(service, "metadata", "labels"))
+        .as("the Service the ServiceMonitor selects")
         .containsAllEntriesOf(map(monitor, "spec", "selector", "matchLabels"));
     for (Object item : list(monitor, "spec", "endpoints")) {
       Map<String, Object> endpoint = cast(item);
-      assertThat(servicePorts).as("the Service's ports by name").containsKey((String) endpoint.get("port"));
-      assertThat(servicePorts.get(endpoint.get("port"))).as("the scraped port").isEqualTo(config.monitoringPort());
+      assertThat(servicePorts)
+          .as("the Service's ports by name")
+          .containsKey((String) endpoint.get("port"));
+      assertThat(servicePorts.get(endpoint.get("port")))
+          .as("the scraped port")
+          .isEqualTo(config.monitoringPort());
       assertThat(endpoint).containsEntry("path", "/metrics");
     }
   }
@@ -113,20 +135,27 @@ final class DeploymentChecks {
    * unready replicas must not block node drains.
    */
   static void podDisruptionBudget(DeployedPod pod, Map<String, Object> pdb) {
-    assertThat(map(pod.pod(), "metadata", "labels")).as("pods the PodDisruptionBudget selects")
+    assertThat(map(pod.pod(), "metadata", "labels"))
+        .as("pods the PodDisruptionBudget selects")
         .containsAllEntriesOf(map(pdb, "spec", "selector", "matchLabels"));
-    assertThat(map(pdb, "spec")).containsEntry("maxUnavailable", 1).containsEntry("unhealthyPodEvictionPolicy", "AlwaysAllow");
+    assertThat(map(pdb, "spec"))
+        .containsEntry("maxUnavailable", 1)
+        .containsEntry("unhealthyPodEvictionPolicy", "AlwaysAllow");
   }
 
   /**
    * The NetworkPolicy selects the pods, restricts their ingress, and lets in the config's xDS port
-   * (and REST port) from client namespaces and the monitoring port from Prometheus's: no other port,
-   * the admin port least of all. Returns the ports each rule allows.
+   * (and REST port) from client namespaces and the monitoring port from Prometheus's: no other
+   * port, the admin port least of all. Returns the ports each rule allows.
    */
-  static Map<Integer, Map<String, Object>> networkPolicy(DeployedPod pod, ProxyConfig config, Map<String, Object> policy) {
-    assertThat(map(pod.pod(), "metadata", "labels")).as("pods the NetworkPolicy selects")
+  static Map<Integer, Map<String, Object>> networkPolicy(
+      DeployedPod pod, ProxyConfig config, Map<String, Object> policy) {
+    assertThat(map(pod.pod(), "metadata", "labels"))
+        .as("pods the NetworkPolicy selects")
         .containsAllEntriesOf(map(policy, "spec", "podSelector", "matchLabels"));
-    assertThat(list(policy, "spec", "policyTypes")).as("what the NetworkPolicy restricts").contains("Ingress");
+    assertThat(list(policy, "spec", "policyTypes"))
+        .as("what the NetworkPolicy restricts")
+        .contains("Ingress");
     Map<Integer, Map<String, Object>> ruleByPort = new LinkedHashMap<>();
     for (Object item : list(policy, "spec", "ingress")) {
       Map<String, Object> rule = cast(item);
@@ -138,12 +167,20 @@ final class DeploymentChecks {
     }
     Set<Integer> expected = new LinkedHashSet<>(List.of(config.xdsPort(), config.monitoringPort()));
     config.restPort().ifPresent(expected::add);
-    assertThat(ruleByPort.keySet()).as("ports the NetworkPolicy lets in").containsExactlyInAnyOrderElementsOf(expected)
+    assertThat(ruleByPort.keySet())
+        .as("ports the NetworkPolicy lets in")
+        .containsExactlyInAnyOrderElementsOf(expected)
         .doesNotContain(config.adminPort());
-    assertThat(ruleByPort.get(config.xdsPort())).as("who may reach the xDS port")
+    assertThat(ruleByPort.get(config.xdsPort()))
+        .as("who may reach the xDS port")
         .isNotSameAs(ruleByPort.get(config.monitoringPort()));
-    config.restPort().ifPresent(rest -> assertThat(ruleByPort.get(rest)).as("REST-JSON clients are xDS clients")
-        .isSameAs(ruleByPort.get(config.xdsPort())));
+    config
+        .restPort()
+        .ifPresent(
+            rest ->
+                assertThat(ruleByPort.get(rest))
+                    .as("REST-JSON clients are xDS clients")
+                    .isSameAs(ruleByPort.get(config.xdsPort())));
     return ruleByPort;
   }
 
@@ -153,24 +190,40 @@ final class DeploymentChecks {
    */
   static void spreadAndResources(DeployedPod pod) {
     Map<String, Object> podLabels = map(pod.pod(), "metadata", "labels");
-    assertThat(list(pod.pod(), "spec", "topologySpreadConstraints")).as("topology spread constraints").isNotEmpty();
+    assertThat(list(pod.pod(), "spec", "topologySpreadConstraints"))
+        .as("topology spread constraints")
+        .isNotEmpty();
     for (Object constraint : list(pod.pod(), "spec", "topologySpreadConstraints")) {
       assertThat(podLabels).containsAllEntriesOf(map(constraint, "labelSelector", "matchLabels"));
     }
-    for (Object term : list(pod.pod(), "spec", "affinity", "podAntiAffinity", "preferredDuringSchedulingIgnoredDuringExecution")) {
-      assertThat(podLabels).containsAllEntriesOf(map(term, "podAffinityTerm", "labelSelector", "matchLabels"));
+    for (Object term :
+        list(
+            pod.pod(),
+            "spec",
+            "affinity",
+            "podAntiAffinity",
+            "preferredDuringSchedulingIgnoredDuringExecution")) {
+      assertThat(podLabels)
+          .containsAllEntriesOf(map(term, "podAffinityTerm", "labelSelector", "matchLabels"));
     }
     assertThat(map(pod.container(), "resources", "requests")).containsKeys("cpu", "memory");
     assertThat(map(pod.container(), "resources", "limits")).containsKey("memory");
   }
 
-  /** The container runs as non-root user {@code user} on a read-only root filesystem, without capabilities. */
+  /**
+   * The container runs as non-root user {@code user} on a read-only root filesystem, without
+   * capabilities.
+   */
   static void securityContext(DeployedPod pod, int user) {
     Map<String, Object> podSecurity = map(pod.pod(), "spec", "securityContext");
     Map<String, Object> security = map(pod.container(), "securityContext");
     assertThat(podSecurity).containsEntry("runAsNonRoot", true);
-    assertThat(podSecurity.get("runAsUser")).as("the pod's runAsUser is the image's USER").isEqualTo(user);
-    assertThat(security).containsEntry("readOnlyRootFilesystem", true).containsEntry("allowPrivilegeEscalation", false);
+    assertThat(podSecurity.get("runAsUser"))
+        .as("the pod's runAsUser is the image's USER")
+        .isEqualTo(user);
+    assertThat(security)
+        .containsEntry("readOnlyRootFilesystem", true)
+        .containsEntry("allowPrivilegeEscalation", false);
     assertThat(strings(security, "capabilities", "drop")).contains("ALL");
   }
 
@@ -180,15 +233,25 @@ final class DeploymentChecks {
     for (String probe : List.of("livenessProbe", "readinessProbe", "startupProbe")) {
       if (container.containsKey(probe)) {
         String path = str(container, probe, "httpGet", "path");
-        await().atMost(WAIT).untilAsserted(() -> assertThat(httpGet(proxy, path).statusCode()).as("GET %s", path).isEqualTo(200));
+        await()
+            .atMost(WAIT)
+            .untilAsserted(
+                () ->
+                    assertThat(httpGet(proxy, path).statusCode())
+                        .as("GET %s", path)
+                        .isEqualTo(200));
       }
     }
   }
 
   /** A GET on the proxy's monitoring port. */
-  static HttpResponse<String> httpGet(XdsProxy proxy, String path) throws IOException, InterruptedException {
-    return HttpClient.newHttpClient().send(
-        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + proxy.monitoringPort() + path)).timeout(WAIT).build(),
-        HttpResponse.BodyHandlers.ofString());
+  static HttpResponse<String> httpGet(XdsProxy proxy, String path)
+      throws IOException, InterruptedException {
+    return HttpClient.newHttpClient()
+        .send(
+            HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + proxy.monitoringPort() + path))
+                .timeout(WAIT)
+                .build(),
+            HttpResponse.BodyHandlers.ofString());
   }
 }

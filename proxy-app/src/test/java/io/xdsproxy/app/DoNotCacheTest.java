@@ -12,9 +12,9 @@ import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.Resource;
 import io.xdsproxy.app.testing.ProxyFixture;
+import io.xdsproxy.app.testing.XdsTestClient;
 import io.xdsproxy.core.ResourceDecoder;
 import io.xdsproxy.core.TypeUrl;
-import io.xdsproxy.app.testing.XdsTestClient;
 import io.xdsproxy.upstream.testing.ScriptedControlPlane;
 import java.time.Duration;
 import java.util.List;
@@ -49,28 +49,49 @@ class DoNotCacheTest {
 
   /** The upstream's state: a plain cluster, and a secret one it says not to cache. */
   private void answer(String nonce) {
-    upstream.send(DiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).setVersionInfo("1").setNonce(nonce)
-        .addResources(Any.pack(cluster("plain")))
-        .addResources(Any.pack(Resource.newBuilder().setName("secret").setVersion("s1").setResource(Any.pack(cluster("secret")))
-            .setCacheControl(Resource.CacheControl.newBuilder().setDoNotCache(true)).build()))
-        .build());
+    upstream.send(
+        DiscoveryResponse.newBuilder()
+            .setTypeUrl(TypeUrl.CLUSTER.url())
+            .setVersionInfo("1")
+            .setNonce(nonce)
+            .addResources(Any.pack(cluster("plain")))
+            .addResources(
+                Any.pack(
+                    Resource.newBuilder()
+                        .setName("secret")
+                        .setVersion("s1")
+                        .setResource(Any.pack(cluster("secret")))
+                        .setCacheControl(Resource.CacheControl.newBuilder().setDoNotCache(true))
+                        .build()))
+            .build());
   }
 
   private static List<String> names(DiscoveryResponse response) {
-    return response.getResourcesList().stream().map(any -> ResourceDecoder.nameOf(any.getValue())).sorted().toList();
+    return response.getResourcesList().stream()
+        .map(any -> ResourceDecoder.nameOf(any.getValue()))
+        .sorted()
+        .toList();
   }
 
   private static DiscoveryRequest ack(DiscoveryResponse response) {
-    return DiscoveryRequest.newBuilder().setTypeUrl(response.getTypeUrl()).setVersionInfo(response.getVersionInfo())
-        .setResponseNonce(response.getNonce()).build();
+    return DiscoveryRequest.newBuilder()
+        .setTypeUrl(response.getTypeUrl())
+        .setVersionInfo(response.getVersionInfo())
+        .setResponseNonce(response.getNonce())
+        .build();
   }
 
   @Test
-  void subscribersAtDeliveryGetItAndLaterOnesGetTheUpstreamsNextCopyNotTheStoresCopy() throws Exception {
+  void subscribersAtDeliveryGetItAndLaterOnesGetTheUpstreamsNextCopyNotTheStoresCopy()
+      throws Exception {
     try (var early = XdsTestClient.sotwAds(proxy.xdsPort());
         var lateSotw = XdsTestClient.sotwAds(proxy.xdsPort());
         var lateDelta = XdsTestClient.deltaAds(proxy.xdsPort())) {
-      early.send(DiscoveryRequest.newBuilder().setNode(node("early", "fleet")).setTypeUrl(TypeUrl.CLUSTER.url()).build());
+      early.send(
+          DiscoveryRequest.newBuilder()
+              .setNode(node("early", "fleet"))
+              .setTypeUrl(TypeUrl.CLUSTER.url())
+              .build());
       upstream.nextRequest(WAIT);
       answer("u1");
       DiscoveryResponse delivered = early.next(WAIT);
@@ -78,15 +99,29 @@ class DoNotCacheTest {
       early.send(ack(delivered));
       assertThat(upstream.nextRequest(WAIT).getVersionInfo()).as("the proxy's ACK").isEqualTo("1");
 
-      lateSotw.send(DiscoveryRequest.newBuilder().setNode(node("late-sotw", "fleet")).setTypeUrl(TypeUrl.CLUSTER.url()).build());
+      lateSotw.send(
+          DiscoveryRequest.newBuilder()
+              .setNode(node("late-sotw", "fleet"))
+              .setTypeUrl(TypeUrl.CLUSTER.url())
+              .build());
       DiscoveryResponse fromStore = lateSotw.next(WAIT);
-      assertThat(names(fromStore)).as("the store serves what it may keep, not the secret").containsExactly("plain");
+      assertThat(names(fromStore))
+          .as("the store serves what it may keep, not the secret")
+          .containsExactly("plain");
       DiscoveryRequest askAgain = upstream.nextRequest(WAIT);
-      assertThat(askAgain.getVersionInfo()).as("asked again, with a version that gets an answer").isEmpty();
+      assertThat(askAgain.getVersionInfo())
+          .as("asked again, with a version that gets an answer")
+          .isEmpty();
       lateSotw.send(ack(fromStore));
-      lateDelta.send(DeltaDiscoveryRequest.newBuilder().setNode(node("late-delta", "fleet")).setTypeUrl(TypeUrl.CLUSTER.url()).build());
+      lateDelta.send(
+          DeltaDiscoveryRequest.newBuilder()
+              .setNode(node("late-delta", "fleet"))
+              .setTypeUrl(TypeUrl.CLUSTER.url())
+              .build());
       DeltaDiscoveryResponse deltaFromStore = lateDelta.next(WAIT);
-      assertThat(deltaFromStore.getResourcesList()).extracting(Resource::getName).containsExactly("plain");
+      assertThat(deltaFromStore.getResourcesList())
+          .extracting(Resource::getName)
+          .containsExactly("plain");
 
       answer("u2");
 

@@ -45,7 +45,8 @@ class DockerImageTest {
   private static final Path ROOT = Path.of("..").toAbsolutePath().normalize();
   private static final Path DOCKERFILE = ROOT.resolve("deploy/Dockerfile");
   private static final Path DOCKERIGNORE = ROOT.resolve("deploy/Dockerfile.dockerignore");
-  private static final Pattern PINNED = Pattern.compile("[a-z0-9./-]+:[A-Za-z0-9._-]+@sha256:[0-9a-f]{64}");
+  private static final Pattern PINNED =
+      Pattern.compile("[a-z0-9./-]+:[A-Za-z0-9._-]+@sha256:[0-9a-f]{64}");
   private static final Pattern ARG_REFERENCE = Pattern.compile("\\$\\{?([A-Za-z_][A-Za-z0-9_]*)}?");
 
   /** An instruction: its keyword, upper case, and its arguments with continuations joined. */
@@ -58,7 +59,9 @@ class DockerImageTest {
   /** A stage: its base (ARGs substituted), its name if it has one, and its instructions. */
   record Stage(String base, String name, List<Instruction> instructions) {
     List<Instruction> all(String keyword) {
-      return instructions.stream().filter(instruction -> instruction.keyword().equals(keyword)).toList();
+      return instructions.stream()
+          .filter(instruction -> instruction.keyword().equals(keyword))
+          .toList();
     }
 
     /**
@@ -67,10 +70,13 @@ class DockerImageTest {
      */
     Map<String, String> args() {
       Map<String, String> args = new HashMap<>();
-      all("ARG").forEach(arg -> {
-        String[] parts = arg.arguments().split("=", 2);
-        args.put(parts[0], parts.length > 1 ? parts[1] : globalArgs.getOrDefault(parts[0], ""));
-      });
+      all("ARG")
+          .forEach(
+              arg -> {
+                String[] parts = arg.arguments().split("=", 2);
+                args.put(
+                    parts[0], parts.length > 1 ? parts[1] : globalArgs.getOrDefault(parts[0], ""));
+              });
       return args;
     }
   }
@@ -93,7 +99,8 @@ class DockerImageTest {
       }
       line.append(trimmed);
       String[] parts = line.toString().split("\\s+", 2);
-      instructions.add(new Instruction(parts[0].toUpperCase(), parts.length > 1 ? parts[1].strip() : ""));
+      instructions.add(
+          new Instruction(parts[0].toUpperCase(), parts.length > 1 ? parts[1].strip() : ""));
       line.setLength(0);
     }
     return instructions;
@@ -109,7 +116,8 @@ class DockerImageTest {
       if (instruction.keyword().equals("FROM")) {
         List<String> words = instruction.words();
         String base = substitute(words.get(0), globalArgs);
-        String name = words.size() == 3 && words.get(1).equalsIgnoreCase("AS") ? words.get(2) : null;
+        String name =
+            words.size() == 3 && words.get(1).equalsIgnoreCase("AS") ? words.get(2) : null;
         current = new ArrayList<>();
         stages.add(new Stage(base, name, current));
       } else if (current == null) {
@@ -126,7 +134,9 @@ class DockerImageTest {
     Matcher reference = ARG_REFERENCE.matcher(text);
     StringBuilder out = new StringBuilder();
     while (reference.find()) {
-      assertThat(args).as("ARG %s, used in '%s'", reference.group(1), text).containsKey(reference.group(1));
+      assertThat(args)
+          .as("ARG %s, used in '%s'", reference.group(1), text)
+          .containsKey(reference.group(1));
       reference.appendReplacement(out, Matcher.quoteReplacement(args.get(reference.group(1))));
     }
     return reference.appendTail(out).toString();
@@ -141,7 +151,8 @@ class DockerImageTest {
   }
 
   @Test
-  void theRecipeBuildsTheJarAndItsSbomFromWhatTheContextLetsThrough(@TempDir Path work) throws Exception {
+  void theRecipeBuildsTheJarAndItsSbomFromWhatTheContextLetsThrough(@TempDir Path work)
+      throws Exception {
     Set<String> context = context();
     Stage build = buildStage();
     Path stage = work.resolve("src");
@@ -158,8 +169,10 @@ class DockerImageTest {
           assertThat(command).as("a RUN of the build stage").startsWith("mvn ");
           runMaven(command, stage, work.resolve("maven-" + ++mavenRuns + ".log"));
         }
-        case "WORKDIR", "ARG" -> { }
-        default -> throw new AssertionError("the build stage's " + instruction + " is not replayed by this test");
+        case "WORKDIR", "ARG" -> {}
+        default ->
+            throw new AssertionError(
+                "the build stage's " + instruction + " is not replayed by this test");
       }
     }
     assertThat(mavenRuns).as("Maven runs in the build stage").isEqualTo(2);
@@ -170,27 +183,41 @@ class DockerImageTest {
       if (words.get(0).startsWith("--from=")) {
         assertThat(words.get(0)).isEqualTo("--from=" + build.name());
         String source = words.get(1);
-        assertThat(source).as("what the final stage takes from the build stage").startsWith(workdir + "/");
+        assertThat(source)
+            .as("what the final stage takes from the build stage")
+            .startsWith(workdir + "/");
         Path made = stage.resolve(source.substring(workdir.length() + 1));
         assertThat(made).as("%s, made by the build stage", source).isRegularFile();
         fromBuild.add(source);
       } else {
         String source = words.get(words.size() - 2);
-        assertThat(context).as("COPY %s: files of the build context", source)
+        assertThat(context)
+            .as("COPY %s: files of the build context", source)
             .anyMatch(file -> file.equals(source) || file.startsWith(source + "/"));
       }
     }
-    assertThat(fromBuild).as("the jar and its SBOM")
-        .containsExactly("/src/proxy-app/target/xds-proxy.jar",
+    assertThat(fromBuild)
+        .as("the jar and its SBOM")
+        .containsExactly(
+            "/src/proxy-app/target/xds-proxy.jar",
             "/src/proxy-app/target/classes/META-INF/sbom/xds-proxy.cdx.json");
 
     Path jar = stage.resolve("proxy-app/target/xds-proxy.jar");
     try (JarFile built = new JarFile(jar.toFile())) {
-      assertThat(built.getManifest().getMainAttributes().getValue("Main-Class")).isEqualTo(Main.class.getName());
-      assertThat(built.getEntry("META-INF/sbom/xds-proxy.cdx.json")).as("the SBOM inside the jar").isNotNull();
+      assertThat(built.getManifest().getMainAttributes().getValue("Main-Class"))
+          .isEqualTo(Main.class.getName());
+      assertThat(built.getEntry("META-INF/sbom/xds-proxy.cdx.json"))
+          .as("the SBOM inside the jar")
+          .isNotNull();
     }
-    Process help = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        "-jar", jar.toString(), "--help").redirectErrorStream(true).start();
+    Process help =
+        new ProcessBuilder(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-jar",
+                jar.toString(),
+                "--help")
+            .redirectErrorStream(true)
+            .start();
     String output = new String(help.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
     assertThat(help.waitFor(30, TimeUnit.SECONDS)).isTrue();
     assertThat(help.exitValue()).as("the built jar's --help: %s", output).isZero();
@@ -208,27 +235,42 @@ class DockerImageTest {
 
     List<Instruction> users = finalStage().all("USER");
     assertThat(users).isNotEmpty();
-    assertThat(users.get(users.size() - 1).arguments().split(":")[0]).as("USER").matches("[1-9][0-9]*");
+    assertThat(users.get(users.size() - 1).arguments().split(":")[0])
+        .as("USER")
+        .matches("[1-9][0-9]*");
 
-    Set<Integer> exposed = finalStage().all("EXPOSE").stream().flatMap(expose -> expose.words().stream())
-        .map(Integer::valueOf).collect(Collectors.toSet());
-    assertThat(exposed).as("EXPOSE: xDS and monitoring; admin HTTP is on the loopback only")
-        .containsExactlyInAnyOrder(ProxyConfig.DEFAULTS.xdsPort(), ProxyConfig.DEFAULTS.monitoringPort());
+    Set<Integer> exposed =
+        finalStage().all("EXPOSE").stream()
+            .flatMap(expose -> expose.words().stream())
+            .map(Integer::valueOf)
+            .collect(Collectors.toSet());
+    assertThat(exposed)
+        .as("EXPOSE: xDS and monitoring; admin HTTP is on the loopback only")
+        .containsExactlyInAnyOrder(
+            ProxyConfig.DEFAULTS.xdsPort(), ProxyConfig.DEFAULTS.monitoringPort());
 
     String workdir = finalStage().all("WORKDIR").get(0).arguments();
     Map<String, String> copies = new LinkedHashMap<>();
-    finalStage().all("COPY").forEach(copy -> copies.put(copy.words().get(copy.words().size() - 2),
-        copy.words().get(copy.words().size() - 1)));
+    finalStage()
+        .all("COPY")
+        .forEach(
+            copy ->
+                copies.put(
+                    copy.words().get(copy.words().size() - 2),
+                    copy.words().get(copy.words().size() - 1)));
     String jar = copies.get("/src/proxy-app/target/xds-proxy.jar");
     assertThat(jar).as("where the image puts the jar").isNotNull();
-    assertThat(copies.get("deploy/examples/resources")).as("the example resources, at the default resources-dir")
+    assertThat(copies.get("deploy/examples/resources"))
+        .as("the example resources, at the default resources-dir")
         .isEqualTo(Path.of(workdir).resolve(ProxyConfig.DEFAULTS.resourcesDir()).toString());
 
     List<String> entrypoint = new ArrayList<>();
-    JsonParser.parseString(finalStage().all("ENTRYPOINT").get(0).arguments()).getAsJsonArray()
+    JsonParser.parseString(finalStage().all("ENTRYPOINT").get(0).arguments())
+        .getAsJsonArray()
         .forEach(word -> entrypoint.add(word.getAsString()));
     assertThat(entrypoint.get(0)).isEqualTo("java");
-    assertThat(entrypoint.subList(entrypoint.indexOf("-jar"), entrypoint.size())).containsExactly("-jar", jar);
+    assertThat(entrypoint.subList(entrypoint.indexOf("-jar"), entrypoint.size()))
+        .containsExactly("-jar", jar);
     assertThat(entrypoint).anySatisfy(flag -> assertThat(flag).startsWith("-XX:MaxRAMPercentage="));
   }
 
@@ -236,23 +278,38 @@ class DockerImageTest {
   void theImageIsLabelledWithTheProjectsVersionAndTheRevisionItWasBuiltFrom() throws IOException {
     Map<String, String> args = finalStage().args();
     Map<String, String> labels = new HashMap<>();
-    Matcher label = Pattern.compile("([a-z.]+)=\"([^\"]*)\"").matcher(
-        finalStage().all("LABEL").stream().map(Instruction::arguments).collect(Collectors.joining(" ")));
+    Matcher label =
+        Pattern.compile("([a-z.]+)=\"([^\"]*)\"")
+            .matcher(
+                finalStage().all("LABEL").stream()
+                    .map(Instruction::arguments)
+                    .collect(Collectors.joining(" ")));
     while (label.find()) {
       labels.put(label.group(1), label.group(2));
     }
-    assertThat(labels).containsKeys("org.opencontainers.image.title", "org.opencontainers.image.description",
-        "org.opencontainers.image.version", "org.opencontainers.image.revision", "org.opencontainers.image.base.name");
+    assertThat(labels)
+        .containsKeys(
+            "org.opencontainers.image.title",
+            "org.opencontainers.image.description",
+            "org.opencontainers.image.version",
+            "org.opencontainers.image.revision",
+            "org.opencontainers.image.base.name");
     assertThat(labels.get("org.opencontainers.image.version")).isEqualTo("${VERSION}");
     assertThat(labels.get("org.opencontainers.image.revision")).isEqualTo("${REVISION}");
-    Matcher version = Pattern.compile("<version>([^<]+)</version>").matcher(Files.readString(ROOT.resolve("pom.xml")));
+    Matcher version =
+        Pattern.compile("<version>([^<]+)</version>")
+            .matcher(Files.readString(ROOT.resolve("pom.xml")));
     assertThat(version.find()).isTrue();
-    assertThat(args).as("VERSION's default, the pom's version").containsEntry("VERSION", version.group(1));
+    assertThat(args)
+        .as("VERSION's default, the pom's version")
+        .containsEntry("VERSION", version.group(1));
     Map<String, String> all = new HashMap<>(globalArgs);
     all.putAll(args);
-    assertThat(substitute(labels.get("org.opencontainers.image.base.name"), all)).isEqualTo(finalStage().base());
+    assertThat(substitute(labels.get("org.opencontainers.image.base.name"), all))
+        .isEqualTo(finalStage().base());
     assertThat(buildStage().all("RUN").get(buildStage().all("RUN").size() - 1).arguments())
-        .as("the build is told the revision, as the context has no .git").contains("-Dxds.revision=${REVISION}");
+        .as("the build is told the revision, as the context has no .git")
+        .contains("-Dxds.revision=${REVISION}");
   }
 
   /**
@@ -262,41 +319,63 @@ class DockerImageTest {
    */
   @Test
   void theSbomListsTheRuntimeLibrariesAtTheVersionsTheBuildUses() throws IOException {
-    assumeFalse("[true]".equals(System.getProperty("maven.offline")), "the SBOM plugin runs only online: `mvn -o` makes none");
-    JsonObject sbom = JsonParser.parseString(Files.readString(Path.of("target/classes/META-INF/sbom/xds-proxy.cdx.json")))
-        .getAsJsonObject();
+    assumeFalse(
+        "[true]".equals(System.getProperty("maven.offline")),
+        "the SBOM plugin runs only online: `mvn -o` makes none");
+    JsonObject sbom =
+        JsonParser.parseString(
+                Files.readString(Path.of("target/classes/META-INF/sbom/xds-proxy.cdx.json")))
+            .getAsJsonObject();
     assertThat(sbom.get("bomFormat").getAsString()).isEqualTo("CycloneDX");
-    assertThat(sbom.getAsJsonObject("metadata").getAsJsonObject("component").get("name").getAsString())
+    assertThat(
+            sbom.getAsJsonObject("metadata").getAsJsonObject("component").get("name").getAsString())
         .isEqualTo("proxy-app");
     Map<String, String> listed = new HashMap<>();
     for (JsonElement element : sbom.getAsJsonArray("components")) {
       JsonObject component = element.getAsJsonObject();
-      listed.put(component.get("group").getAsString() + ":" + component.get("name").getAsString(),
+      listed.put(
+          component.get("group").getAsString() + ":" + component.get("name").getAsString(),
           component.get("version").getAsString());
       assertThat(component.has("purl")).isTrue();
     }
-    assertThat(listed).containsKeys("io.grpc:grpc-netty", "io.netty:netty-codec-http2", "com.google.protobuf:protobuf-java",
-        "io.envoyproxy.controlplane:api", "com.github.ben-manes.caffeine:caffeine",
-        "io.micrometer:micrometer-registry-prometheus", "io.xdsproxy:proxy-core", "io.xdsproxy:upstream-client",
-        "io.xdsproxy:downstream-server");
-    assertThat(listed).as("test libraries are not shipped")
-        .doesNotContainKeys("org.junit.jupiter:junit-jupiter-api", "org.assertj:assertj-core",
-            "org.bouncycastle:bcpkix-jdk18on", "io.grpc:grpc-xds", "io.envoyproxy.controlplane:server");
+    assertThat(listed)
+        .containsKeys(
+            "io.grpc:grpc-netty",
+            "io.netty:netty-codec-http2",
+            "com.google.protobuf:protobuf-java",
+            "io.envoyproxy.controlplane:api",
+            "com.github.ben-manes.caffeine:caffeine",
+            "io.micrometer:micrometer-registry-prometheus",
+            "io.xdsproxy:proxy-core",
+            "io.xdsproxy:upstream-client",
+            "io.xdsproxy:downstream-server");
+    assertThat(listed)
+        .as("test libraries are not shipped")
+        .doesNotContainKeys(
+            "org.junit.jupiter:junit-jupiter-api",
+            "org.assertj:assertj-core",
+            "org.bouncycastle:bcpkix-jdk18on",
+            "io.grpc:grpc-xds",
+            "io.envoyproxy.controlplane:server");
 
     // Every library of the SBOM is on this module's classpath at the version the SBOM gives.
     Map<String, String> onClasspath = new HashMap<>();
-    Pattern inRepository = Pattern.compile(".*/repository/(.+)/([^/]+)/([^/]+)/\\2-\\3(?:-[^/]*)?\\.jar");
+    Pattern inRepository =
+        Pattern.compile(".*/repository/(.+)/([^/]+)/([^/]+)/\\2-\\3(?:-[^/]*)?\\.jar");
     for (String entry : System.getProperty("java.class.path").split(java.io.File.pathSeparator)) {
       Matcher jar = inRepository.matcher(entry.replace('\\', '/'));
       if (jar.matches()) {
         onClasspath.put(jar.group(1).replace('/', '.') + ":" + jar.group(2), jar.group(3));
       }
     }
-    listed.forEach((library, version) -> {
-      if (!library.startsWith("io.xdsproxy:")) {
-        assertThat(onClasspath).as("the classpath's %s", library).containsEntry(library, version);
-      }
-    });
+    listed.forEach(
+        (library, version) -> {
+          if (!library.startsWith("io.xdsproxy:")) {
+            assertThat(onClasspath)
+                .as("the classpath's %s", library)
+                .containsEntry(library, version);
+          }
+        });
   }
 
   @Test
@@ -355,7 +434,9 @@ class DockerImageTest {
       return regex.append('$').toString();
     }
 
-    /** Left out: the last rule matching the path or one of its parent directories is not a "!" rule. */
+    /**
+     * Left out: the last rule matching the path or one of its parent directories is not a "!" rule.
+     */
     boolean excludes(String path) {
       boolean excluded = false;
       for (int i = 0; i < patterns.size(); i++) {
@@ -402,7 +483,8 @@ class DockerImageTest {
     return files;
   }
 
-  private static void walk(Path directory, DockerIgnore ignore, Set<String> files) throws IOException {
+  private static void walk(Path directory, DockerIgnore ignore, Set<String> files)
+      throws IOException {
     try (Stream<Path> entries = Files.list(directory)) {
       for (Path entry : entries.toList()) {
         String relative = ROOT.relativize(entry).toString().replace('\\', '/');
@@ -417,22 +499,31 @@ class DockerImageTest {
     }
   }
 
-  /** A COPY from the context into the build stage, whose WORKDIR is {@code stage}: a file, or a directory's contents. */
-  private static void copyFromContext(Instruction copy, Set<String> context, Path stage) throws IOException {
+  /**
+   * A COPY from the context into the build stage, whose WORKDIR is {@code stage}: a file, or a
+   * directory's contents.
+   */
+  private static void copyFromContext(Instruction copy, Set<String> context, Path stage)
+      throws IOException {
     List<String> words = copy.words();
     assertThat(words).as("%s: one source and a destination", copy).hasSize(2);
     String source = words.get(0);
     String destination = words.get(1);
     if (context.contains(source)) {
-      Path target = destination.endsWith("/") || destination.equals(".")
-          ? stage.resolve(destination).resolve(Path.of(source).getFileName()) : stage.resolve(destination);
+      Path target =
+          destination.endsWith("/") || destination.equals(".")
+              ? stage.resolve(destination).resolve(Path.of(source).getFileName())
+              : stage.resolve(destination);
       Files.createDirectories(target.getParent());
       Files.copy(ROOT.resolve(source), target, StandardCopyOption.REPLACE_EXISTING);
       return;
     }
     List<String> under = context.stream().filter(file -> file.startsWith(source + "/")).toList();
-    assertThat(under).as("%s: '%s' in the build context (missing, or left out by %s)", copy, source,
-        DOCKERIGNORE.getFileName()).isNotEmpty();
+    assertThat(under)
+        .as(
+            "%s: '%s' in the build context (missing, or left out by %s)",
+            copy, source, DOCKERIGNORE.getFileName())
+        .isNotEmpty();
     for (String file : under) {
       Path target = stage.resolve(destination).resolve(file.substring(source.length() + 1));
       Files.createDirectories(target.getParent());
@@ -455,13 +546,21 @@ class DockerImageTest {
     }
     String mavenHome = System.getProperty("maven.home");
     assertThat(mavenHome).as("maven.home, given to the tests by the pom").isNotBlank();
-    List<String> run = new ArrayList<>(List.of(Path.of(mavenHome, "bin", "mvn").toString(),
-        "-Dmaven.repo.local=" + System.getProperty("maven.repo.local")));
+    List<String> run =
+        new ArrayList<>(
+            List.of(
+                Path.of(mavenHome, "bin", "mvn").toString(),
+                "-Dmaven.repo.local=" + System.getProperty("maven.repo.local")));
     run.addAll(words);
-    Process maven = new ProcessBuilder(run).directory(stage.toFile()).redirectErrorStream(true)
-        .redirectOutput(log.toFile()).start();
+    Process maven =
+        new ProcessBuilder(run)
+            .directory(stage.toFile())
+            .redirectErrorStream(true)
+            .redirectOutput(log.toFile())
+            .start();
     assertThat(maven.waitFor(5, TimeUnit.MINUTES)).as("%s finishes", command).isTrue();
-    assertThat(maven.exitValue()).as("%s in the staged build context; its output:\n%s", command, Files.readString(log))
+    assertThat(maven.exitValue())
+        .as("%s in the staged build context; its output:\n%s", command, Files.readString(log))
         .isZero();
   }
 }

@@ -25,8 +25,7 @@ class FileSystemThroughProxyTest {
 
   @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
 
-  @TempDir
-  Path resources;
+  @TempDir Path resources;
 
   private Backend first;
   private Backend second;
@@ -56,8 +55,10 @@ class FileSystemThroughProxyTest {
     await().atMost(WAIT).ignoreExceptions().until(client::whoAmI, "first"::equals);
 
     Path endpoints = resources.resolve("endpoints.yaml");
-    Files.writeString(endpoints, Files.readString(endpoints)
-        .replace("port_value: " + first.port(), "port_value: " + second.port()));
+    Files.writeString(
+        endpoints,
+        Files.readString(endpoints)
+            .replace("port_value: " + first.port(), "port_value: " + second.port()));
 
     await().atMost(WAIT).ignoreExceptions().until(client::whoAmI, "second"::equals);
   }

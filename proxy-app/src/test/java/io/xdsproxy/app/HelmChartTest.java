@@ -15,8 +15,8 @@ import com.marcnuri.helm.TemplateCommand;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.grpc.TlsChannelCredentials;
-import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.app.testing.XdsTestClient;
+import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.upstream.testing.TestCertificates;
 import io.xdsproxy.upstream.testing.TestCertificates.Ca;
 import io.xdsproxy.upstream.testing.TestCertificates.Issued;
@@ -48,68 +48,94 @@ class HelmChartTest {
   private static final Duration WAIT = DeploymentChecks.WAIT;
   private static final String RELEASE = "edge";
 
-  @TempDir
-  Path dir;
+  @TempDir Path dir;
 
   @Test
   void theChartLintsWithoutWarnings() {
     LintResult lint = new Helm(CHART).lint().strict().call();
 
     assertThat(lint.isFailed()).as("helm lint --strict: %s", lint.getMessages()).isFalse();
-    assertThat(lint.getMessages()).as("helm lint --strict").noneMatch(message -> message.contains("[WARNING]")
-        || message.contains("[ERROR]"));
+    assertThat(lint.getMessages())
+        .as("helm lint --strict")
+        .noneMatch(message -> message.contains("[WARNING]") || message.contains("[ERROR]"));
   }
 
   @Test
-  void theDefaultValuesRenderThePodOfTheKustomizationWhoseConfigStartsARealProxy() throws Exception {
+  void theDefaultValuesRenderThePodOfTheKustomizationWhoseConfigStartsARealProxy()
+      throws Exception {
     List<Map<String, Object>> objects = template(null);
     DeployedPod pod = new DeployedPod(objects, Map.of(), dir.resolve("pod"));
     ProxyConfig config = pod.config();
 
-    assertThat(config).as("the chart's default config, against the kustomization's xds-proxy.yaml")
-        .isEqualTo(ProxyConfig.parse(new String[] {"--config", KUBERNETES.resolve("xds-proxy.yaml").toString()}));
+    assertThat(config)
+        .as("the chart's default config, against the kustomization's xds-proxy.yaml")
+        .isEqualTo(
+            ProxyConfig.parse(
+                new String[] {"--config", KUBERNETES.resolve("xds-proxy.yaml").toString()}));
     DeploymentChecks.portsProbesAndDrain(pod, config);
     DeploymentChecks.scrapeAnnotations(pod, config);
     DeploymentChecks.spreadAndResources(pod);
     DeploymentChecks.securityContext(pod, 10001);
     DeploymentChecks.service(pod, config, one(objects, "Service"));
     DeploymentChecks.podDisruptionBudget(pod, one(objects, "PodDisruptionBudget"));
-    assertThat(map(pod.pod(), "metadata", "annotations")).as("the pods' annotations")
+    assertThat(map(pod.pod(), "metadata", "annotations"))
+        .as("the pods' annotations")
         .containsEntry("checksum/config", sha256(pod.configText()));
-    assertThat(str(pod.container(), "image")).isEqualTo("xds-proxy:" + str(chartYaml(), "appVersion"));
-    assertThat(map(pod.deployment(), "spec")).as("replicas, left to the autoscaler").doesNotContainKey("replicas");
+    assertThat(str(pod.container(), "image"))
+        .isEqualTo("xds-proxy:" + str(chartYaml(), "appVersion"));
+    assertThat(map(pod.deployment(), "spec"))
+        .as("replicas, left to the autoscaler")
+        .doesNotContainKey("replicas");
     assertThat(map(one(objects, "HorizontalPodAutoscaler"), "spec", "scaleTargetRef"))
         .containsEntry("name", get(pod.deployment(), "metadata", "name"));
-    assertThat(objects).as("objects off by default (they need CRDs, a CNI that enforces policies, Grafana's sidecar)")
-        .noneMatch(object -> List.of("NetworkPolicy", "ServiceMonitor", "PrometheusRule").contains(object.get("kind")))
-        .filteredOn(object -> object.get("kind").equals("ConfigMap")).hasSize(1);
+    assertThat(objects)
+        .as(
+            "objects off by default (they need CRDs, a CNI that enforces policies, Grafana's sidecar)")
+        .noneMatch(
+            object ->
+                List.of("NetworkPolicy", "ServiceMonitor", "PrometheusRule")
+                    .contains(object.get("kind")))
+        .filteredOn(object -> object.get("kind").equals("ConfigMap"))
+        .hasSize(1);
     for (Map<String, Object> object : objects) {
-      assertThat(map(object, "metadata", "labels")).as("%s's labels", object.get("kind"))
-          .containsEntry("app.kubernetes.io/name", "xds-proxy").containsEntry("app.kubernetes.io/instance", RELEASE)
-          .containsKeys("helm.sh/chart", "app.kubernetes.io/managed-by", "app.kubernetes.io/version");
+      assertThat(map(object, "metadata", "labels"))
+          .as("%s's labels", object.get("kind"))
+          .containsEntry("app.kubernetes.io/name", "xds-proxy")
+          .containsEntry("app.kubernetes.io/instance", RELEASE)
+          .containsKeys(
+              "helm.sh/chart", "app.kubernetes.io/managed-by", "app.kubernetes.io/version");
     }
 
-    try (XdsProxy proxy = XdsProxy.start(config.withUpstream().withResourcesDir(Path.of("../deploy/examples/resources"))
-        .withPorts(0, 0, 0))) {
+    try (XdsProxy proxy =
+        XdsProxy.start(
+            config
+                .withUpstream()
+                .withResourcesDir(Path.of("../deploy/examples/resources"))
+                .withPorts(0, 0, 0))) {
       DeploymentChecks.probesAnswer(pod, proxy);
     }
   }
 
   @Test
-  void withEveryToggleOnThePodServesTlsFromTheMountedSecretsAndTheMonitoringObjectsAreKustomizesOwn() throws Exception {
+  void
+      withEveryToggleOnThePodServesTlsFromTheMountedSecretsAndTheMonitoringObjectsAreKustomizesOwn()
+          throws Exception {
     Ca serverCa = TestCertificates.ca("xds", dir);
     Ca clientCa = TestCertificates.ca("clients", dir);
     Ca controlPlaneCa = TestCertificates.ca("control-plane", dir);
     Issued server = serverCa.issue("edge-xds");
     Issued client = clientCa.issue("envoy");
     Issued upstreamClient = TestCertificates.ca("proxies", dir).issue("edge-xds-client");
-    Map<String, Map<String, String>> external = Map.of(
-        "xds-server-tls", tlsSecret(server),
-        "xds-clients-bundle", Map.of("bundle.pem", Files.readString(clientCa.pem())),
-        "istiod-ca", Map.of("ca.crt", Files.readString(controlPlaneCa.pem())),
-        "xds-proxy-client-tls", tlsSecret(upstreamClient));
+    Map<String, Map<String, String>> external =
+        Map.of(
+            "xds-server-tls", tlsSecret(server),
+            "xds-clients-bundle", Map.of("bundle.pem", Files.readString(clientCa.pem())),
+            "istiod-ca", Map.of("ca.crt", Files.readString(controlPlaneCa.pem())),
+            "xds-proxy-client-tls", tlsSecret(upstreamClient));
     String digest = "sha256:" + "0123456789abcdef".repeat(4);
-    List<Map<String, Object>> objects = template("""
+    List<Map<String, Object>> objects =
+        template(
+            """
         fullnameOverride: edge-xds
         image:
           digest: %s
@@ -127,84 +153,144 @@ class HelmChartTest {
           dashboard: {enabled: true, namespace: monitoring}
         networkPolicy:
           enabled: true
-        """.formatted(digest));
+        """
+                .formatted(digest));
     DeployedPod pod = new DeployedPod(objects, external, dir.resolve("pod"));
     ProxyConfig config = pod.config();
 
     // Each TLS key of the config names a file of the volume mounted from the Secret given for it.
-    Map<String, String> sources = Map.of("tls-cert", "xds-server-tls", "tls-key", "xds-server-tls",
-        "tls-client-ca", "xds-clients-bundle", "upstream-ca", "istiod-ca", "upstream-cert", "xds-proxy-client-tls",
-        "upstream-key", "xds-proxy-client-tls");
+    Map<String, String> sources =
+        Map.of(
+            "tls-cert",
+            "xds-server-tls",
+            "tls-key",
+            "xds-server-tls",
+            "tls-client-ca",
+            "xds-clients-bundle",
+            "upstream-ca",
+            "istiod-ca",
+            "upstream-cert",
+            "xds-proxy-client-tls",
+            "upstream-key",
+            "xds-proxy-client-tls");
     Map<String, String> mountedFrom = mountedFiles(pod);
-    sources.forEach((key, source) -> assertThat(mountedFrom).as("the file config key %s names", key)
-        .containsEntry(String.valueOf(pod.configKeys().get(key)), source));
-    assertThat(config.tls().cert()).hasValue(pod.file(String.valueOf(pod.configKeys().get("tls-cert"))));
+    sources.forEach(
+        (key, source) ->
+            assertThat(mountedFrom)
+                .as("the file config key %s names", key)
+                .containsEntry(String.valueOf(pod.configKeys().get(key)), source));
+    assertThat(config.tls().cert())
+        .hasValue(pod.file(String.valueOf(pod.configKeys().get("tls-cert"))));
     assertThat(config.upstreamTls().enabled()).as("TLS to the control plane").isTrue();
 
     DeploymentChecks.portsProbesAndDrain(pod, config);
     assertThat(config.restPort()).hasValue(18080);
-    assertThat((Integer) get(pod.pod(), "spec", "terminationGracePeriodSeconds")).as("the grace period, from drain-time 2m")
+    assertThat((Integer) get(pod.pod(), "spec", "terminationGracePeriodSeconds"))
+        .as("the grace period, from drain-time 2m")
         .isGreaterThan(120 + 5);
-    assertThat(map(pod.pod(), "metadata", "annotations")).as("with a ServiceMonitor, no scrape annotations")
-        .containsEntry("checksum/config", sha256(pod.configText())).doesNotContainKey("prometheus.io/scrape");
-    assertThat(map(pod.pod(), "metadata", "annotations").get("checksum/config")).as("a changed config's checksum")
-        .isNotEqualTo(map(new DeployedPod(template(null), Map.of(), dir.resolve("default")).pod(), "metadata", "annotations")
-            .get("checksum/config"));
+    assertThat(map(pod.pod(), "metadata", "annotations"))
+        .as("with a ServiceMonitor, no scrape annotations")
+        .containsEntry("checksum/config", sha256(pod.configText()))
+        .doesNotContainKey("prometheus.io/scrape");
+    assertThat(map(pod.pod(), "metadata", "annotations").get("checksum/config"))
+        .as("a changed config's checksum")
+        .isNotEqualTo(
+            map(
+                    new DeployedPod(template(null), Map.of(), dir.resolve("default")).pod(),
+                    "metadata",
+                    "annotations")
+                .get("checksum/config"));
     assertThat(str(pod.container(), "image")).isEqualTo("xds-proxy@" + digest);
 
     Map<String, Object> service = one(objects, "Service");
     Map<String, Integer> servicePorts = DeploymentChecks.service(pod, config, service);
     DeploymentChecks.serviceMonitor(config, service, servicePorts, one(objects, "ServiceMonitor"));
-    assertThat(map(one(objects, "ServiceMonitor"), "metadata", "labels")).containsEntry("release", "prometheus");
-    Map<Integer, Map<String, Object>> rules = DeploymentChecks.networkPolicy(pod, config, one(objects, "NetworkPolicy"));
-    assertThat(list(rules.get(config.xdsPort()), "from")).as("the xDS port's peers, the values' default")
-        .containsExactly(Map.of("namespaceSelector", Map.of("matchLabels", Map.of("xds-proxy-client", "true"))));
+    assertThat(map(one(objects, "ServiceMonitor"), "metadata", "labels"))
+        .containsEntry("release", "prometheus");
+    Map<Integer, Map<String, Object>> rules =
+        DeploymentChecks.networkPolicy(pod, config, one(objects, "NetworkPolicy"));
+    assertThat(list(rules.get(config.xdsPort()), "from"))
+        .as("the xDS port's peers, the values' default")
+        .containsExactly(
+            Map.of("namespaceSelector", Map.of("matchLabels", Map.of("xds-proxy-client", "true"))));
 
     // One source of alerting rules and of the dashboard for the chart and the kustomization.
-    Map<String, Object> kustomizeRule = documents(Files.readString(KUBERNETES.resolve("prometheusrule.yaml")), "rules").get(0);
+    Map<String, Object> kustomizeRule =
+        documents(Files.readString(KUBERNETES.resolve("prometheusrule.yaml")), "rules").get(0);
     assertThat(map(one(objects, "PrometheusRule"), "spec")).isEqualTo(map(kustomizeRule, "spec"));
-    Map<String, Object> dashboard = objects.stream().filter(object -> object.get("kind").equals("ConfigMap")
-        && map(object, "metadata", "labels").containsKey("grafana_dashboard")).findFirst().orElseThrow();
+    Map<String, Object> dashboard =
+        objects.stream()
+            .filter(
+                object ->
+                    object.get("kind").equals("ConfigMap")
+                        && map(object, "metadata", "labels").containsKey("grafana_dashboard"))
+            .findFirst()
+            .orElseThrow();
     assertThat(map(dashboard, "metadata")).containsEntry("namespace", "monitoring");
     assertThat(map(dashboard, "metadata", "labels")).containsEntry("grafana_dashboard", "1");
-    assertThat(map(dashboard, "data")).containsExactly(Map.entry("xds-proxy-dashboard.json",
-        Files.readString(Path.of("..", "deploy", "grafana", "xds-proxy-dashboard.json"))));
+    assertThat(map(dashboard, "data"))
+        .containsExactly(
+            Map.entry(
+                "xds-proxy-dashboard.json",
+                Files.readString(Path.of("..", "deploy", "grafana", "xds-proxy-dashboard.json"))));
 
-    try (XdsProxy proxy = XdsProxy.start(config.withUpstream().withResourcesDir(Path.of("../deploy/examples/resources"))
-        .withPorts(0, 0, 0))) {
+    try (XdsProxy proxy =
+        XdsProxy.start(
+            config
+                .withUpstream()
+                .withResourcesDir(Path.of("../deploy/examples/resources"))
+                .withPorts(0, 0, 0))) {
       DeploymentChecks.probesAnswer(pod, proxy);
-      var credentials = TlsChannelCredentials.newBuilder().trustManager(serverCa.pem().toFile())
-          .keyManager(client.cert().toFile(), client.key().toFile()).build();
+      var credentials =
+          TlsChannelCredentials.newBuilder()
+              .trustManager(serverCa.pem().toFile())
+              .keyManager(client.cert().toFile(), client.key().toFile())
+              .build();
       try (var xds = XdsTestClient.sotwAds(proxy.xdsPort(), credentials)) {
-        xds.send(DiscoveryRequest.newBuilder().setNode(XdsTestClient.node("envoy-1", "example"))
-            .setTypeUrl(TypeUrl.CLUSTER.url()).build());
+        xds.send(
+            DiscoveryRequest.newBuilder()
+                .setNode(XdsTestClient.node("envoy-1", "example"))
+                .setTypeUrl(TypeUrl.CLUSTER.url())
+                .build());
         DiscoveryResponse clusters = xds.next(WAIT);
-        assertThat(clusters.getResourcesCount()).as("clusters served over the mounted TLS: %s", xds.transcript()).isPositive();
+        assertThat(clusters.getResourcesCount())
+            .as("clusters served over the mounted TLS: %s", xds.transcript())
+            .isPositive();
       }
     }
   }
 
   @Test
   void aTlsFileKeyGivenInTheConfigIsRefusedForTheTlsValuesSetIt() {
-    assertThatThrownBy(() -> template("""
+    assertThatThrownBy(
+            () ->
+                template(
+                    """
         config:
           tls-cert: /somewhere/tls.crt
-        """)).hasMessageContaining("config.tls-cert is set from tls.*");
+        """))
+        .hasMessageContaining("config.tls-cert is set from tls.*");
   }
 
   // Rendering.
 
-  /** The objects {@code helm template} renders with the chart's values and {@code values} over them. */
+  /**
+   * The objects {@code helm template} renders with the chart's values and {@code values} over them.
+   */
   private List<Map<String, Object>> template(String values) throws IOException {
-    TemplateCommand template = new Helm(CHART).template().withName(RELEASE).withNamespace("xds").withKubeVersion("1.30.0");
+    TemplateCommand template =
+        new Helm(CHART).template().withName(RELEASE).withNamespace("xds").withKubeVersion("1.30.0");
     if (values != null) {
-      template = template.withValuesFile(Files.writeString(Files.createTempFile(dir, "values", ".yaml"), values));
+      template =
+          template.withValuesFile(
+              Files.writeString(Files.createTempFile(dir, "values", ".yaml"), values));
     }
     return documents(template.call(), "helm template " + CHART);
   }
 
   private static Map<String, Object> one(List<Map<String, Object>> objects, String kind) {
-    List<Map<String, Object>> found = objects.stream().filter(object -> kind.equals(object.get("kind"))).toList();
+    List<Map<String, Object>> found =
+        objects.stream().filter(object -> kind.equals(object.get("kind"))).toList();
     assertThat(found).as("rendered objects of kind %s", kind).hasSize(1);
     return found.get(0);
   }
@@ -222,10 +308,14 @@ class HelmChartTest {
     for (Object item : list(pod.container(), "volumeMounts")) {
       Map<String, Object> mount = cast(item);
       Map<String, Object> volume = pod.volume(str(mount, "name"));
-      Map<String, Object> source = volume.containsKey("secret") ? map(volume, "secret")
-          : volume.containsKey("configMap") ? map(volume, "configMap") : null;
+      Map<String, Object> source =
+          volume.containsKey("secret")
+              ? map(volume, "secret")
+              : volume.containsKey("configMap") ? map(volume, "configMap") : null;
       if (source != null && source.containsKey("items")) {
-        String name = (String) (source.containsKey("secretName") ? source.get("secretName") : source.get("name"));
+        String name =
+            (String)
+                (source.containsKey("secretName") ? source.get("secretName") : source.get("name"));
         for (Object entry : list(source, "items")) {
           files.put(str(mount, "mountPath") + "/" + str(entry, "path"), name);
         }
@@ -235,10 +325,13 @@ class HelmChartTest {
   }
 
   private static Map<String, String> tlsSecret(Issued issued) throws IOException {
-    return Map.of("tls.crt", Files.readString(issued.cert()), "tls.key", Files.readString(issued.key()));
+    return Map.of(
+        "tls.crt", Files.readString(issued.cert()), "tls.key", Files.readString(issued.key()));
   }
 
   private static String sha256(String text) throws NoSuchAlgorithmException {
-    return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(text.getBytes(StandardCharsets.UTF_8)));
+    return HexFormat.of()
+        .formatHex(
+            MessageDigest.getInstance("SHA-256").digest(text.getBytes(StandardCharsets.UTF_8)));
   }
 }

@@ -8,8 +8,8 @@ import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
-import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.app.testing.XdsTestClient;
+import io.xdsproxy.core.TypeUrl;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -31,35 +31,60 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The proxy's logs as an operator gets them: {@link Main} in its own JVM, its stdout read line by
- * line; {@code --log-format}, {@code --log-level}, and {@code /logging} on the admin listener. Lines
- * from different threads are never assumed to come in an order; lines of one stream are, since one
- * executor writes them one after the other.
+ * line; {@code --log-format}, {@code --log-level}, and {@code /logging} on the admin listener.
+ * Lines from different threads are never assumed to come in an order; lines of one stream are,
+ * since one executor writes them one after the other.
  */
 class LogsTest {
 
   private static final Duration WAIT = Duration.ofSeconds(30);
-  private static final String ISO_UTC_MILLIS = "\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z";
+  private static final String ISO_UTC_MILLIS =
+      "\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z";
   private static final HttpClient http = HttpClient.newHttpClient();
 
   @Test
   void jsonLinesAreFlatObjectsAndAStreamsLineCarriesItsNodeGroupTypeAndPeer() throws Exception {
     int xds = freePort();
     List<String> lines;
-    try (Child proxy = Child.start("--log-format", "json", "--resources-dir", "../deploy/examples/resources",
-        "--xds-port", Integer.toString(xds), "--monitoring-port", "0", "--admin-port", "0", "--drain-time", "1s")) {
+    try (Child proxy =
+        Child.start(
+            "--log-format",
+            "json",
+            "--resources-dir",
+            "../deploy/examples/resources",
+            "--xds-port",
+            Integer.toString(xds),
+            "--monitoring-port",
+            "0",
+            "--admin-port",
+            "0",
+            "--drain-time",
+            "1s")) {
       proxy.awaitLine(line -> line.contains("listening"));
       try (var client = XdsTestClient.sotwAds(xds)) {
-        DiscoveryRequest request = DiscoveryRequest.newBuilder().setNode(node("n1", "example"))
-            .setTypeUrl(TypeUrl.CLUSTER.url()).build();
+        DiscoveryRequest request =
+            DiscoveryRequest.newBuilder()
+                .setNode(node("n1", "example"))
+                .setTypeUrl(TypeUrl.CLUSTER.url())
+                .build();
         client.send(request);
         DiscoveryResponse response = client.next(WAIT);
-        client.send(request.toBuilder().setResponseNonce(response.getNonce()).setErrorDetail(
-            com.google.rpc.Status.newBuilder().setMessage("cluster \"shop\" rejected:\n\tno endpoints")).build());
+        client.send(
+            request.toBuilder()
+                .setResponseNonce(response.getNonce())
+                .setErrorDetail(
+                    com.google.rpc.Status.newBuilder()
+                        .setMessage("cluster \"shop\" rejected:\n\tno endpoints"))
+                .build());
 
-        JsonObject nack = JsonParser.parseString(proxy.awaitLine(line -> line.contains("NACK from node"))).getAsJsonObject();
+        JsonObject nack =
+            JsonParser.parseString(proxy.awaitLine(line -> line.contains("NACK from node")))
+                .getAsJsonObject();
         assertThat(nack.get("level").getAsString()).isEqualTo("WARN");
-        assertThat(nack.get("message").getAsString()).as("the client's text, quotes, newline and tab kept")
-            .startsWith("NACK from node 'n1'").endsWith("cluster \"shop\" rejected:\n\tno endpoints");
+        assertThat(nack.get("message").getAsString())
+            .as("the client's text, quotes, newline and tab kept")
+            .startsWith("NACK from node 'n1'")
+            .endsWith("cluster \"shop\" rejected:\n\tno endpoints");
         assertThat(nack.get("node").getAsString()).isEqualTo("n1");
         assertThat(nack.get("group").getAsString()).isEqualTo("example");
         assertThat(nack.get("type").getAsString()).isEqualTo(TypeUrl.CLUSTER.shortName());
@@ -70,15 +95,24 @@ class LogsTest {
       lines = proxy.stop();
     }
 
-    assertThat(lines).as("every line, from start to exit").hasSizeGreaterThan(3).allSatisfy(line -> {
-      JsonObject json = JsonParser.parseString(line).getAsJsonObject();
-      assertThat(json.get("time").getAsString()).matches(ISO_UTC_MILLIS);
-      assertThat(json.get("level").getAsString()).isIn("ERROR", "WARN", "INFO");
-      assertThat(json.get("message").getAsString()).isNotEmpty();
-      assertThat(json.entrySet()).allSatisfy(field -> assertThat(field.getValue().isJsonPrimitive())
-          .as("field %s is flat", field.getKey()).isTrue());
-    });
-    assertThat(lines).anySatisfy(line -> assertThat(line).contains("stream opened").contains("\"node\":\"n1\""));
+    assertThat(lines)
+        .as("every line, from start to exit")
+        .hasSizeGreaterThan(3)
+        .allSatisfy(
+            line -> {
+              JsonObject json = JsonParser.parseString(line).getAsJsonObject();
+              assertThat(json.get("time").getAsString()).matches(ISO_UTC_MILLIS);
+              assertThat(json.get("level").getAsString()).isIn("ERROR", "WARN", "INFO");
+              assertThat(json.get("message").getAsString()).isNotEmpty();
+              assertThat(json.entrySet())
+                  .allSatisfy(
+                      field ->
+                          assertThat(field.getValue().isJsonPrimitive())
+                              .as("field %s is flat", field.getKey())
+                              .isTrue());
+            });
+    assertThat(lines)
+        .anySatisfy(line -> assertThat(line).contains("stream opened").contains("\"node\":\"n1\""));
   }
 
   @Test
@@ -86,10 +120,28 @@ class LogsTest {
     int xds = freePort();
     int monitoring = freePort();
     List<String> lines;
-    try (Child proxy = Child.start("--log-format", "json", "--log-level", "warn", "--log-level",
-        "io.xdsproxy.downstream.xds=debug", "--resources-dir", "../deploy/examples/resources", "--xds-port",
-        Integer.toString(xds), "--monitoring-port", Integer.toString(monitoring), "--admin-port", "0", "--drain-time", "1s")) {
-      await().atMost(WAIT).ignoreExceptions().until(() -> get(monitoring, "/healthz").statusCode() == 200);
+    try (Child proxy =
+        Child.start(
+            "--log-format",
+            "json",
+            "--log-level",
+            "warn",
+            "--log-level",
+            "io.xdsproxy.downstream.xds=debug",
+            "--resources-dir",
+            "../deploy/examples/resources",
+            "--xds-port",
+            Integer.toString(xds),
+            "--monitoring-port",
+            Integer.toString(monitoring),
+            "--admin-port",
+            "0",
+            "--drain-time",
+            "1s")) {
+      await()
+          .atMost(WAIT)
+          .ignoreExceptions()
+          .until(() -> get(monitoring, "/healthz").statusCode() == 200);
       try (var client = XdsTestClient.sotwAds(xds)) {
         stale(client, clusters(client), "stale-nonce-1");
         proxy.awaitLine(line -> line.contains("stale-nonce-1"));
@@ -97,10 +149,15 @@ class LogsTest {
       lines = proxy.stop();
     }
 
-    assertThat(lines).as("info lines, below the root's warn: the start-up line, the drain's")
+    assertThat(lines)
+        .as("info lines, below the root's warn: the start-up line, the drain's")
         .noneMatch(line -> line.contains("listening") || line.contains("drain"));
-    JsonObject stale = lines.stream().filter(line -> line.contains("stale-nonce-1")).findFirst()
-        .map(line -> JsonParser.parseString(line).getAsJsonObject()).orElseThrow();
+    JsonObject stale =
+        lines.stream()
+            .filter(line -> line.contains("stale-nonce-1"))
+            .findFirst()
+            .map(line -> JsonParser.parseString(line).getAsJsonObject())
+            .orElseThrow();
     assertThat(stale.get("level").getAsString()).isEqualTo("DEBUG");
     assertThat(stale.get("type").getAsString()).isEqualTo(TypeUrl.CLUSTER.shortName());
   }
@@ -109,43 +166,69 @@ class LogsTest {
   void postingALevelToLoggingChangesWhatIsLoggedFromThenOnAndGetListsIt() throws Exception {
     int xds = freePort();
     int admin = freePort();
-    try (Child proxy = Child.start("--log-format", "json", "--resources-dir", "../deploy/examples/resources",
-        "--xds-port", Integer.toString(xds), "--monitoring-port", "0", "--admin-port", Integer.toString(admin),
-        "--drain-time", "1s")) {
+    try (Child proxy =
+        Child.start(
+            "--log-format",
+            "json",
+            "--resources-dir",
+            "../deploy/examples/resources",
+            "--xds-port",
+            Integer.toString(xds),
+            "--monitoring-port",
+            "0",
+            "--admin-port",
+            Integer.toString(admin),
+            "--drain-time",
+            "1s")) {
       proxy.awaitLine(line -> line.contains("listening"));
-      assertThat(levels(get(admin, "/logging"))).containsEntry("root", "info").doesNotContainKey("io.xdsproxy.downstream.xds");
+      assertThat(levels(get(admin, "/logging")))
+          .containsEntry("root", "info")
+          .doesNotContainKey("io.xdsproxy.downstream.xds");
       try (var client = XdsTestClient.sotwAds(xds)) {
         DiscoveryResponse response = clusters(client);
         stale(client, response, "before-the-post");
-        // Requests on a stream are handled in order: when this one is answered, the stale one was handled.
+        // Requests on a stream are handled in order: when this one is answered, the stale one was
+        // handled.
         client.send(DiscoveryRequest.newBuilder().setTypeUrl(TypeUrl.LISTENER.url()).build());
         client.next(WAIT);
 
-        HttpResponse<String> posted = post(admin, "/logging?io.xdsproxy.downstream.xds=debug&level=warn");
+        HttpResponse<String> posted =
+            post(admin, "/logging?io.xdsproxy.downstream.xds=debug&level=warn");
         assertThat(posted.statusCode()).as(posted.body()).isEqualTo(200);
-        assertThat(levels(posted)).containsEntry("io.xdsproxy.downstream.xds", "debug").containsEntry("root", "warn");
-        assertThat(levels(get(admin, "/logging"))).containsEntry("io.xdsproxy.downstream.xds", "debug")
+        assertThat(levels(posted))
+            .containsEntry("io.xdsproxy.downstream.xds", "debug")
+            .containsEntry("root", "warn");
+        assertThat(levels(get(admin, "/logging")))
+            .containsEntry("io.xdsproxy.downstream.xds", "debug")
             .containsEntry("root", "warn");
 
         stale(client, response, "after-the-post");
         proxy.awaitLine(line -> line.contains("after-the-post"));
       }
-      assertThat(proxy.lines()).as("one stream's lines come in order: the earlier one would be above")
+      assertThat(proxy.lines())
+          .as("one stream's lines come in order: the earlier one would be above")
           .noneMatch(line -> line.contains("before-the-post"));
     }
   }
 
   @Test
   void loggingTakesOnlyGetAndPostAndARequestWithAnUnknownLevelChangesNothing() throws Exception {
-    try (XdsProxy proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withResourcesDir(Path.of("../deploy/examples/resources"))
-        .withPorts(0, 0, 0))) {
+    try (XdsProxy proxy =
+        XdsProxy.start(
+            ProxyConfig.DEFAULTS
+                .withResourcesDir(Path.of("../deploy/examples/resources"))
+                .withPorts(0, 0, 0))) {
       int admin = proxy.adminPort();
       Map<String, String> before = levels(get(admin, "/logging"));
 
-      HttpResponse<String> deleted = http.send(HttpRequest.newBuilder(uri(admin, "/logging?level=debug")).DELETE().build(),
-          HttpResponse.BodyHandlers.ofString());
-      HttpResponse<String> unknown = post(admin, "/logging?io.xdsproxy=debug&io.xdsproxy.upstream=verbose");
-      HttpResponse<String> badName = post(admin, "/logging?io.xdsproxy=debug&not%20a%20logger=info");
+      HttpResponse<String> deleted =
+          http.send(
+              HttpRequest.newBuilder(uri(admin, "/logging?level=debug")).DELETE().build(),
+              HttpResponse.BodyHandlers.ofString());
+      HttpResponse<String> unknown =
+          post(admin, "/logging?io.xdsproxy=debug&io.xdsproxy.upstream=verbose");
+      HttpResponse<String> badName =
+          post(admin, "/logging?io.xdsproxy=debug&not%20a%20logger=info");
       HttpResponse<String> nothing = post(admin, "/logging");
 
       assertThat(deleted.statusCode()).isEqualTo(405);
@@ -155,27 +238,45 @@ class LogsTest {
       assertThat(badName.statusCode()).isEqualTo(400);
       assertThat(badName.body()).contains("'not a logger'");
       assertThat(nothing.statusCode()).isEqualTo(400);
-      assertThat(levels(get(admin, "/logging"))).as("nothing changed, io.xdsproxy not either").isEqualTo(before);
+      assertThat(levels(get(admin, "/logging")))
+          .as("nothing changed, io.xdsproxy not either")
+          .isEqualTo(before);
     }
   }
 
   /** Subscribes to clusters as node n1, and returns the first response. */
-  private static DiscoveryResponse clusters(XdsTestClient<DiscoveryRequest, DiscoveryResponse> client) {
-    client.send(DiscoveryRequest.newBuilder().setNode(node("n1", "example")).setTypeUrl(TypeUrl.CLUSTER.url()).build());
+  private static DiscoveryResponse clusters(
+      XdsTestClient<DiscoveryRequest, DiscoveryResponse> client) {
+    client.send(
+        DiscoveryRequest.newBuilder()
+            .setNode(node("n1", "example"))
+            .setTypeUrl(TypeUrl.CLUSTER.url())
+            .build());
     return client.next(WAIT);
   }
 
-  /** A request for clusters naming a nonce the proxy never sent: a stale one, ignored and only logged at debug. */
-  private static void stale(XdsTestClient<DiscoveryRequest, DiscoveryResponse> client, DiscoveryResponse response,
+  /**
+   * A request for clusters naming a nonce the proxy never sent: a stale one, ignored and only
+   * logged at debug.
+   */
+  private static void stale(
+      XdsTestClient<DiscoveryRequest, DiscoveryResponse> client,
+      DiscoveryResponse response,
       String nonce) {
-    client.send(DiscoveryRequest.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).setVersionInfo(response.getVersionInfo())
-        .setResponseNonce(nonce).build());
+    client.send(
+        DiscoveryRequest.newBuilder()
+            .setTypeUrl(TypeUrl.CLUSTER.url())
+            .setVersionInfo(response.getVersionInfo())
+            .setResponseNonce(nonce)
+            .build());
   }
 
   private static Map<String, String> levels(HttpResponse<String> response) {
     assertThat(response.statusCode()).as(response.body()).isEqualTo(200);
     return JsonParser.parseString(response.body()).getAsJsonObject().asMap().entrySet().stream()
-        .collect(java.util.stream.Collectors.toMap(Map.Entry::getKey, entry -> entry.getValue().getAsString()));
+        .collect(
+            java.util.stream.Collectors.toMap(
+                Map.Entry::getKey, entry -> entry.getValue().getAsString()));
   }
 
   private static HttpResponse<String> get(int port, String path) {
@@ -183,7 +284,8 @@ class LogsTest {
   }
 
   private static HttpResponse<String> post(int port, String path) {
-    return send(HttpRequest.newBuilder(uri(port, path)).POST(HttpRequest.BodyPublishers.noBody()).build());
+    return send(
+        HttpRequest.newBuilder(uri(port, path)).POST(HttpRequest.BodyPublishers.noBody()).build());
   }
 
   private static HttpResponse<String> send(HttpRequest request) {
@@ -207,7 +309,10 @@ class LogsTest {
     }
   }
 
-  /** {@link Main} in a JVM of its own on this test's class path; its stdout, line by line, as it comes. */
+  /**
+   * {@link Main} in a JVM of its own on this test's class path; its stdout, line by line, as it
+   * comes.
+   */
   private static final class Child implements AutoCloseable {
     private final Process process;
     private final List<String> lines = new CopyOnWriteArrayList<>();
@@ -215,32 +320,44 @@ class LogsTest {
 
     private Child(Process process) {
       this.process = process;
-      this.reader = new Thread(() -> {
-        try (BufferedReader stdout = process.inputReader(StandardCharsets.UTF_8)) {
-          for (String line = stdout.readLine(); line != null; line = stdout.readLine()) {
-            lines.add(line);
-          }
-        } catch (IOException e) {
-          // the process ended
-        }
-      }, "proxy-stdout");
+      this.reader =
+          new Thread(
+              () -> {
+                try (BufferedReader stdout = process.inputReader(StandardCharsets.UTF_8)) {
+                  for (String line = stdout.readLine(); line != null; line = stdout.readLine()) {
+                    lines.add(line);
+                  }
+                } catch (IOException e) {
+                  // the process ended
+                }
+              },
+              "proxy-stdout");
       reader.setDaemon(true);
       reader.start();
     }
 
     static Child start(String... args) throws IOException {
-      List<String> command = new ArrayList<>(List.of(
-          Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-          "-XX:TieredStopAtLevel=1", "-cp", System.getProperty("java.class.path"), Main.class.getName()));
+      List<String> command =
+          new ArrayList<>(
+              List.of(
+                  Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                  "-XX:TieredStopAtLevel=1",
+                  "-cp",
+                  System.getProperty("java.class.path"),
+                  Main.class.getName()));
       command.addAll(List.of(args));
-      return new Child(new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start());
+      return new Child(
+          new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start());
     }
 
     /** The first line {@code wanted} matches, waiting for it. */
     String awaitLine(Predicate<String> wanted) {
       await().atMost(WAIT).until(() -> lines.stream().anyMatch(wanted) || !process.isAlive());
-      return lines.stream().filter(wanted).findFirst()
-          .orElseThrow(() -> new AssertionError("the proxy exited; it wrote " + String.join("\n", lines)));
+      return lines.stream()
+          .filter(wanted)
+          .findFirst()
+          .orElseThrow(
+              () -> new AssertionError("the proxy exited; it wrote " + String.join("\n", lines)));
     }
 
     List<String> lines() {
@@ -250,7 +367,9 @@ class LogsTest {
     /** Stops the proxy as Kubernetes does (SIGTERM), and returns every line it wrote. */
     List<String> stop() throws InterruptedException {
       process.destroy();
-      assertThat(process.waitFor(WAIT.toSeconds(), TimeUnit.SECONDS)).as("the proxy exits").isTrue();
+      assertThat(process.waitFor(WAIT.toSeconds(), TimeUnit.SECONDS))
+          .as("the proxy exits")
+          .isTrue();
       reader.join(WAIT.toMillis());
       return lines();
     }

@@ -12,8 +12,8 @@ import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.Resource;
 import io.xdsproxy.app.testing.ProxyFixture;
-import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.app.testing.XdsTestClient;
+import io.xdsproxy.core.TypeUrl;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -35,8 +35,7 @@ class MakeBeforeBreakTest {
 
   @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
 
-  @TempDir
-  Path resources;
+  @TempDir Path resources;
 
   private XdsProxy proxy;
 
@@ -54,14 +53,19 @@ class MakeBeforeBreakTest {
   /** A version of the configuration: one cluster, and route r pointing at it. */
   private void writeVersion(String version, String cluster) throws Exception {
     Path dir = Files.createDirectories(resources.resolve(version));
-    Files.writeString(dir.resolve("clusters.yaml"), """
+    Files.writeString(
+        dir.resolve("clusters.yaml"),
+        """
         resources:
         - "@type": type.googleapis.com/envoy.config.cluster.v3.Cluster
           name: %s
           type: EDS
           eds_cluster_config: { eds_config: { ads: {} } }
-        """.formatted(cluster));
-    Files.writeString(dir.resolve("routes.yaml"), """
+        """
+            .formatted(cluster));
+    Files.writeString(
+        dir.resolve("routes.yaml"),
+        """
         resources:
         - "@type": type.googleapis.com/envoy.config.route.v3.RouteConfiguration
           name: r
@@ -69,13 +73,18 @@ class MakeBeforeBreakTest {
           - name: all
             domains: ["*"]
             routes: [ { match: { prefix: "" }, route: { cluster: %s } } ]
-        """.formatted(cluster));
+        """
+            .formatted(cluster));
   }
 
   /** Swaps every file at once: ..data is relinked by a rename, which is atomic. */
   private void switchTo(String version) throws Exception {
     Path link = Files.createSymbolicLink(resources.resolve("..data_tmp"), Path.of(version));
-    Files.move(link, resources.resolve("..data"), StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+    Files.move(
+        link,
+        resources.resolve("..data"),
+        StandardCopyOption.ATOMIC_MOVE,
+        StandardCopyOption.REPLACE_EXISTING);
   }
 
   private static String routeTarget(RouteConfiguration route) {
@@ -85,8 +94,16 @@ class MakeBeforeBreakTest {
   @Test
   void sotwAdsGetsTheNewClusterThenTheRouteThenLosesTheOldCluster() throws Exception {
     try (var client = XdsTestClient.sotwAds(proxy.xdsPort())) {
-      client.send(DiscoveryRequest.newBuilder().setNode(node("n1", "fleet")).setTypeUrl(TypeUrl.CLUSTER.url()).build());
-      client.send(DiscoveryRequest.newBuilder().setTypeUrl(TypeUrl.ROUTE.url()).addResourceNames("r").build());
+      client.send(
+          DiscoveryRequest.newBuilder()
+              .setNode(node("n1", "fleet"))
+              .setTypeUrl(TypeUrl.CLUSTER.url())
+              .build());
+      client.send(
+          DiscoveryRequest.newBuilder()
+              .setTypeUrl(TypeUrl.ROUTE.url())
+              .addResourceNames("r")
+              .build());
       client.next(WAIT);
       client.next(WAIT);
 
@@ -97,12 +114,16 @@ class MakeBeforeBreakTest {
       DiscoveryResponse routed = client.next(WAIT);
       DiscoveryResponse broken = client.next(WAIT);
       assertThat(made.getTypeUrl()).isEqualTo(TypeUrl.CLUSTER.url());
-      assertThat(made.getResourcesList()).extracting(any -> any.unpack(Cluster.class).getName())
+      assertThat(made.getResourcesList())
+          .extracting(any -> any.unpack(Cluster.class).getName())
           .containsExactlyInAnyOrder("x", "y");
       assertThat(routed.getTypeUrl()).isEqualTo(TypeUrl.ROUTE.url());
-      assertThat(routeTarget(routed.getResources(0).unpack(RouteConfiguration.class))).isEqualTo("y");
+      assertThat(routeTarget(routed.getResources(0).unpack(RouteConfiguration.class)))
+          .isEqualTo("y");
       assertThat(broken.getTypeUrl()).isEqualTo(TypeUrl.CLUSTER.url());
-      assertThat(broken.getResourcesList()).extracting(any -> any.unpack(Cluster.class).getName()).containsExactly("y");
+      assertThat(broken.getResourcesList())
+          .extracting(any -> any.unpack(Cluster.class).getName())
+          .containsExactly("y");
       client.expectNoResponse(QUIET);
     }
   }
@@ -110,8 +131,16 @@ class MakeBeforeBreakTest {
   @Test
   void deltaAdsGetsTheNewClusterThenTheRouteThenTheRemovalOfTheOldCluster() throws Exception {
     try (var client = XdsTestClient.deltaAds(proxy.xdsPort())) {
-      client.send(DeltaDiscoveryRequest.newBuilder().setNode(node("n1", "fleet")).setTypeUrl(TypeUrl.CLUSTER.url()).build());
-      client.send(DeltaDiscoveryRequest.newBuilder().setTypeUrl(TypeUrl.ROUTE.url()).addResourceNamesSubscribe("r").build());
+      client.send(
+          DeltaDiscoveryRequest.newBuilder()
+              .setNode(node("n1", "fleet"))
+              .setTypeUrl(TypeUrl.CLUSTER.url())
+              .build());
+      client.send(
+          DeltaDiscoveryRequest.newBuilder()
+              .setTypeUrl(TypeUrl.ROUTE.url())
+              .addResourceNamesSubscribe("r")
+              .build());
       client.next(WAIT);
       client.next(WAIT);
 
@@ -125,7 +154,8 @@ class MakeBeforeBreakTest {
       assertThat(made.getResourcesList()).extracting(Resource::getName).containsExactly("y");
       assertThat(made.getRemovedResourcesList()).isEmpty();
       assertThat(routed.getTypeUrl()).isEqualTo(TypeUrl.ROUTE.url());
-      assertThat(routeTarget(routed.getResources(0).getResource().unpack(RouteConfiguration.class))).isEqualTo("y");
+      assertThat(routeTarget(routed.getResources(0).getResource().unpack(RouteConfiguration.class)))
+          .isEqualTo("y");
       assertThat(broken.getTypeUrl()).isEqualTo(TypeUrl.CLUSTER.url());
       assertThat(broken.getRemovedResourcesList()).containsExactly("x");
       assertThat(broken.getResourcesList()).isEmpty();

@@ -9,9 +9,9 @@ import io.envoyproxy.envoy.config.core.v3.Node;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.grpc.Status.Code;
 import io.xdsproxy.app.testing.ProxyFixture;
-import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.app.testing.Resources;
 import io.xdsproxy.app.testing.XdsTestClient;
+import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.upstream.testing.ControlPlane;
 import java.time.Duration;
 import java.util.List;
@@ -33,15 +33,27 @@ class NodeGroupRulesTest {
   void start() throws Exception {
     controlPlane = fixture.controlPlane();
     // Grouped by the namespace in an Istio-style node id; the upstream sees one node per namespace.
-    proxy = fixture.proxy(against(controlPlane.target())
-        .withNodeGroupKey(List.of("id:^[^~]*~[^~]*~[^.~]*\\.([^~]+)~"))
-        .withUpstreamNodeId("xds-proxy~{group}"));
-    controlPlane.setSnapshot("reviews", Snapshot.create(
-        List.of(Resources.cluster("reviews")), List.of(), List.of(), List.of(), List.of(), "1"));
+    proxy =
+        fixture.proxy(
+            against(controlPlane.target())
+                .withNodeGroupKey(List.of("id:^[^~]*~[^~]*~[^.~]*\\.([^~]+)~"))
+                .withUpstreamNodeId("xds-proxy~{group}"));
+    controlPlane.setSnapshot(
+        "reviews",
+        Snapshot.create(
+            List.of(Resources.cluster("reviews")),
+            List.of(),
+            List.of(),
+            List.of(),
+            List.of(),
+            "1"));
   }
 
   private static Node sidecar(String pod, String cluster) {
-    return Node.newBuilder().setId("sidecar~10.0.0.1~" + pod + "~svc.cluster.local").setCluster(cluster).build();
+    return Node.newBuilder()
+        .setId("sidecar~10.0.0.1~" + pod + "~svc.cluster.local")
+        .setCluster(cluster)
+        .build();
   }
 
   private static DiscoveryRequest clusters(Node node) {
@@ -50,15 +62,17 @@ class NodeGroupRulesTest {
 
   @Test
   void clientsWhoseIdsNameOneNamespaceShareOneUpstreamNodeNamedByTheTemplate() {
-    try (var first = XdsTestClient.sotwAds(proxy.xdsPort()); var second = XdsTestClient.sotwAds(proxy.xdsPort())) {
+    try (var first = XdsTestClient.sotwAds(proxy.xdsPort());
+        var second = XdsTestClient.sotwAds(proxy.xdsPort())) {
       first.send(clusters(sidecar("reviews-v1-abc.bookinfo", "reviews")));
       second.send(clusters(sidecar("reviews-v2-def.bookinfo", "reviews")));
 
       assertThat(first.next(WAIT).getResourcesCount()).isEqualTo(1);
       assertThat(second.next(WAIT).getResourcesCount()).isEqualTo(1);
       assertThat(controlPlane.streamGroups()).hasSize(1);
-      assertThat(controlPlane.requests()).allSatisfy(request ->
-          assertThat(request.getNode().getId()).isEqualTo("xds-proxy~bookinfo"));
+      assertThat(controlPlane.requests())
+          .allSatisfy(
+              request -> assertThat(request.getNode().getId()).isEqualTo("xds-proxy~bookinfo"));
     }
   }
 
@@ -76,7 +90,8 @@ class NodeGroupRulesTest {
 
   @Test
   void anotherNamespaceIsAnotherGroupWithItsOwnUpstreamStream() {
-    try (var first = XdsTestClient.sotwAds(proxy.xdsPort()); var other = XdsTestClient.sotwAds(proxy.xdsPort())) {
+    try (var first = XdsTestClient.sotwAds(proxy.xdsPort());
+        var other = XdsTestClient.sotwAds(proxy.xdsPort())) {
       first.send(clusters(sidecar("reviews-v1-abc.bookinfo", "reviews")));
       other.send(clusters(sidecar("reviews-v1-abc.staging", "reviews")));
 

@@ -15,8 +15,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 class ProxyConfigTest {
 
-  @TempDir
-  Path dir;
+  @TempDir Path dir;
 
   @Test
   void noFlagsGiveTheDocumentedDefaults() throws Exception {
@@ -44,8 +43,11 @@ class ProxyConfigTest {
 
   @Test
   void logLevelsAreCheckedAndKeptInOrder() throws Exception {
-    ProxyConfig config = ProxyConfig.parse(new String[] {"--log-level", "debug", "--log-level", "io.grpc=warn",
-        "--log-format", "json"});
+    ProxyConfig config =
+        ProxyConfig.parse(
+            new String[] {
+              "--log-level", "debug", "--log-level", "io.grpc=warn", "--log-format", "json"
+            });
 
     assertThat(config.logLevels()).containsExactly("debug", "io.grpc=warn");
     assertThat(config.logFormat()).isEqualTo(ProxyConfig.LogFormat.JSON);
@@ -56,9 +58,13 @@ class ProxyConfigTest {
 
   @Test
   void flagsOverrideTheConfigFileAndBothSpellingsOfAFlagWork() throws Exception {
-    Path file = Files.writeString(dir.resolve("proxy.yaml"), "upstream: istiod.istio-system:15010\nxds-port: 15000\n");
+    Path file =
+        Files.writeString(
+            dir.resolve("proxy.yaml"), "upstream: istiod.istio-system:15010\nxds-port: 15000\n");
 
-    ProxyConfig config = ProxyConfig.parse(new String[] {"--config", file.toString(), "--xds-port=16000", "--admin-port", "0"});
+    ProxyConfig config =
+        ProxyConfig.parse(
+            new String[] {"--config", file.toString(), "--xds-port=16000", "--admin-port", "0"});
 
     assertThat(config.upstream()).contains("istiod.istio-system:15010");
     assertThat(config.xdsPort()).isEqualTo(16000);
@@ -94,15 +100,26 @@ class ProxyConfigTest {
 
   @Test
   void timeoutsAndTheUpstreamProtocolAreConfigurable() throws Exception {
-    Path file = Files.writeString(dir.resolve("proxy.yaml"), "not-found-timeout: 2s\ngroup-idle-grace: 10m\n");
+    Path file =
+        Files.writeString(
+            dir.resolve("proxy.yaml"), "not-found-timeout: 2s\ngroup-idle-grace: 10m\n");
 
-    ProxyConfig config = ProxyConfig.parse(new String[] {
-        "--config", file.toString(), "--rest-poll-timeout", "500ms", "--upstream-protocol", "delta"});
+    ProxyConfig config =
+        ProxyConfig.parse(
+            new String[] {
+              "--config",
+              file.toString(),
+              "--rest-poll-timeout",
+              "500ms",
+              "--upstream-protocol",
+              "delta"
+            });
 
     assertThat(config.notFoundTimeout()).isEqualTo(java.time.Duration.ofSeconds(2));
     assertThat(config.groupIdleGrace()).isEqualTo(java.time.Duration.ofMinutes(10));
     assertThat(config.restPollTimeout()).isEqualTo(java.time.Duration.ofMillis(500));
-    assertThat(config.upstreamProtocol()).isEqualTo(io.xdsproxy.upstream.grpc.AdsUpstream.Protocol.DELTA);
+    assertThat(config.upstreamProtocol())
+        .isEqualTo(io.xdsproxy.upstream.grpc.AdsUpstream.Protocol.DELTA);
   }
 
   @Test
@@ -110,20 +127,30 @@ class ProxyConfigTest {
     Path file = Files.writeString(dir.resolve("proxy.yaml"), "\nnot-found-timeout: soon\n");
 
     assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--config", file.toString()}))
-        .hasMessageContaining("line 2").hasMessageContaining("'soon'").hasMessageContaining("duration");
+        .hasMessageContaining("line 2")
+        .hasMessageContaining("'soon'")
+        .hasMessageContaining("duration");
     assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--upstream-protocol", "rest"}))
-        .hasMessageContaining("--upstream-protocol").hasMessageContaining("'rest'");
+        .hasMessageContaining("--upstream-protocol")
+        .hasMessageContaining("'rest'");
   }
 
   @Test
   void theNodeGroupKeyIsAListInTheFileOrARepeatedFlag() throws Exception {
-    Path file = Files.writeString(dir.resolve("proxy.yaml"), "node-group-key:\n  - metadata:NAMESPACE\n  - locality\n");
+    Path file =
+        Files.writeString(
+            dir.resolve("proxy.yaml"), "node-group-key:\n  - metadata:NAMESPACE\n  - locality\n");
 
     assertThat(ProxyConfig.parse(new String[] {"--config", file.toString()}).nodeGroupKey())
         .containsExactly("metadata:NAMESPACE", "locality");
-    assertThat(ProxyConfig.parse(new String[] {"--node-group-key", "cluster", "--node-group-key", "id:^(\\w+)-"})
-        .nodeGroupKey()).containsExactly("cluster", "id:^(\\w+)-");
-    assertThat(ProxyConfig.parse(new String[] {"--upstream-node-id", "xds-proxy~{group}"}).upstreamNodeId())
+    assertThat(
+            ProxyConfig.parse(
+                    new String[] {"--node-group-key", "cluster", "--node-group-key", "id:^(\\w+)-"})
+                .nodeGroupKey())
+        .containsExactly("cluster", "id:^(\\w+)-");
+    assertThat(
+            ProxyConfig.parse(new String[] {"--upstream-node-id", "xds-proxy~{group}"})
+                .upstreamNodeId())
         .contains("xds-proxy~{group}");
   }
 
@@ -132,13 +159,22 @@ class ProxyConfigTest {
     Path file = Files.writeString(dir.resolve("proxy.yaml"), "node-group-key: [cluster, zone]\n");
 
     assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--config", file.toString()}))
-        .hasMessageContaining("line 1").hasMessageContaining("'zone'");
+        .hasMessageContaining("line 1")
+        .hasMessageContaining("'zone'");
   }
 
   @Test
   void severalUpstreamAddressesAndTheBackoffAreConfigurable() throws Exception {
-    ProxyConfig config = ProxyConfig.parse(new String[] {"--upstream", "cp-a:15010,cp-b:15010",
-        "--upstream-backoff-initial", "100ms", "--upstream-backoff-max", "5s"});
+    ProxyConfig config =
+        ProxyConfig.parse(
+            new String[] {
+              "--upstream",
+              "cp-a:15010,cp-b:15010",
+              "--upstream-backoff-initial",
+              "100ms",
+              "--upstream-backoff-max",
+              "5s"
+            });
 
     assertThat(config.upstream()).containsExactly("cp-a:15010", "cp-b:15010");
     assertThat(config.upstreamBackoff().initial()).isEqualTo(java.time.Duration.ofMillis(100));
@@ -150,61 +186,105 @@ class ProxyConfigTest {
   }
 
   @Test
-  void limitsAndUpstreamKeepaliveAreSetByFlagsOrFileAndNonsenseIsRefusedNamingTheKey() throws Exception {
-    Path file = Files.writeString(dir.resolve("limits.yaml"), "max-names-per-request: 20000\nmax-streams-per-node: 4\n");
+  void limitsAndUpstreamKeepaliveAreSetByFlagsOrFileAndNonsenseIsRefusedNamingTheKey()
+      throws Exception {
+    Path file =
+        Files.writeString(
+            dir.resolve("limits.yaml"), "max-names-per-request: 20000\nmax-streams-per-node: 4\n");
 
-    ProxyConfig config = ProxyConfig.parse(new String[] {"--config", file.toString(), "--max-request-bytes", "65536",
-        "--max-name-length=512", "--max-streams-per-connection", "8", "--max-streams-per-group", "5000",
-        "--max-requests-per-second", "0"});
+    ProxyConfig config =
+        ProxyConfig.parse(
+            new String[] {
+              "--config",
+              file.toString(),
+              "--max-request-bytes",
+              "65536",
+              "--max-name-length=512",
+              "--max-streams-per-connection",
+              "8",
+              "--max-streams-per-group",
+              "5000",
+              "--max-requests-per-second",
+              "0"
+            });
 
-    assertThat(config.limits()).isEqualTo(new io.xdsproxy.downstream.xds.Limits(65536, 20000, 512, 8, 5000, 4, 0));
+    assertThat(config.limits())
+        .isEqualTo(new io.xdsproxy.downstream.xds.Limits(65536, 20000, 512, 8, 5000, 4, 0));
     assertThat(ProxyConfig.DEFAULTS.limits()).isEqualTo(io.xdsproxy.downstream.xds.Limits.DEFAULTS);
     assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--max-streams-per-connection", "0"}))
         .isInstanceOf(ConfigException.class)
-        .hasMessageContaining("flag --max-streams-per-connection").hasMessageContaining("at least 1");
+        .hasMessageContaining("flag --max-streams-per-connection")
+        .hasMessageContaining("at least 1");
     assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--max-requests-per-second", "-1"}))
-        .hasMessageContaining("flag --max-requests-per-second").hasMessageContaining("at least 0");
-    assertThat(ProxyConfig.parse(new String[] {"--upstream-keepalive-time", "45s", "--upstream-keepalive-timeout", "5s"})
-        .upstreamKeepalive()).isEqualTo(new io.xdsproxy.upstream.grpc.AdsUpstream.Keepalive(
-            java.time.Duration.ofSeconds(45), java.time.Duration.ofSeconds(5)));
+        .hasMessageContaining("flag --max-requests-per-second")
+        .hasMessageContaining("at least 0");
+    assertThat(
+            ProxyConfig.parse(
+                    new String[] {
+                      "--upstream-keepalive-time", "45s", "--upstream-keepalive-timeout", "5s"
+                    })
+                .upstreamKeepalive())
+        .isEqualTo(
+            new io.xdsproxy.upstream.grpc.AdsUpstream.Keepalive(
+                java.time.Duration.ofSeconds(45), java.time.Duration.ofSeconds(5)));
     assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--upstream-keepalive-time", "5s"}))
-        .hasMessageContaining("flag --upstream-keepalive-time").hasMessageContaining("at least 10s");
+        .hasMessageContaining("flag --upstream-keepalive-time")
+        .hasMessageContaining("at least 10s");
     Path bad = Files.writeString(dir.resolve("bad.yaml"), "max-names-per-request: lots\n");
     assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--config", bad.toString()}))
-        .hasMessageContaining("line 1 (max-names-per-request)").hasMessageContaining("'lots' is not a whole number");
+        .hasMessageContaining("line 1 (max-names-per-request)")
+        .hasMessageContaining("'lots' is not a whole number");
   }
 
   @Test
   void theShippedExampleConfigIsValidAndSetsEveryKey() throws Exception {
-    ProxyConfig config = ProxyConfig.parse(new String[] {"--config", "../deploy/examples/xds-proxy.yaml"});
+    ProxyConfig config =
+        ProxyConfig.parse(new String[] {"--config", "../deploy/examples/xds-proxy.yaml"});
 
     assertThat(config.upstream()).hasSize(2);
-    assertThat(config.upstreamProtocol()).isEqualTo(io.xdsproxy.upstream.grpc.AdsUpstream.Protocol.DELTA);
-    assertThat(io.xdsproxy.core.NodeGroupRule.of(config.nodeGroupKey()).keyOf(io.envoyproxy.envoy.config.core.v3.Node
-        .newBuilder().setId("sidecar~10.0.0.1~reviews-v1-abc.bookinfo~bookinfo.svc.cluster.local").build()).value())
+    assertThat(config.upstreamProtocol())
+        .isEqualTo(io.xdsproxy.upstream.grpc.AdsUpstream.Protocol.DELTA);
+    assertThat(
+            io.xdsproxy.core.NodeGroupRule.of(config.nodeGroupKey())
+                .keyOf(
+                    io.envoyproxy.envoy.config.core.v3.Node.newBuilder()
+                        .setId(
+                            "sidecar~10.0.0.1~reviews-v1-abc.bookinfo~bookinfo.svc.cluster.local")
+                        .build())
+                .value())
         .isEqualTo("bookinfo");
     assertThat(config.upstreamNodeId()).isPresent();
     String example = Files.readString(Path.of("../deploy/examples/xds-proxy.yaml"));
     java.util.Map<String, Object> keys = new org.yaml.snakeyaml.Yaml().load(example);
     // Keys that name the operator's own files (TLS) are shown commented out: "# tls-cert: /etc/…".
-    java.util.List<String> commented = example.lines().map(COMMENTED_KEY::matcher).filter(java.util.regex.Matcher::matches)
-        .map(matcher -> matcher.group(1)).toList();
+    java.util.List<String> commented =
+        example
+            .lines()
+            .map(COMMENTED_KEY::matcher)
+            .filter(java.util.regex.Matcher::matches)
+            .map(matcher -> matcher.group(1))
+            .toList();
     assertThat(java.util.stream.Stream.concat(keys.keySet().stream(), commented.stream()))
-        .as("the example shows every key, set or commented out").containsExactlyInAnyOrderElementsOf(ProxyConfig.KEYS);
+        .as("the example shows every key, set or commented out")
+        .containsExactlyInAnyOrderElementsOf(ProxyConfig.KEYS);
   }
 
-  private static final java.util.regex.Pattern COMMENTED_KEY = java.util.regex.Pattern.compile("# ([a-z-]+): \\S.*");
+  private static final java.util.regex.Pattern COMMENTED_KEY =
+      java.util.regex.Pattern.compile("# ([a-z-]+): \\S.*");
 
   @Test
   void tlsFilesAreCheckedWhenTheConfigIsReadAndAMissingOneIsNamedWithItsKey() throws Exception {
-    Path file = Files.writeString(dir.resolve("proxy.yaml"), "xds-port: 15000\ntls-cert: /nonexistent/tls.crt\n");
+    Path file =
+        Files.writeString(
+            dir.resolve("proxy.yaml"), "xds-port: 15000\ntls-cert: /nonexistent/tls.crt\n");
 
     assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--config", file.toString()}))
         .isInstanceOf(ConfigException.class)
         .hasMessageContaining("line 2 (tls-cert)")
         .hasMessageContaining("cannot read /nonexistent/tls.crt");
     assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--upstream-ca", file.toString()}))
-        .hasMessageContaining("flag --upstream-ca").hasMessageContaining("proxy.yaml holds no PEM certificate");
+        .hasMessageContaining("flag --upstream-ca")
+        .hasMessageContaining("proxy.yaml holds no PEM certificate");
   }
 
   @Test
@@ -213,17 +293,37 @@ class ProxyConfigTest {
     Issued proxy = ca.issue("proxy");
     Issued other = ca.issue("other");
 
-    assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--tls-cert", proxy.cert().toString()}))
+    assertThatThrownBy(
+            () -> ProxyConfig.parse(new String[] {"--tls-cert", proxy.cert().toString()}))
         .hasMessageContaining("tls-cert is given without tls-key");
-    assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--tls-cert", proxy.cert().toString(),
-        "--tls-key", other.key().toString()}))
-        .hasMessageContaining("flag --tls-cert").hasMessageContaining("is not the key of the certificate");
-    assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--tls-cert", proxy.cert().toString(),
-        "--tls-key", proxy.key().toString(), "--tls-node-id-pattern", "{san}"}))
+    assertThatThrownBy(
+            () ->
+                ProxyConfig.parse(
+                    new String[] {
+                      "--tls-cert", proxy.cert().toString(), "--tls-key", other.key().toString()
+                    }))
+        .hasMessageContaining("flag --tls-cert")
+        .hasMessageContaining("is not the key of the certificate");
+    assertThatThrownBy(
+            () ->
+                ProxyConfig.parse(
+                    new String[] {
+                      "--tls-cert",
+                      proxy.cert().toString(),
+                      "--tls-key",
+                      proxy.key().toString(),
+                      "--tls-node-id-pattern",
+                      "{san}"
+                    }))
         .hasMessageContaining("tls-node-id-pattern is given without tls-client-ca");
-    assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--tls-node-id-pattern", "sidecar~.*"}))
-        .hasMessageContaining("flag --tls-node-id-pattern").hasMessageContaining("{san}");
-    assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--upstream-tls", "false", "--upstream-ca", ca.pem().toString()}))
+    assertThatThrownBy(
+            () -> ProxyConfig.parse(new String[] {"--tls-node-id-pattern", "sidecar~.*"}))
+        .hasMessageContaining("flag --tls-node-id-pattern")
+        .hasMessageContaining("{san}");
+    assertThatThrownBy(
+            () ->
+                ProxyConfig.parse(
+                    new String[] {"--upstream-tls", "false", "--upstream-ca", ca.pem().toString()}))
         .hasMessageContaining("upstream-tls is false, but upstream-ca is given");
   }
 
@@ -231,18 +331,36 @@ class ProxyConfigTest {
   void tlsOnBothSidesIsConfigurable() throws Exception {
     Ca ca = TestCertificates.ca("ca", dir);
     Issued proxy = ca.issue("proxy");
-    Path file = Files.writeString(dir.resolve("proxy.yaml"), String.join("\n",
-        "tls-cert: " + proxy.cert(), "tls-key: " + proxy.key(), "tls-client-ca: " + ca.pem(),
-        "tls-node-id-pattern: '{san}~.*'", "upstream-ca: " + ca.pem(), "upstream-cert: " + proxy.cert(),
-        "upstream-key: " + proxy.key(), "upstream-authority: istiod.istio-system.svc", ""));
+    Path file =
+        Files.writeString(
+            dir.resolve("proxy.yaml"),
+            String.join(
+                "\n",
+                "tls-cert: " + proxy.cert(),
+                "tls-key: " + proxy.key(),
+                "tls-client-ca: " + ca.pem(),
+                "tls-node-id-pattern: '{san}~.*'",
+                "upstream-ca: " + ca.pem(),
+                "upstream-cert: " + proxy.cert(),
+                "upstream-key: " + proxy.key(),
+                "upstream-authority: istiod.istio-system.svc",
+                ""));
 
     ProxyConfig config = ProxyConfig.parse(new String[] {"--config", file.toString()});
 
-    assertThat(config.tls()).isEqualTo(ServerTls.of(proxy.cert(), proxy.key()).withClientCa(ca.pem())
-        .withNodeIdPattern("{san}~.*"));
-    assertThat(config.upstreamTls()).isEqualTo(UpstreamTls.PLAINTEXT.withCa(ca.pem())
-        .withClientCertificate(proxy.cert(), proxy.key()).withAuthority("istiod.istio-system.svc"));
-    assertThat(ProxyConfig.parse(new String[] {"--upstream-tls", "true"}).upstreamTls()).isEqualTo(UpstreamTls.systemTrust());
+    assertThat(config.tls())
+        .isEqualTo(
+            ServerTls.of(proxy.cert(), proxy.key())
+                .withClientCa(ca.pem())
+                .withNodeIdPattern("{san}~.*"));
+    assertThat(config.upstreamTls())
+        .isEqualTo(
+            UpstreamTls.PLAINTEXT
+                .withCa(ca.pem())
+                .withClientCertificate(proxy.cert(), proxy.key())
+                .withAuthority("istiod.istio-system.svc"));
+    assertThat(ProxyConfig.parse(new String[] {"--upstream-tls", "true"}).upstreamTls())
+        .isEqualTo(UpstreamTls.systemTrust());
     assertThat(ProxyConfig.parse(new String[0]).upstreamTls().enabled()).isFalse();
   }
 }

@@ -16,7 +16,9 @@ import java.time.Duration;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-/** /readyz and the gRPC health service: ready once the upstream has been reached; alive regardless. */
+/**
+ * /readyz and the gRPC health service: ready once the upstream has been reached; alive regardless.
+ */
 class ReadinessTest {
 
   private static final Duration WAIT = Duration.ofSeconds(15);
@@ -28,7 +30,9 @@ class ReadinessTest {
   }
 
   private static ServingStatus grpcHealth(ManagedChannel channel) {
-    return HealthGrpc.newBlockingStub(channel).check(HealthCheckRequest.getDefaultInstance()).getStatus();
+    return HealthGrpc.newBlockingStub(channel)
+        .check(HealthCheckRequest.getDefaultInstance())
+        .getStatus();
   }
 
   @Test
@@ -36,7 +40,8 @@ class ReadinessTest {
     ControlPlane controlPlane = fixture.controlPlane();
     controlPlane.stop();
     XdsProxy proxy = fixture.proxy(against(controlPlane.target()));
-    ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", proxy.xdsPort()).usePlaintext().build();
+    ManagedChannel channel =
+        NettyChannelBuilder.forAddress("127.0.0.1", proxy.xdsPort()).usePlaintext().build();
     fixture.add(channel::shutdownNow);
     assertThat(get(proxy, "/healthz")).isEqualTo(200);
     assertThat(get(proxy, "/readyz")).isEqualTo(503);

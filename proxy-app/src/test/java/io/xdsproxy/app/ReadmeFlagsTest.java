@@ -15,9 +15,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The flags table ({@link Flags#ALL}) against what a user reads: {@code --help}, and the README's
- * "Command line" section, whose synopsis and table must name exactly the table's flags, with the same
- * value syntax and defaults, so that a flag added, renamed or given a new default in the code without
- * the README fails the build.
+ * "Command line" section, whose synopsis and table must name exactly the table's flags, with the
+ * same value syntax and defaults, so that a flag added, renamed or given a new default in the code
+ * without the README fails the build.
  */
 class ReadmeFlagsTest {
 
@@ -34,10 +34,12 @@ class ReadmeFlagsTest {
   void helpListsEveryFlagWithItsValueAndDefault() {
     for (Flag flag : Flags.ALL) {
       String shown = "  --" + flag.name() + (flag.syntax().isEmpty() ? "" : " " + flag.syntax());
-      assertThat(ProxyConfig.USAGE.lines()).as("--help's line for --%s", flag.name())
+      assertThat(ProxyConfig.USAGE.lines())
+          .as("--help's line for --%s", flag.name())
           .anyMatch(line -> line.equals(shown) || line.startsWith(shown + "  "));
       if (!flag.shownDefault().isEmpty()) {
-        assertThat(ProxyConfig.USAGE).as("--help shows the default of --%s", flag.name())
+        assertThat(ProxyConfig.USAGE)
+            .as("--help shows the default of --%s", flag.name())
             .contains("(default " + flag.shownDefault() + ")");
       }
     }
@@ -46,12 +48,14 @@ class ReadmeFlagsTest {
   @Test
   void theDefaultsShownAreTheConfigsDefaults() throws Exception {
     for (Flag flag : Flags.ALL) {
-      // log-level's default, info, is the level of every logger without one (logback's root), not a value of the config.
+      // log-level's default, info, is the level of every logger without one (logback's root), not a
+      // value of the config.
       if (!flag.isKey() || flag.shownDefault().isEmpty() || flag.name().equals("log-level")) {
         continue;
       }
       assertThat(ProxyConfig.parse(new String[] {"--" + flag.name(), flag.shownDefault()}))
-          .as("--%s %s, its default as shown", flag.name(), flag.shownDefault()).isEqualTo(ProxyConfig.DEFAULTS);
+          .as("--%s %s, its default as shown", flag.name(), flag.shownDefault())
+          .isEqualTo(ProxyConfig.DEFAULTS);
     }
   }
 
@@ -66,10 +70,22 @@ class ReadmeFlagsTest {
       }
     }
     Map<String, List<String>> expected = new LinkedHashMap<>();
-    flags().forEach((name, flag) -> expected.put("--" + name, List.of(flag.syntax(),
-        flag.syntax().isEmpty() ? "" : flag.shownDefault().isEmpty() ? "none" : "`" + flag.shownDefault() + "`")));
+    flags()
+        .forEach(
+            (name, flag) ->
+                expected.put(
+                    "--" + name,
+                    List.of(
+                        flag.syntax(),
+                        flag.syntax().isEmpty()
+                            ? ""
+                            : flag.shownDefault().isEmpty()
+                                ? "none"
+                                : "`" + flag.shownDefault() + "`")));
 
-    assertThat(rows).as("the README's flags table: flag -> [value, default]").containsExactlyInAnyOrderEntriesOf(expected);
+    assertThat(rows)
+        .as("the README's flags table: flag -> [value, default]")
+        .containsExactlyInAnyOrderEntriesOf(expected);
   }
 
   @Test
@@ -87,8 +103,13 @@ class ReadmeFlagsTest {
         for (int i = 0; i < words.length; i++) {
           Matcher flag = SYNOPSIS_FLAG.matcher(words[i]);
           if (flag.matches()) {
-            String value = i + 1 < words.length && !words[i + 1].startsWith("[--") && !words[i + 1].startsWith("--")
-                && !words[i + 1].equals("|") ? unbracket(words[i + 1]) : "";
+            String value =
+                i + 1 < words.length
+                        && !words[i + 1].startsWith("[--")
+                        && !words[i + 1].startsWith("--")
+                        && !words[i + 1].equals("|")
+                    ? unbracket(words[i + 1])
+                    : "";
             named.put(flag.group(1), value);
           }
         }
@@ -97,13 +118,20 @@ class ReadmeFlagsTest {
     Map<String, String> expected = new LinkedHashMap<>();
     flags().forEach((name, flag) -> expected.put("--" + name, flag.syntax()));
 
-    assertThat(named).as("the README's synopsis: flag -> value").containsExactlyInAnyOrderEntriesOf(expected);
+    assertThat(named)
+        .as("the README's synopsis: flag -> value")
+        .containsExactlyInAnyOrderEntriesOf(expected);
   }
 
-  /** A value as the synopsis writes it, without the brackets and ellipsis that close the optional group it ends. */
+  /**
+   * A value as the synopsis writes it, without the brackets and ellipsis that close the optional
+   * group it ends.
+   */
   private static String unbracket(String word) {
     String value = word.endsWith("...") ? word.substring(0, word.length() - 3) : word;
-    while (value.endsWith("]") && value.chars().filter(c -> c == ']').count() > value.chars().filter(c -> c == '[').count()) {
+    while (value.endsWith("]")
+        && value.chars().filter(c -> c == ']').count()
+            > value.chars().filter(c -> c == '[').count()) {
       value = value.substring(0, value.length() - 1);
     }
     return value;
@@ -120,8 +148,11 @@ class ReadmeFlagsTest {
     return lines.subList(start + 1, end);
   }
 
-  /** {@code | `--flag VALUE` | default | meaning |}, a {@code |} in the value escaped as {@code \|}. */
-  private static final Pattern TABLE_ROW = Pattern.compile("\\| `(--[a-z-]+(?: (?:[^`\\\\]|\\\\\\|)+)?)` \\|([^|]*)\\|.*");
+  /**
+   * {@code | `--flag VALUE` | default | meaning |}, a {@code |} in the value escaped as {@code \|}.
+   */
+  private static final Pattern TABLE_ROW =
+      Pattern.compile("\\| `(--[a-z-]+(?: (?:[^`\\\\]|\\\\\\|)+)?)` \\|([^|]*)\\|.*");
 
   private static final Pattern SYNOPSIS_FLAG = Pattern.compile("\\[?(--[a-z-]+)\\]?");
 }

@@ -54,21 +54,23 @@ class ReflectionTest {
   /** One request on a reflection stream, and its one answer. */
   private ServerReflectionResponse ask(ServerReflectionRequest request) throws Exception {
     CompletableFuture<ServerReflectionResponse> answer = new CompletableFuture<>();
-    StreamObserver<ServerReflectionRequest> requests = ServerReflectionGrpc.newStub(channel).serverReflectionInfo(
-        new StreamObserver<>() {
-          @Override
-          public void onNext(ServerReflectionResponse response) {
-            answer.complete(response);
-          }
+    StreamObserver<ServerReflectionRequest> requests =
+        ServerReflectionGrpc.newStub(channel)
+            .serverReflectionInfo(
+                new StreamObserver<>() {
+                  @Override
+                  public void onNext(ServerReflectionResponse response) {
+                    answer.complete(response);
+                  }
 
-          @Override
-          public void onError(Throwable t) {
-            answer.completeExceptionally(t);
-          }
+                  @Override
+                  public void onError(Throwable t) {
+                    answer.completeExceptionally(t);
+                  }
 
-          @Override
-          public void onCompleted() {}
-        });
+                  @Override
+                  public void onCompleted() {}
+                });
     requests.onNext(request);
     try {
       return answer.get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
@@ -79,56 +81,77 @@ class ReflectionTest {
 
   @Test
   void reflectionListsEveryServiceOfTheXdsPortAndDescribesAds() throws Exception {
-    ServerReflectionResponse list = ask(ServerReflectionRequest.newBuilder().setListServices("").build());
+    ServerReflectionResponse list =
+        ask(ServerReflectionRequest.newBuilder().setListServices("").build());
 
-    assertThat(list.getListServicesResponse().getServiceList()).extracting(ServiceResponse::getName).contains(
-        "envoy.service.discovery.v3.AggregatedDiscoveryService",
-        "envoy.service.listener.v3.ListenerDiscoveryService",
-        "envoy.service.route.v3.RouteDiscoveryService",
-        "envoy.service.route.v3.ScopedRoutesDiscoveryService",
-        "envoy.service.route.v3.VirtualHostDiscoveryService",
-        "envoy.service.cluster.v3.ClusterDiscoveryService",
-        "envoy.service.endpoint.v3.EndpointDiscoveryService",
-        "envoy.service.secret.v3.SecretDiscoveryService",
-        "envoy.service.runtime.v3.RuntimeDiscoveryService",
-        "envoy.service.status.v3.ClientStatusDiscoveryService",
-        "grpc.health.v1.Health",
-        "grpc.channelz.v1.Channelz",
-        "grpc.reflection.v1.ServerReflection",
-        "grpc.reflection.v1alpha.ServerReflection");
+    assertThat(list.getListServicesResponse().getServiceList())
+        .extracting(ServiceResponse::getName)
+        .contains(
+            "envoy.service.discovery.v3.AggregatedDiscoveryService",
+            "envoy.service.listener.v3.ListenerDiscoveryService",
+            "envoy.service.route.v3.RouteDiscoveryService",
+            "envoy.service.route.v3.ScopedRoutesDiscoveryService",
+            "envoy.service.route.v3.VirtualHostDiscoveryService",
+            "envoy.service.cluster.v3.ClusterDiscoveryService",
+            "envoy.service.endpoint.v3.EndpointDiscoveryService",
+            "envoy.service.secret.v3.SecretDiscoveryService",
+            "envoy.service.runtime.v3.RuntimeDiscoveryService",
+            "envoy.service.status.v3.ClientStatusDiscoveryService",
+            "grpc.health.v1.Health",
+            "grpc.channelz.v1.Channelz",
+            "grpc.reflection.v1.ServerReflection",
+            "grpc.reflection.v1alpha.ServerReflection");
 
-    ServerReflectionResponse ads = ask(ServerReflectionRequest.newBuilder()
-        .setFileContainingSymbol("envoy.service.discovery.v3.AggregatedDiscoveryService").build());
-    List<FileDescriptorProto> files = ads.getFileDescriptorResponse().getFileDescriptorProtoList().stream()
-        .map(bytes -> {
-          try {
-            return FileDescriptorProto.parseFrom(bytes);
-          } catch (com.google.protobuf.InvalidProtocolBufferException e) {
-            throw new AssertionError(e);
-          }
-        }).toList();
+    ServerReflectionResponse ads =
+        ask(
+            ServerReflectionRequest.newBuilder()
+                .setFileContainingSymbol("envoy.service.discovery.v3.AggregatedDiscoveryService")
+                .build());
+    List<FileDescriptorProto> files =
+        ads.getFileDescriptorResponse().getFileDescriptorProtoList().stream()
+            .map(
+                bytes -> {
+                  try {
+                    return FileDescriptorProto.parseFrom(bytes);
+                  } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+                    throw new AssertionError(e);
+                  }
+                })
+            .toList();
     assertThat(files).as("the file defining ADS, first").isNotEmpty();
     assertThat(files.get(0).getName()).isEqualTo("envoy/service/discovery/v3/ads.proto");
-    assertThat(files.get(0).getServiceList()).singleElement().satisfies(service -> {
-      assertThat(service.getName()).isEqualTo("AggregatedDiscoveryService");
-      assertThat(service.getMethodList()).extracting(method -> method.getName())
-          .containsExactly("StreamAggregatedResources", "DeltaAggregatedResources");
-    });
+    assertThat(files.get(0).getServiceList())
+        .singleElement()
+        .satisfies(
+            service -> {
+              assertThat(service.getName()).isEqualTo("AggregatedDiscoveryService");
+              assertThat(service.getMethodList())
+                  .extracting(method -> method.getName())
+                  .containsExactly("StreamAggregatedResources", "DeltaAggregatedResources");
+            });
   }
 
   @Test
   void channelzShowsTheXdsServerListeningOnItsPort() {
-    ChannelzGrpc.ChannelzBlockingStub channelz = ChannelzGrpc.newBlockingStub(channel)
-        .withDeadlineAfter(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+    ChannelzGrpc.ChannelzBlockingStub channelz =
+        ChannelzGrpc.newBlockingStub(channel)
+            .withDeadlineAfter(WAIT.toMillis(), TimeUnit.MILLISECONDS);
 
     GetServersResponse servers = channelz.getServers(GetServersRequest.getDefaultInstance());
 
-    List<Integer> ports = servers.getServerList().stream()
-        .flatMap(server -> server.getListenSocketList().stream())
-        .map(SocketRef::getSocketId)
-        .map(id -> channelz.getSocket(GetSocketRequest.newBuilder().setSocketId(id).build()).getSocket().getLocal()
-            .getTcpipAddress().getPort())
-        .toList();
+    List<Integer> ports =
+        servers.getServerList().stream()
+            .flatMap(server -> server.getListenSocketList().stream())
+            .map(SocketRef::getSocketId)
+            .map(
+                id ->
+                    channelz
+                        .getSocket(GetSocketRequest.newBuilder().setSocketId(id).build())
+                        .getSocket()
+                        .getLocal()
+                        .getTcpipAddress()
+                        .getPort())
+            .toList();
     assertThat(ports).as("the ports the JVM's gRPC servers listen on").contains(proxy.xdsPort());
   }
 }

@@ -10,9 +10,9 @@ import io.envoyproxy.envoy.config.cluster.v3.Cluster;
 import io.envoyproxy.envoy.config.endpoint.v3.ClusterLoadAssignment;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.xdsproxy.app.testing.ProxyFixture;
+import io.xdsproxy.app.testing.Resources;
 import io.xdsproxy.core.ApiTypes;
 import io.xdsproxy.core.TypeUrl;
-import io.xdsproxy.app.testing.Resources;
 import io.xdsproxy.upstream.testing.ControlPlane;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -41,8 +41,11 @@ class RestJsonTest {
   @BeforeEach
   void start() throws Exception {
     controlPlane = fixture.controlPlane();
-    proxy = fixture.proxy(against(controlPlane.target()).withRestPort(0)
-        .withRestPollTimeout(Duration.ofSeconds(3)));
+    proxy =
+        fixture.proxy(
+            against(controlPlane.target())
+                .withRestPort(0)
+                .withRestPollTimeout(Duration.ofSeconds(3)));
   }
 
   private void publish(String version, int port, String... clusters) {
@@ -50,10 +53,12 @@ class RestJsonTest {
   }
 
   private CompletableFuture<HttpResponse<String>> post(String path, String json) {
-    HttpRequest request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + proxy.restPort().orElseThrow() + path))
-        .POST(HttpRequest.BodyPublishers.ofString(json))
-        .header("Content-Type", "application/json")
-        .build();
+    HttpRequest request =
+        HttpRequest.newBuilder(
+                URI.create("http://127.0.0.1:" + proxy.restPort().orElseThrow() + path))
+            .POST(HttpRequest.BodyPublishers.ofString(json))
+            .header("Content-Type", "application/json")
+            .build();
     return http.sendAsync(request, HttpResponse.BodyHandlers.ofString());
   }
 
@@ -70,7 +75,9 @@ class RestJsonTest {
 
   private static String clusterName(Any any) {
     try {
-      return any.is(Cluster.class) ? any.unpack(Cluster.class).getName() : any.unpack(ClusterLoadAssignment.class).getClusterName();
+      return any.is(Cluster.class)
+          ? any.unpack(Cluster.class).getName()
+          : any.unpack(ClusterLoadAssignment.class).getClusterName();
     } catch (Exception e) {
       throw new AssertionError(e);
     }
@@ -80,7 +87,8 @@ class RestJsonTest {
   void aPollIsAnsweredWithTheResourcesInProto3Json() throws Exception {
     publish("1", 1000, "a", "b");
 
-    DiscoveryResponse response = parse(post("/v3/discovery:clusters", "{" + NODE + "}").get(10, TimeUnit.SECONDS));
+    DiscoveryResponse response =
+        parse(post("/v3/discovery:clusters", "{" + NODE + "}").get(10, TimeUnit.SECONDS));
 
     assertThat(response.getTypeUrl()).isEqualTo(TypeUrl.CLUSTER.url());
     assertThat(clusterNames(response)).containsExactly("a", "b");
@@ -91,8 +99,10 @@ class RestJsonTest {
   void aPollForNamedEndpointsGetsThoseOnly() throws Exception {
     publish("1", 1000, "a", "b");
 
-    DiscoveryResponse response = parse(post("/v3/discovery:endpoints",
-        "{" + NODE + ", \"resource_names\": [\"b\"]}").get(10, TimeUnit.SECONDS));
+    DiscoveryResponse response =
+        parse(
+            post("/v3/discovery:endpoints", "{" + NODE + ", \"resource_names\": [\"b\"]}")
+                .get(10, TimeUnit.SECONDS));
 
     assertThat(clusterNames(response)).containsExactly("b");
   }
@@ -100,11 +110,17 @@ class RestJsonTest {
   @Test
   void aPollHoldingTheCurrentVersionWaitsForAChange() throws Exception {
     publish("1", 1000, "a");
-    DiscoveryResponse first = parse(post("/v3/discovery:clusters", "{" + NODE + "}").get(10, TimeUnit.SECONDS));
+    DiscoveryResponse first =
+        parse(post("/v3/discovery:clusters", "{" + NODE + "}").get(10, TimeUnit.SECONDS));
 
-    CompletableFuture<HttpResponse<String>> waiting = post("/v3/discovery:clusters",
-        "{" + NODE + ", \"version_info\": \"" + first.getVersionInfo() + "\"}");
-    await().during(Duration.ofMillis(500)).atMost(Duration.ofSeconds(2)).until(() -> !waiting.isDone());
+    CompletableFuture<HttpResponse<String>> waiting =
+        post(
+            "/v3/discovery:clusters",
+            "{" + NODE + ", \"version_info\": \"" + first.getVersionInfo() + "\"}");
+    await()
+        .during(Duration.ofMillis(500))
+        .atMost(Duration.ofSeconds(2))
+        .until(() -> !waiting.isDone());
     publish("2", 1000, "a", "b");
 
     DiscoveryResponse changed = parse(waiting.get(10, TimeUnit.SECONDS));
@@ -115,17 +131,22 @@ class RestJsonTest {
   @Test
   void aPollWithNoChangeWithinTheTimeoutIsNotModified() throws Exception {
     publish("1", 1000, "a");
-    DiscoveryResponse first = parse(post("/v3/discovery:clusters", "{" + NODE + "}").get(10, TimeUnit.SECONDS));
+    DiscoveryResponse first =
+        parse(post("/v3/discovery:clusters", "{" + NODE + "}").get(10, TimeUnit.SECONDS));
 
-    HttpResponse<String> unchanged = post("/v3/discovery:clusters",
-        "{" + NODE + ", \"version_info\": \"" + first.getVersionInfo() + "\"}").get(10, TimeUnit.SECONDS);
+    HttpResponse<String> unchanged =
+        post(
+                "/v3/discovery:clusters",
+                "{" + NODE + ", \"version_info\": \"" + first.getVersionInfo() + "\"}")
+            .get(10, TimeUnit.SECONDS);
 
     assertThat(unchanged.statusCode()).isEqualTo(304);
   }
 
   @Test
   void invalidJsonIsABadRequestWithTheParsersMessage() throws Exception {
-    HttpResponse<String> response = post("/v3/discovery:clusters", "{\"node\": {\"id\": ").get(10, TimeUnit.SECONDS);
+    HttpResponse<String> response =
+        post("/v3/discovery:clusters", "{\"node\": {\"id\": ").get(10, TimeUnit.SECONDS);
 
     assertThat(response.statusCode()).isEqualTo(400);
     assertThat(response.body()).contains("not a DiscoveryRequest in proto3 JSON");
@@ -133,11 +154,16 @@ class RestJsonTest {
 
   @Test
   void anUnknownFieldAnotherTypeUrlAndAMissingNodeAreBadRequests() throws Exception {
-    assertThat(post("/v3/discovery:clusters", "{" + NODE + ", \"resource_namez\": []}").get(10, TimeUnit.SECONDS))
+    assertThat(
+            post("/v3/discovery:clusters", "{" + NODE + ", \"resource_namez\": []}")
+                .get(10, TimeUnit.SECONDS))
         .satisfies(r -> assertThat(r.statusCode()).isEqualTo(400))
         .satisfies(r -> assertThat(r.body()).contains("resource_namez"));
-    assertThat(post("/v3/discovery:clusters", "{" + NODE + ", \"type_url\": \"" + TypeUrl.LISTENER.url() + "\"}")
-        .get(10, TimeUnit.SECONDS))
+    assertThat(
+            post(
+                    "/v3/discovery:clusters",
+                    "{" + NODE + ", \"type_url\": \"" + TypeUrl.LISTENER.url() + "\"}")
+                .get(10, TimeUnit.SECONDS))
         .satisfies(r -> assertThat(r.statusCode()).isEqualTo(400))
         .satisfies(r -> assertThat(r.body()).contains(TypeUrl.LISTENER.url()));
     assertThat(post("/v3/discovery:clusters", "{}").get(10, TimeUnit.SECONDS))
@@ -147,20 +173,30 @@ class RestJsonTest {
 
   @Test
   void onlyPostIsAccepted() throws Exception {
-    HttpResponse<String> response = http.send(
-        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + proxy.restPort().orElseThrow() + "/v3/discovery:clusters")).build(),
-        HttpResponse.BodyHandlers.ofString());
+    HttpResponse<String> response =
+        http.send(
+            HttpRequest.newBuilder(
+                    URI.create(
+                        "http://127.0.0.1:"
+                            + proxy.restPort().orElseThrow()
+                            + "/v3/discovery:clusters"))
+                .build(),
+            HttpResponse.BodyHandlers.ofString());
 
     assertThat(response.statusCode()).isEqualTo(405);
   }
 
   @Test
   void secretsAreRefusedOnAPlaintextPortSayingWhichFlagsAreNeeded() throws Exception {
-    HttpResponse<String> response = post("/v3/discovery:secrets", "{" + NODE + ", \"resource_names\": [\"cert\"]}")
-        .get(10, TimeUnit.SECONDS);
+    HttpResponse<String> response =
+        post("/v3/discovery:secrets", "{" + NODE + ", \"resource_names\": [\"cert\"]}")
+            .get(10, TimeUnit.SECONDS);
 
     assertThat(response.statusCode()).isEqualTo(403);
-    assertThat(response.body()).contains("--tls-cert").contains("--tls-client-ca").contains("--tls-node-id-pattern");
+    assertThat(response.body())
+        .contains("--tls-cert")
+        .contains("--tls-client-ca")
+        .contains("--tls-node-id-pattern");
     assertThat(proxy.groups().groups()).as("node groups after the refusal").isEmpty();
   }
 }

@@ -14,10 +14,10 @@ import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.grpc.Status.Code;
 import io.xdsproxy.app.testing.ProxyFixture;
-import io.xdsproxy.core.TypeUrl;
-import io.xdsproxy.app.testing.XdsTestClient;
-import io.xdsproxy.upstream.testing.ControlPlane;
 import io.xdsproxy.app.testing.Resources;
+import io.xdsproxy.app.testing.XdsTestClient;
+import io.xdsproxy.core.TypeUrl;
+import io.xdsproxy.upstream.testing.ControlPlane;
 import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.BeforeEach;
@@ -28,6 +28,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 class SotwAdsTest {
 
   private static final Duration WAIT = Duration.ofSeconds(10);
+
   /** How long "nothing arrives" is watched for; the proxy answers in milliseconds when it does. */
   private static final Duration QUIET = Duration.ofMillis(700);
 
@@ -60,12 +61,14 @@ class SotwAdsTest {
         .build();
   }
 
-  private static List<String> names(DiscoveryResponse response) throws InvalidProtocolBufferException {
+  private static List<String> names(DiscoveryResponse response)
+      throws InvalidProtocolBufferException {
     java.util.ArrayList<String> names = new java.util.ArrayList<>();
     for (Any any : response.getResourcesList()) {
-      names.add(any.is(Cluster.class)
-          ? any.unpack(Cluster.class).getName()
-          : any.unpack(ClusterLoadAssignment.class).getClusterName());
+      names.add(
+          any.is(Cluster.class)
+              ? any.unpack(Cluster.class).getName()
+              : any.unpack(ClusterLoadAssignment.class).getClusterName());
     }
     return names;
   }
@@ -82,10 +85,16 @@ class SotwAdsTest {
     DiscoveryResponse made = client.next(WAIT);
     DiscoveryResponse broken = client.next(WAIT);
 
-    assertThat(names(made)).as("make before break: c added, b not yet taken away").containsExactlyInAnyOrder("a", "b", "c");
-    assertThat(names(broken)).as("full state: b deleted by absence, a resent").containsExactlyInAnyOrder("a", "c");
-    assertThat(List.of(first.getVersionInfo(), made.getVersionInfo(), broken.getVersionInfo())).doesNotHaveDuplicates();
-    assertThat(List.of(first.getNonce(), made.getNonce(), broken.getNonce())).doesNotHaveDuplicates();
+    assertThat(names(made))
+        .as("make before break: c added, b not yet taken away")
+        .containsExactlyInAnyOrder("a", "b", "c");
+    assertThat(names(broken))
+        .as("full state: b deleted by absence, a resent")
+        .containsExactlyInAnyOrder("a", "c");
+    assertThat(List.of(first.getVersionInfo(), made.getVersionInfo(), broken.getVersionInfo()))
+        .doesNotHaveDuplicates();
+    assertThat(List.of(first.getNonce(), made.getNonce(), broken.getNonce()))
+        .doesNotHaveDuplicates();
   }
 
   @Test
@@ -120,7 +129,9 @@ class SotwAdsTest {
 
     client.send(request(TypeUrl.CLUSTER, "*", "a").setNode(node("n1", "fleet")).build());
 
-    assertThat(names(client.next(WAIT))).as("duplicate names are never sent").containsExactlyInAnyOrder("a", "b");
+    assertThat(names(client.next(WAIT)))
+        .as("duplicate names are never sent")
+        .containsExactlyInAnyOrder("a", "b");
   }
 
   @Test
@@ -131,10 +142,15 @@ class SotwAdsTest {
     assertThat(names(first)).containsExactlyInAnyOrder("a", "b");
     client.send(ack(first, "a", "b"));
 
-    controlPlane.setSnapshot("fleet", Snapshot.create(
-        List.of(Resources.cluster("a"), Resources.cluster("b")),
-        List.of(Resources.endpoints("a", 1000), Resources.endpoints("b", 2000)),
-        List.of(), List.of(), List.of(), "2"));
+    controlPlane.setSnapshot(
+        "fleet",
+        Snapshot.create(
+            List.of(Resources.cluster("a"), Resources.cluster("b")),
+            List.of(Resources.endpoints("a", 1000), Resources.endpoints("b", 2000)),
+            List.of(),
+            List.of(),
+            List.of(),
+            "2"));
     DiscoveryResponse second = client.next(WAIT);
 
     assertThat(names(second)).containsExactly("b");
@@ -175,10 +191,11 @@ class SotwAdsTest {
     client.send(request(TypeUrl.CLUSTER).setNode(node("n1", "fleet")).build());
     DiscoveryResponse rejected = client.next(WAIT);
 
-    client.send(request(TypeUrl.CLUSTER)
-        .setResponseNonce(rejected.getNonce())
-        .setErrorDetail(Status.newBuilder().setCode(3).setMessage("cluster a is invalid"))
-        .build());
+    client.send(
+        request(TypeUrl.CLUSTER)
+            .setResponseNonce(rejected.getNonce())
+            .setErrorDetail(Status.newBuilder().setCode(3).setMessage("cluster a is invalid"))
+            .build());
     client.expectNoResponse(QUIET);
 
     publish("2", 1000, "a", "b");
@@ -192,10 +209,15 @@ class SotwAdsTest {
     client.send(request(TypeUrl.ENDPOINT, "a").setNode(node("n1", "fleet")).build());
     DiscoveryResponse first = client.next(WAIT);
     client.send(ack(first, "a"));
-    controlPlane.setSnapshot("fleet", Snapshot.create(
-        List.of(Resources.cluster("a"), Resources.cluster("b")),
-        List.of(Resources.endpoints("a", 2000), Resources.endpoints("b", 1000)),
-        List.of(), List.of(), List.of(), "2"));
+    controlPlane.setSnapshot(
+        "fleet",
+        Snapshot.create(
+            List.of(Resources.cluster("a"), Resources.cluster("b")),
+            List.of(Resources.endpoints("a", 2000), Resources.endpoints("b", 1000)),
+            List.of(),
+            List.of(),
+            List.of(),
+            "2"));
     DiscoveryResponse second = client.next(WAIT);
 
     client.send(ack(first, "a", "b"));
@@ -245,7 +267,8 @@ class SotwAdsTest {
       other.send(request(TypeUrl.CLUSTER).setNode(node("n2", "fleet")).build());
       other.send(ack(other.next(WAIT)));
 
-      client.send(DiscoveryRequest.newBuilder().setNode(node("n1", "fleet")).setTypeUrl("garbage").build());
+      client.send(
+          DiscoveryRequest.newBuilder().setNode(node("n1", "fleet")).setTypeUrl("garbage").build());
       assertThat(client.awaitEnd(WAIT).getCode()).isEqualTo(Code.INVALID_ARGUMENT);
 
       publish("2", 1000, "a", "b");

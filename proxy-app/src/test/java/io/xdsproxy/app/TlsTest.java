@@ -17,9 +17,9 @@ import io.grpc.ServerCredentials;
 import io.grpc.Status;
 import io.grpc.TlsChannelCredentials;
 import io.grpc.TlsServerCredentials;
-import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.app.testing.Resources;
 import io.xdsproxy.app.testing.XdsTestClient;
+import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.upstream.grpc.UpstreamTls;
 import io.xdsproxy.upstream.testing.ControlPlane;
 import io.xdsproxy.upstream.testing.TestCertificates;
@@ -55,11 +55,13 @@ class TlsTest {
   private static final Duration WAIT = Duration.ofSeconds(10);
   private static final String SPIFFE_CART = "spiffe://cluster.local/ns/shop/sa/cart";
 
-  @TempDir
-  Path dir;
+  @TempDir Path dir;
 
   private static ProxyConfig servingExamples(ServerTls tls) {
-    return ProxyConfig.DEFAULTS.withResourcesDir(Path.of("../deploy/examples/resources")).withPorts(0, 0, 0).withTls(tls);
+    return ProxyConfig.DEFAULTS
+        .withResourcesDir(Path.of("../deploy/examples/resources"))
+        .withPorts(0, 0, 0)
+        .withTls(tls);
   }
 
   private static ChannelCredentials trusting(Path ca) throws IOException {
@@ -67,16 +69,24 @@ class TlsTest {
   }
 
   private static ChannelCredentials trusting(Path ca, Issued clientCertificate) throws IOException {
-    return TlsChannelCredentials.newBuilder().trustManager(ca.toFile())
-        .keyManager(clientCertificate.cert().toFile(), clientCertificate.key().toFile()).build();
+    return TlsChannelCredentials.newBuilder()
+        .trustManager(ca.toFile())
+        .keyManager(clientCertificate.cert().toFile(), clientCertificate.key().toFile())
+        .build();
   }
 
   private static DiscoveryRequest clusters(String nodeId) {
-    return DiscoveryRequest.newBuilder().setNode(node(nodeId, "example")).setTypeUrl(TypeUrl.CLUSTER.url()).build();
+    return DiscoveryRequest.newBuilder()
+        .setNode(node(nodeId, "example"))
+        .setTypeUrl(TypeUrl.CLUSTER.url())
+        .build();
   }
 
-  /** What a new client with {@code credentials} gets for its first request: a response, or nothing. */
-  private static Optional<DiscoveryResponse> firstResponse(int port, ChannelCredentials credentials, String nodeId) {
+  /**
+   * What a new client with {@code credentials} gets for its first request: a response, or nothing.
+   */
+  private static Optional<DiscoveryResponse> firstResponse(
+      int port, ChannelCredentials credentials, String nodeId) {
     try (var client = XdsTestClient.sotwAds(port, credentials)) {
       client.send(clusters(nodeId));
       return client.nextUnlessEnded(WAIT);
@@ -87,16 +97,22 @@ class TlsTest {
   void aTlsProxyServesAClientTrustingItsCaAndNotAPlaintextClient() throws Exception {
     Ca ca = TestCertificates.ca("xds", dir);
     Issued server = ca.issue("proxy");
-    try (XdsProxy proxy = XdsProxy.start(servingExamples(ServerTls.of(server.cert(), server.key())));
+    try (XdsProxy proxy =
+            XdsProxy.start(servingExamples(ServerTls.of(server.cert(), server.key())));
         var plaintext = XdsTestClient.sotwAds(proxy.xdsPort())) {
       plaintext.send(clusters("plaintext"));
       Status refused = plaintext.awaitEnd(WAIT);
 
-      assertThat(refused.getCode()).as("a plaintext client of a TLS port").isNotEqualTo(Status.Code.OK);
+      assertThat(refused.getCode())
+          .as("a plaintext client of a TLS port")
+          .isNotEqualTo(Status.Code.OK);
       assertThat(firstResponse(proxy.xdsPort(), trusting(ca.pem()), "client-1"))
           .hasValueSatisfying(response -> assertThat(response.getResourcesCount()).isEqualTo(1));
-      assertThat(firstResponse(proxy.xdsPort(), trusting(TestCertificates.ca("other", dir).pem()), "client-2"))
-          .as("a client that does not trust the proxy's CA").isEmpty();
+      assertThat(
+              firstResponse(
+                  proxy.xdsPort(), trusting(TestCertificates.ca("other", dir).pem()), "client-2"))
+          .as("a client that does not trust the proxy's CA")
+          .isEmpty();
     }
   }
 
@@ -105,14 +121,21 @@ class TlsTest {
     Ca ca = TestCertificates.ca("xds", dir);
     Ca clients = TestCertificates.ca("clients", dir);
     Issued server = ca.issue("proxy");
-    try (XdsProxy proxy = XdsProxy.start(
-        servingExamples(ServerTls.of(server.cert(), server.key()).withClientCa(clients.pem())))) {
+    try (XdsProxy proxy =
+        XdsProxy.start(
+            servingExamples(
+                ServerTls.of(server.cert(), server.key()).withClientCa(clients.pem())))) {
 
       assertThat(firstResponse(proxy.xdsPort(), trusting(ca.pem()), "no-certificate"))
-          .as("a client without a certificate").isEmpty();
-      assertThat(firstResponse(proxy.xdsPort(), trusting(ca.pem(), ca.issue("stranger")), "stranger"))
-          .as("a client whose certificate another CA signed").isEmpty();
-      assertThat(firstResponse(proxy.xdsPort(), trusting(ca.pem(), clients.issue("cart", SPIFFE_CART)), "cart"))
+          .as("a client without a certificate")
+          .isEmpty();
+      assertThat(
+              firstResponse(proxy.xdsPort(), trusting(ca.pem(), ca.issue("stranger")), "stranger"))
+          .as("a client whose certificate another CA signed")
+          .isEmpty();
+      assertThat(
+              firstResponse(
+                  proxy.xdsPort(), trusting(ca.pem(), clients.issue("cart", SPIFFE_CART)), "cart"))
           .hasValueSatisfying(response -> assertThat(response.getResourcesCount()).isEqualTo(1));
     }
   }
@@ -122,23 +145,34 @@ class TlsTest {
     Ca ca = TestCertificates.ca("xds", dir);
     Issued server = ca.issue("proxy");
     ChannelCredentials cart = trusting(ca.pem(), ca.issue("cart", SPIFFE_CART));
-    ServerTls tls = ServerTls.of(server.cert(), server.key()).withClientCa(ca.pem()).withNodeIdPattern("{san}~.*");
+    ServerTls tls =
+        ServerTls.of(server.cert(), server.key())
+            .withClientCa(ca.pem())
+            .withNodeIdPattern("{san}~.*");
     try (XdsProxy proxy = XdsProxy.start(servingExamples(tls));
         var sotw = XdsTestClient.sotwAds(proxy.xdsPort(), cart);
         var delta = XdsTestClient.deltaAds(proxy.xdsPort(), cart);
-        var perType = new XdsTestClient<>(proxy.xdsPort(), cart, ClusterDiscoveryServiceGrpc.getStreamClustersMethod())) {
+        var perType =
+            new XdsTestClient<>(
+                proxy.xdsPort(), cart, ClusterDiscoveryServiceGrpc.getStreamClustersMethod())) {
 
       assertThat(firstResponse(proxy.xdsPort(), cart, SPIFFE_CART + "~pod-1"))
-          .as("the node its certificate names").isPresent();
+          .as("the node its certificate names")
+          .isPresent();
 
       String impostor = "spiffe://cluster.local/ns/bank/sa/vault~pod-1";
       sotw.send(clusters(impostor));
-      delta.send(DeltaDiscoveryRequest.newBuilder().setNode(node(impostor, "example"))
-          .setTypeUrl(TypeUrl.CLUSTER.url()).build());
+      delta.send(
+          DeltaDiscoveryRequest.newBuilder()
+              .setNode(node(impostor, "example"))
+              .setTypeUrl(TypeUrl.CLUSTER.url())
+              .build());
       perType.send(clusters(impostor));
       for (XdsTestClient<?, ?> client : List.of(sotw, delta, perType)) {
         Status refused = client.awaitEnd(WAIT);
-        assertThat(refused.getCode()).as(client.transcript()).isEqualTo(Status.Code.PERMISSION_DENIED);
+        assertThat(refused.getCode())
+            .as(client.transcript())
+            .isEqualTo(Status.Code.PERMISSION_DENIED);
         assertThat(refused.getDescription()).contains(impostor).contains(SPIFFE_CART);
       }
     }
@@ -156,9 +190,14 @@ class TlsTest {
 
       replace(second.issue("proxy"), cert, key);
 
-      await().atMost(WAIT).untilAsserted(() ->
-          assertThat(firstResponse(proxy.xdsPort(), trusting(second.pem()), "after")).isPresent());
-      assertThat(firstResponse(proxy.xdsPort(), trusting(first.pem()), "trusting-the-old-ca")).isEmpty();
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () ->
+                  assertThat(firstResponse(proxy.xdsPort(), trusting(second.pem()), "after"))
+                      .isPresent());
+      assertThat(firstResponse(proxy.xdsPort(), trusting(first.pem()), "trusting-the-old-ca"))
+          .isEmpty();
     }
   }
 
@@ -171,11 +210,18 @@ class TlsTest {
   void theProxyReachesAControlPlaneOverTlsTrustingItsCa() throws Exception {
     Ca ca = TestCertificates.ca("control-plane", dir);
     Issued controlPlaneCertificate = ca.issue("istiod");
-    ServerCredentials credentials = TlsServerCredentials.newBuilder()
-        .keyManager(controlPlaneCertificate.cert().toFile(), controlPlaneCertificate.key().toFile()).build();
+    ServerCredentials credentials =
+        TlsServerCredentials.newBuilder()
+            .keyManager(
+                controlPlaneCertificate.cert().toFile(), controlPlaneCertificate.key().toFile())
+            .build();
     try (ControlPlane controlPlane = new ControlPlane(credentials);
-        XdsProxy proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0, 0)
-            .withUpstreamTls(UpstreamTls.PLAINTEXT.withCa(ca.pem())))) {
+        XdsProxy proxy =
+            XdsProxy.start(
+                ProxyConfig.DEFAULTS
+                    .withUpstream(controlPlane.target())
+                    .withPorts(0, 0, 0)
+                    .withUpstreamTls(UpstreamTls.PLAINTEXT.withCa(ca.pem())))) {
       controlPlane.setSnapshot("fleet", clusterSnapshot());
 
       assertThat(proxy.describeUpstream()).contains("over TLS");
@@ -188,24 +234,38 @@ class TlsTest {
     Ca ca = TestCertificates.ca("control-plane", dir);
     Ca proxies = TestCertificates.ca("proxies", dir);
     Issued controlPlaneCertificate = ca.issue("istiod");
-    Issued proxyCertificate = proxies.issue("xds-proxy", "spiffe://cluster.local/ns/mesh/sa/xds-proxy");
-    ServerCredentials credentials = TlsServerCredentials.newBuilder()
-        .keyManager(controlPlaneCertificate.cert().toFile(), controlPlaneCertificate.key().toFile())
-        .trustManager(proxies.pem().toFile())
-        .clientAuth(TlsServerCredentials.ClientAuth.REQUIRE)
-        .build();
+    Issued proxyCertificate =
+        proxies.issue("xds-proxy", "spiffe://cluster.local/ns/mesh/sa/xds-proxy");
+    ServerCredentials credentials =
+        TlsServerCredentials.newBuilder()
+            .keyManager(
+                controlPlaneCertificate.cert().toFile(), controlPlaneCertificate.key().toFile())
+            .trustManager(proxies.pem().toFile())
+            .clientAuth(TlsServerCredentials.ClientAuth.REQUIRE)
+            .build();
     try (ControlPlane controlPlane = new ControlPlane(credentials);
-        XdsProxy proxy = XdsProxy.start(ProxyConfig.DEFAULTS.withUpstream(controlPlane.target()).withPorts(0, 0, 0)
-            .withUpstreamTls(UpstreamTls.PLAINTEXT.withCa(ca.pem())
-                .withClientCertificate(proxyCertificate.cert(), proxyCertificate.key())
-                .withAuthority("localhost")))) {
+        XdsProxy proxy =
+            XdsProxy.start(
+                ProxyConfig.DEFAULTS
+                    .withUpstream(controlPlane.target())
+                    .withPorts(0, 0, 0)
+                    .withUpstreamTls(
+                        UpstreamTls.PLAINTEXT
+                            .withCa(ca.pem())
+                            .withClientCertificate(proxyCertificate.cert(), proxyCertificate.key())
+                            .withAuthority("localhost")))) {
       controlPlane.setSnapshot("fleet", clusterSnapshot());
 
       assertClusterServed(proxy);
       String metrics = scrape(proxy);
-      assertThat(metric(metrics, "xds_tls_certificate_expiration_timestamp_seconds{use=\"upstream-client\"}"))
+      assertThat(
+              metric(
+                  metrics,
+                  "xds_tls_certificate_expiration_timestamp_seconds{use=\"upstream-client\"}"))
           .isEqualTo(earliestExpiry(proxyCertificate.cert()));
-      assertThat(metric(metrics, "xds_tls_certificate_expiration_timestamp_seconds{use=\"upstream-ca\"}"))
+      assertThat(
+              metric(
+                  metrics, "xds_tls_certificate_expiration_timestamp_seconds{use=\"upstream-ca\"}"))
           .isEqualTo(earliestExpiry(ca.pem()));
       assertThat(metrics).as("the xDS port is plaintext").doesNotContain("use=\"server\"");
     }
@@ -216,34 +276,53 @@ class TlsTest {
     Ca ca = TestCertificates.ca("xds", dir);
     for (String algorithm : List.of("RSA", "EC")) {
       Issued server = ca.issue("proxy-" + algorithm, Leaf.DEFAULT.withKey(algorithm, true));
-      assertThat(Files.readString(server.key())).as("cert-manager's default encoding of an %s key", algorithm)
+      assertThat(Files.readString(server.key()))
+          .as("cert-manager's default encoding of an %s key", algorithm)
           .startsWith("-----BEGIN " + algorithm + " PRIVATE KEY-----");
-      ProxyConfig config = ProxyConfig.parse(new String[] {"--tls-cert", server.cert().toString(), "--tls-key",
-          server.key().toString()});
+      ProxyConfig config =
+          ProxyConfig.parse(
+              new String[] {
+                "--tls-cert", server.cert().toString(), "--tls-key", server.key().toString()
+              });
 
-      try (XdsProxy proxy = XdsProxy.start(config.withResourcesDir(Path.of("../deploy/examples/resources"))
-          .withPorts(0, 0, 0))) {
+      try (XdsProxy proxy =
+          XdsProxy.start(
+              config
+                  .withResourcesDir(Path.of("../deploy/examples/resources"))
+                  .withPorts(0, 0, 0))) {
         assertThat(firstResponse(proxy.xdsPort(), trusting(ca.pem()), "client-" + algorithm))
-            .as("a TLS client of a proxy with a traditional %s key", algorithm).isPresent();
+            .as("a TLS client of a proxy with a traditional %s key", algorithm)
+            .isPresent();
       }
     }
   }
 
   @Test
   void anEncryptedKeyIsRefusedSayingHowToDecryptIt() throws Exception {
-    Issued server = TestCertificates.ca("xds", dir).issue("proxy", Leaf.DEFAULT.withKey("RSA", true));
+    Issued server =
+        TestCertificates.ca("xds", dir).issue("proxy", Leaf.DEFAULT.withKey("RSA", true));
     Path encrypted = dir.resolve("encrypted.key");
     try (var reader = new PEMParser(Files.newBufferedReader(server.key()));
         var writer = new JcaPEMWriter(Files.newBufferedWriter(encrypted))) {
-      PrivateKey key = new JcaPEMKeyConverter().getKeyPair((PEMKeyPair) reader.readObject()).getPrivate();
-      writer.writeObject(key, new JcePEMEncryptorBuilder("AES-128-CBC").setProvider(new BouncyCastleProvider())
-          .build("secret".toCharArray()));
+      PrivateKey key =
+          new JcaPEMKeyConverter().getKeyPair((PEMKeyPair) reader.readObject()).getPrivate();
+      writer.writeObject(
+          key,
+          new JcePEMEncryptorBuilder("AES-128-CBC")
+              .setProvider(new BouncyCastleProvider())
+              .build("secret".toCharArray()));
     }
 
-    assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--tls-cert", server.cert().toString(), "--tls-key",
-        encrypted.toString()}))
+    assertThatThrownBy(
+            () ->
+                ProxyConfig.parse(
+                    new String[] {
+                      "--tls-cert", server.cert().toString(), "--tls-key", encrypted.toString()
+                    }))
         .isInstanceOf(ProxyConfig.ConfigException.class)
-        .hasMessageContaining("--tls-key").hasMessageContaining("encrypted").hasMessageContaining("openssl pkey");
+        .hasMessageContaining("--tls-key")
+        .hasMessageContaining("encrypted")
+        .hasMessageContaining("openssl pkey");
   }
 
   @Test
@@ -254,30 +333,46 @@ class TlsTest {
     Path key = dir.resolve("tls.key");
     Issued first = ca.issue("proxy", Leaf.DEFAULT.validFor(Duration.ofHours(2)));
     replace(first, cert, key);
-    try (XdsProxy proxy = XdsProxy.start(servingExamples(ServerTls.of(cert, key).withClientCa(clients.pem())))) {
+    try (XdsProxy proxy =
+        XdsProxy.start(servingExamples(ServerTls.of(cert, key).withClientCa(clients.pem())))) {
       String serverExpiry = "xds_tls_certificate_expiration_timestamp_seconds{use=\"server\"}";
       String failures = "xds_tls_reload_failures_total{use=\"server\"}";
-      assertThat(metric(scrape(proxy), serverExpiry)).as("the leaf, which expires before its CA")
-          .isEqualTo(earliestExpiry(first.cert())).isEqualTo(expiry(first.cert()));
-      assertThat(metric(scrape(proxy), "xds_tls_certificate_expiration_timestamp_seconds{use=\"client-ca\"}"))
+      assertThat(metric(scrape(proxy), serverExpiry))
+          .as("the leaf, which expires before its CA")
+          .isEqualTo(earliestExpiry(first.cert()))
+          .isEqualTo(expiry(first.cert()));
+      assertThat(
+              metric(
+                  scrape(proxy),
+                  "xds_tls_certificate_expiration_timestamp_seconds{use=\"client-ca\"}"))
           .isEqualTo(earliestExpiry(clients.pem()));
       assertThat(metric(scrape(proxy), failures)).isZero();
 
       Issued renewed = ca.issue("proxy", Leaf.DEFAULT.validFor(Duration.ofHours(3)));
       replace(renewed, cert, key);
-      await().atMost(WAIT).untilAsserted(() ->
-          assertThat(metric(scrape(proxy), serverExpiry)).isEqualTo(expiry(renewed.cert())));
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () ->
+                  assertThat(metric(scrape(proxy), serverExpiry))
+                      .isEqualTo(expiry(renewed.cert())));
 
       Files.writeString(cert, "not a certificate\n");
-      await().atMost(WAIT).untilAsserted(() -> assertThat(metric(scrape(proxy), failures)).isEqualTo(1.0));
-      assertThat(metric(scrape(proxy), serverExpiry)).as("the renewed certificate stays in use")
+      await()
+          .atMost(WAIT)
+          .untilAsserted(() -> assertThat(metric(scrape(proxy), failures)).isEqualTo(1.0));
+      assertThat(metric(scrape(proxy), serverExpiry))
+          .as("the renewed certificate stays in use")
           .isEqualTo(expiry(renewed.cert()));
     }
   }
 
   /** The value of {@code series} (a name and its labels, as exported) in {@code metrics}. */
   private static double metric(String metrics, String series) {
-    return metrics.lines().filter(line -> line.startsWith(series + " ")).findFirst()
+    return metrics
+        .lines()
+        .filter(line -> line.startsWith(series + " "))
+        .findFirst()
         .map(line -> Double.parseDouble(line.substring(series.length() + 1)))
         .orElseThrow(() -> new AssertionError("no " + series + " in:\n" + metrics));
   }
@@ -285,7 +380,8 @@ class TlsTest {
   private static List<X509Certificate> certificates(Path pem) throws Exception {
     try (var in = Files.newInputStream(pem)) {
       return CertificateFactory.getInstance("X.509").generateCertificates(in).stream()
-          .map(X509Certificate.class::cast).toList();
+          .map(X509Certificate.class::cast)
+          .toList();
     }
   }
 
@@ -296,17 +392,29 @@ class TlsTest {
 
   /** The earliest notAfter of the file's certificates, in Unix seconds. */
   private static double earliestExpiry(Path pem) throws Exception {
-    return certificates(pem).stream().mapToLong(c -> c.getNotAfter().toInstant().getEpochSecond()).min().orElseThrow();
+    return certificates(pem).stream()
+        .mapToLong(c -> c.getNotAfter().toInstant().getEpochSecond())
+        .min()
+        .orElseThrow();
   }
 
   private static Snapshot clusterSnapshot() {
-    return Snapshot.create(List.of(Resources.cluster("greeter-cluster")), List.of(), List.of(), List.of(), List.of(), "1");
+    return Snapshot.create(
+        List.of(Resources.cluster("greeter-cluster")),
+        List.of(),
+        List.of(),
+        List.of(),
+        List.of(),
+        "1");
   }
 
   private static void assertClusterServed(XdsProxy proxy) {
     try (var client = XdsTestClient.sotwAds(proxy.xdsPort(), InsecureChannelCredentials.create())) {
-      client.send(DiscoveryRequest.newBuilder().setNode(node("client-1", "fleet")).setTypeUrl(TypeUrl.CLUSTER.url())
-          .build());
+      client.send(
+          DiscoveryRequest.newBuilder()
+              .setNode(node("client-1", "fleet"))
+              .setTypeUrl(TypeUrl.CLUSTER.url())
+              .build());
 
       assertThat(client.next(WAIT).getResourcesCount()).as(client.transcript()).isEqualTo(1);
     }

@@ -28,19 +28,22 @@ class UpstreamOutageTest {
 
   @ParameterizedTest(name = "{0}")
   @MethodSource(ControlPlaneCell.REPRESENTATIVE)
-  void clientsOutliveTheControlPlaneAndConvergeWhenItReturns(ControlPlaneCell cell) throws Exception {
+  void clientsOutliveTheControlPlaneAndConvergeWhenItReturns(ControlPlaneCell cell)
+      throws Exception {
     UpstreamControlPlane controlPlane = fixture.controlPlane(cell);
     Backend first = fixture.add(new Backend("first"));
     Backend second = fixture.add(new Backend("second"));
     XdsProxy proxy = fixture.proxy(against(cell, controlPlane));
     controlPlane.setSnapshot("fleet", Resources.greeterAt(first.port(), "1"));
-    try (XdsClientChannel early = new XdsClientChannel(proxy.xdsPort(), "early", "fleet", "greeter")) {
+    try (XdsClientChannel early =
+        new XdsClientChannel(proxy.xdsPort(), "early", "fleet", "greeter")) {
       await().atMost(WAIT).ignoreExceptions().until(early::whoAmI, "first"::equals);
 
       controlPlane.stop();
 
       assertThat(early.whoAmI()).as("an open stream keeps its configuration").isEqualTo("first");
-      try (XdsClientChannel meanwhile = new XdsClientChannel(proxy.xdsPort(), "meanwhile", "fleet", "greeter")) {
+      try (XdsClientChannel meanwhile =
+          new XdsClientChannel(proxy.xdsPort(), "meanwhile", "fleet", "greeter")) {
         await().atMost(WAIT).ignoreExceptions().until(meanwhile::whoAmI, "first"::equals);
 
         controlPlane.setSnapshot("fleet", Resources.greeterAt(second.port(), "2"));

@@ -38,7 +38,13 @@ public final class ApiTypes {
 
   private static final Logger log = LoggerFactory.getLogger(ApiTypes.class);
   private static final List<String> PACKAGES =
-      List.of("io/envoyproxy/envoy/", "com/github/xds/", "com/github/udpa/", "io/envoyproxy/pgv/", "xds/", "udpa/");
+      List.of(
+          "io/envoyproxy/envoy/",
+          "com/github/xds/",
+          "com/github/udpa/",
+          "io/envoyproxy/pgv/",
+          "xds/",
+          "udpa/");
 
   private ApiTypes() {}
 
@@ -54,14 +60,21 @@ public final class ApiTypes {
 
   private static final class Holder {
     static final List<Descriptor> MESSAGES = findMessages();
-    static final JsonFormat.TypeRegistry JSON = JsonFormat.TypeRegistry.newBuilder().add(MESSAGES).build();
+    static final JsonFormat.TypeRegistry JSON =
+        JsonFormat.TypeRegistry.newBuilder().add(MESSAGES).build();
     static final TypeRegistry TEXT = TypeRegistry.newBuilder().add(MESSAGES).build();
   }
 
   private static List<Descriptor> findMessages() {
-    List<FileDescriptor> files = new ArrayList<>(List.of(
-        AnyProto.getDescriptor(), DurationProto.getDescriptor(), EmptyProto.getDescriptor(),
-        StructProto.getDescriptor(), TimestampProto.getDescriptor(), WrappersProto.getDescriptor()));
+    List<FileDescriptor> files =
+        new ArrayList<>(
+            List.of(
+                AnyProto.getDescriptor(),
+                DurationProto.getDescriptor(),
+                EmptyProto.getDescriptor(),
+                StructProto.getDescriptor(),
+                TimestampProto.getDescriptor(),
+                WrappersProto.getDescriptor()));
     ClassLoader loader = ApiTypes.class.getClassLoader();
     for (String className : fileClassNames()) {
       try {
@@ -79,14 +92,19 @@ public final class ApiTypes {
     return messages;
   }
 
-  /** The outer classes protoc generates for each .proto file: {@code FooProto}, {@code FooOuterClass}. */
+  /**
+   * The outer classes protoc generates for each .proto file: {@code FooProto}, {@code
+   * FooOuterClass}.
+   */
   private static List<String> fileClassNames() {
     List<String> entries = new ArrayList<>();
     try {
-      Path location = Path.of(Listener.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+      Path location =
+          Path.of(Listener.class.getProtectionDomain().getCodeSource().getLocation().toURI());
       if (Files.isDirectory(location)) {
         try (Stream<Path> paths = Files.walk(location)) {
-          paths.forEach(path -> entries.add(location.relativize(path).toString().replace('\\', '/')));
+          paths.forEach(
+              path -> entries.add(location.relativize(path).toString().replace('\\', '/')));
         }
       } else {
         try (JarFile jar = new JarFile(location.toFile())) {
@@ -100,7 +118,9 @@ public final class ApiTypes {
     }
     List<String> names = new ArrayList<>();
     for (String entry : entries) {
-      boolean fileClass = (entry.endsWith("Proto.class") || entry.endsWith("OuterClass.class")) && !entry.contains("$");
+      boolean fileClass =
+          (entry.endsWith("Proto.class") || entry.endsWith("OuterClass.class"))
+              && !entry.contains("$");
       if (fileClass && PACKAGES.stream().anyMatch(entry::startsWith)) {
         names.add(entry.substring(0, entry.length() - ".class".length()).replace('/', '.'));
       }

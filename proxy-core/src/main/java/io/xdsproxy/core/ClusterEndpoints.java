@@ -7,19 +7,23 @@ import io.envoyproxy.envoy.config.cluster.v3.Cluster;
 import java.util.Optional;
 
 /**
- * Which ClusterLoadAssignment a Cluster takes its endpoints from: its
- * {@code eds_cluster_config.service_name}, else its own name, for a cluster of type EDS; none for
- * any other cluster ("Resource warming": a cluster is warm once its assignment arrives). Read once
- * per cluster version, however many streams ask: clusters are held as shared {@link XdsResource}
+ * Which ClusterLoadAssignment a Cluster takes its endpoints from: its {@code
+ * eds_cluster_config.service_name}, else its own name, for a cluster of type EDS; none for any
+ * other cluster ("Resource warming": a cluster is warm once its assignment arrives). Read once per
+ * cluster version, however many streams ask: clusters are held as shared {@link XdsResource}
  * objects, and the answer lives as long as the object does.
  */
 public final class ClusterEndpoints {
 
-  private static final Cache<XdsResource, Optional<String>> BY_CLUSTER = Caffeine.newBuilder().weakKeys().build();
+  private static final Cache<XdsResource, Optional<String>> BY_CLUSTER =
+      Caffeine.newBuilder().weakKeys().build();
 
   private ClusterEndpoints() {}
 
-  /** The name of the assignment {@code cluster} (a resource of {@link TypeUrl#CLUSTER}) warms with, if any. */
+  /**
+   * The name of the assignment {@code cluster} (a resource of {@link TypeUrl#CLUSTER}) warms with,
+   * if any.
+   */
   public static Optional<String> assignmentOf(XdsResource cluster) {
     return BY_CLUSTER.get(cluster, ClusterEndpoints::read);
   }
@@ -29,7 +33,8 @@ public final class ClusterEndpoints {
     try {
       cluster = resource.body().unpack(Cluster.class);
     } catch (InvalidProtocolBufferException e) {
-      return Optional.empty(); // the store holds only clusters that parsed: this is a resource of another type
+      return Optional
+          .empty(); // the store holds only clusters that parsed: this is a resource of another type
     }
     if (cluster.getType() != Cluster.DiscoveryType.EDS) {
       return Optional.empty();

@@ -21,7 +21,9 @@ final class GroupMetrics {
   GroupMetrics(MeterRegistry meters, NodeGroups groups) {
     this.meters = meters;
     this.groups = groups;
-    Gauge.builder("xds.node.groups", groups, g -> g.groups().size()).description("Open node groups").register(meters);
+    Gauge.builder("xds.node.groups", groups, g -> g.groups().size())
+        .description("Open node groups")
+        .register(meters);
     // Every known type's series exist from the start, at zero, so that an idle replica exports them
     // and a rate or an alert over them has a value before the first resource of a type.
     for (TypeUrl type : TypeUrl.known()) {
@@ -31,30 +33,54 @@ final class GroupMetrics {
     }
   }
 
-  /** A group stored a snapshot of {@code type}: the store's size of that type is measured from now on. */
+  /**
+   * A group stored a snapshot of {@code type}: the store's size of that type is measured from now
+   * on.
+   */
   void stored(TypeUrl type) {
     if (measuredTypes.add(type)) {
-      storeGauge("xds.store.resources", "Resources held in the shared store, over all node groups", type,
+      storeGauge(
+          "xds.store.resources",
+          "Resources held in the shared store, over all node groups",
+          type,
           snapshot -> snapshot.resources().size());
-      storeGauge("xds.store.bytes", "Encoded size of the resources held in the shared store, over all node groups",
-          type, snapshot -> snapshot.resources().values().stream().mapToLong(r -> r.body().getSerializedSize()).sum());
+      storeGauge(
+          "xds.store.bytes",
+          "Encoded size of the resources held in the shared store, over all node groups",
+          type,
+          snapshot ->
+              snapshot.resources().values().stream()
+                  .mapToLong(r -> r.body().getSerializedSize())
+                  .sum());
     }
   }
 
-  private void storeGauge(String name, String description, TypeUrl type, ToDoubleFunction<TypeSnapshot> measure) {
-    Gauge.builder(name, groups, g -> g.groups().stream().mapToDouble(group -> measure.applyAsDouble(group.snapshot(type))).sum())
+  private void storeGauge(
+      String name, String description, TypeUrl type, ToDoubleFunction<TypeSnapshot> measure) {
+    Gauge.builder(
+            name,
+            groups,
+            g ->
+                g.groups().stream()
+                    .mapToDouble(group -> measure.applyAsDouble(group.snapshot(type)))
+                    .sum())
         .description(description)
         .tag("type", type.shortName())
         .register(meters);
   }
 
-  /** {@code count} resources marked do_not_cache came from the upstream and were passed on to the streams. */
+  /**
+   * {@code count} resources marked do_not_cache came from the upstream and were passed on to the
+   * streams.
+   */
   void relayedUncacheable(TypeUrl type, int count) {
     relays(type).increment(count);
   }
 
   private Counter relays(TypeUrl type) {
-    return counter("xds.do.not.cache.relays", "Resources marked do_not_cache relayed from the upstream to the streams",
+    return counter(
+        "xds.do.not.cache.relays",
+        "Resources marked do_not_cache relayed from the upstream to the streams",
         type);
   }
 
@@ -64,10 +90,14 @@ final class GroupMetrics {
   }
 
   private Counter expiries(TypeUrl type) {
-    return counter("xds.ttl.expiries", "Resources removed because their TTL lapsed without a heartbeat", type);
+    return counter(
+        "xds.ttl.expiries", "Resources removed because their TTL lapsed without a heartbeat", type);
   }
 
   private Counter counter(String name, String description, TypeUrl type) {
-    return Counter.builder(name).description(description).tag("type", type.shortName()).register(meters);
+    return Counter.builder(name)
+        .description(description)
+        .tag("type", type.shortName())
+        .register(meters);
   }
 }

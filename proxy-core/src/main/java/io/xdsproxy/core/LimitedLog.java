@@ -43,8 +43,8 @@ public final class LimitedLog {
 
   /**
    * Logs as SLF4J would, with {@code fields} as the line's key-value pairs, unless this period's
-   * lines are used up. The line that counts what was left out has no fields: the lines it stands for
-   * were about other nodes and groups.
+   * lines are used up. The line that counts what was left out has no fields: the lines it stands
+   * for were about other nodes and groups.
    */
   public void log(LogFields fields, String format, Object... arguments) {
     long left = admit();
@@ -52,14 +52,18 @@ public final class LimitedLog {
       return;
     }
     if (left > 0) {
-      log.atLevel(level).log("({} similar lines left out in the last {} s)", left, Duration.ofNanos(periodNanos).toSeconds());
+      log.atLevel(level)
+          .log(
+              "({} similar lines left out in the last {} s)",
+              left,
+              Duration.ofNanos(periodNanos).toSeconds());
     }
     fields.addTo(log.atLevel(level)).log(format, arguments);
   }
 
   /**
-   * Whether a line may go now: -1 if not (it is counted), else how many were left out before it,
-   * to be reported with it.
+   * Whether a line may go now: -1 if not (it is counted), else how many were left out before it, to
+   * be reported with it.
    */
   synchronized long admit() {
     long now = clock.getAsLong();

@@ -6,12 +6,12 @@ import org.slf4j.event.KeyValuePair;
 import org.slf4j.spi.LoggingEventBuilder;
 
 /**
- * What a log line of a stream or an upstream session is about, as SLF4J 2 key-value pairs beside its
- * message: the {@code node} id, the node {@code group}, the resource {@code type} and the {@code peer}
- * (the client's address downstream, the control plane's upstream). A JSON log line carries each as a
- * field an operator can search by; a text line shows them as {@code key=value} after the message.
- * The same names on every line, whichever class logs it, is what makes them searchable: they are
- * only set through this class. Immutable.
+ * What a log line of a stream or an upstream session is about, as SLF4J 2 key-value pairs beside
+ * its message: the {@code node} id, the node {@code group}, the resource {@code type} and the
+ * {@code peer} (the client's address downstream, the control plane's upstream). A JSON log line
+ * carries each as a field an operator can search by; a text line shows them as {@code key=value}
+ * after the message. The same names on every line, whichever class logs it, is what makes them
+ * searchable: they are only set through this class. Immutable.
  *
  * @param pairs the fields, in the order they were added
  */

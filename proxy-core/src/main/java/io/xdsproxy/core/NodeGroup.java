@@ -24,8 +24,10 @@ import org.slf4j.event.Level;
 public final class NodeGroup {
 
   private static final Logger log = LoggerFactory.getLogger(NodeGroup.class);
+
   /** A control plane that stops heartbeating lets every leased resource lapse at once. */
-  private static final LimitedLog lapses = LimitedLog.of(log, Level.INFO, 100, java.time.Duration.ofSeconds(10));
+  private static final LimitedLog lapses =
+      LimitedLog.of(log, Level.INFO, 100, java.time.Duration.ofSeconds(10));
 
   private final NodeGroupKey key;
   private final Node upstreamNode;
@@ -34,32 +36,47 @@ public final class NodeGroup {
   private final GroupMetrics metrics;
   private final ResourceStore store = new ResourceStore();
   private final Map<TypeUrl, InterestCount> interest = new HashMap<>();
-  /** Each watcher's interest by type; immutable maps, a few types each, replaced when one changes. */
+
+  /**
+   * Each watcher's interest by type; immutable maps, a few types each, replaced when one changes.
+   */
   private final Map<GroupWatcher, Map<TypeUrl, Interest>> watchers = new HashMap<>();
+
   private UpstreamSession session;
   private boolean closed;
 
   /** Streams holding this group; guarded by {@link NodeGroups}' map, not by the executor. */
   int references;
 
-  NodeGroup(NodeGroupKey key, Node upstreamNode, Executor pool, ScheduledExecutorService timer, UpstreamSource source,
+  NodeGroup(
+      NodeGroupKey key,
+      Node upstreamNode,
+      Executor pool,
+      ScheduledExecutorService timer,
+      UpstreamSource source,
       GroupMetrics metrics) {
     this.key = key;
     this.upstreamNode = upstreamNode;
     this.timer = timer;
     this.metrics = metrics;
     this.executor = new SerialExecutor(pool, "node group " + key);
-    executor.execute(() -> session = source.open(key, upstreamNode, new UpstreamListener() {
-      @Override
-      public void onUpdate(ResourceUpdate update) {
-        onUpstreamUpdates(List.of(update));
-      }
+    executor.execute(
+        () ->
+            session =
+                source.open(
+                    key,
+                    upstreamNode,
+                    new UpstreamListener() {
+                      @Override
+                      public void onUpdate(ResourceUpdate update) {
+                        onUpstreamUpdates(List.of(update));
+                      }
 
-      @Override
-      public void onUpdates(List<ResourceUpdate> updates) {
-        onUpstreamUpdates(updates);
-      }
-    }));
+                      @Override
+                      public void onUpdates(List<ResourceUpdate> updates) {
+                        onUpstreamUpdates(updates);
+                      }
+                    }));
   }
 
   public NodeGroupKey key() {
@@ -81,52 +98,55 @@ public final class NodeGroup {
   }
 
   /**
-   * {@code watcher} now wants {@code wanted} of {@code type} ({@link Interest#NONE} for nothing); it
-   * is told of every later snapshot of a type it wants, starting with the current one: a snapshot
-   * published between the watcher's last look and this call would otherwise reach nobody.
+   * {@code watcher} now wants {@code wanted} of {@code type} ({@link Interest#NONE} for nothing);
+   * it is told of every later snapshot of a type it wants, starting with the current one: a
+   * snapshot published between the watcher's last look and this call would otherwise reach nobody.
    */
   public void subscribe(GroupWatcher watcher, TypeUrl type, Interest wanted) {
-    executor.execute(() -> {
-      if (closed) {
-        return;
-      }
-      Map<TypeUrl, Interest> byType = new HashMap<>(watchers.getOrDefault(watcher, Map.of()));
-      Interest previous = wanted.isEmpty() ? byType.remove(type) : byType.put(type, wanted);
-      watchers.put(watcher, Map.copyOf(byType));
-      Interest before = previous == null ? Interest.NONE : previous;
-      changeInterest(type, before, wanted);
-      TypeSnapshot current = store.snapshot(type);
-      if (previous == null && !wanted.isEmpty()) {
-        watcher.onSnapshots(List.of(current));
-      }
-      if (current.holdsUncacheable(wanted.beyond(before))) {
-        // Invariant 3: what the upstream said not to cache is not served from the store to a
-        // newcomer; the newcomer gets the upstream's next copy.
-        session.refetch(type);
-      }
-    });
+    executor.execute(
+        () -> {
+          if (closed) {
+            return;
+          }
+          Map<TypeUrl, Interest> byType = new HashMap<>(watchers.getOrDefault(watcher, Map.of()));
+          Interest previous = wanted.isEmpty() ? byType.remove(type) : byType.put(type, wanted);
+          watchers.put(watcher, Map.copyOf(byType));
+          Interest before = previous == null ? Interest.NONE : previous;
+          changeInterest(type, before, wanted);
+          TypeSnapshot current = store.snapshot(type);
+          if (previous == null && !wanted.isEmpty()) {
+            watcher.onSnapshots(List.of(current));
+          }
+          if (current.holdsUncacheable(wanted.beyond(before))) {
+            // Invariant 3: what the upstream said not to cache is not served from the store to a
+            // newcomer; the newcomer gets the upstream's next copy.
+            session.refetch(type);
+          }
+        });
   }
 
   /**
-   * A stream asked again for resources of {@code type} the group holds marked do_not_cache, which it
-   * may not be served from the store (invariant 3): the upstream is asked for its next copy.
+   * A stream asked again for resources of {@code type} the group holds marked do_not_cache, which
+   * it may not be served from the store (invariant 3): the upstream is asked for its next copy.
    */
   public void refetch(TypeUrl type) {
-    executor.execute(() -> {
-      if (!closed) {
-        session.refetch(type);
-      }
-    });
+    executor.execute(
+        () -> {
+          if (!closed) {
+            session.refetch(type);
+          }
+        });
   }
 
   /** {@code watcher} is gone: its interest leaves the group's. */
   public void leave(GroupWatcher watcher) {
-    executor.execute(() -> {
-      Map<TypeUrl, Interest> byType = watchers.remove(watcher);
-      if (byType != null && !closed) {
-        byType.forEach((type, previous) -> changeInterest(type, previous, Interest.NONE));
-      }
-    });
+    executor.execute(
+        () -> {
+          Map<TypeUrl, Interest> byType = watchers.remove(watcher);
+          if (byType != null && !closed) {
+            byType.forEach((type, previous) -> changeInterest(type, previous, Interest.NONE));
+          }
+        });
   }
 
   private void changeInterest(TypeUrl type, Interest previous, Interest next) {
@@ -157,34 +177,44 @@ public final class NodeGroup {
     }
     List<TypeSnapshot> changed = new ArrayList<>();
     for (ResourceUpdate update : updates) {
-      store.apply(update, receivedAt).ifPresent(snapshot -> {
-        LogFields.NONE.group(key).type(snapshot.type()).addTo(log.atDebug()).log("group {}: {}", key, snapshot);
-        changed.add(snapshot);
-        armTtls(snapshot, update);
-        metrics.stored(update.type());
-        int uncacheable = (int) update.resources().stream().filter(XdsResource::doNotCache).count();
-        if (uncacheable > 0) {
-          metrics.relayedUncacheable(update.type(), uncacheable);
-        }
-      });
+      store
+          .apply(update, receivedAt)
+          .ifPresent(
+              snapshot -> {
+                LogFields.NONE
+                    .group(key)
+                    .type(snapshot.type())
+                    .addTo(log.atDebug())
+                    .log("group {}: {}", key, snapshot);
+                changed.add(snapshot);
+                armTtls(snapshot, update);
+                metrics.stored(update.type());
+                int uncacheable =
+                    (int) update.resources().stream().filter(XdsResource::doNotCache).count();
+                if (uncacheable > 0) {
+                  metrics.relayedUncacheable(update.type(), uncacheable);
+                }
+              });
     }
     if (changed.isEmpty()) {
       return;
     }
     List<TypeSnapshot> published = List.copyOf(changed);
-    watchers.forEach((watcher, wanted) -> {
-      List<TypeSnapshot> relevant = wantedOf(published, wanted);
-      if (!relevant.isEmpty()) {
-        watcher.onSnapshots(relevant);
-      }
-    });
+    watchers.forEach(
+        (watcher, wanted) -> {
+          List<TypeSnapshot> relevant = wantedOf(published, wanted);
+          if (!relevant.isEmpty()) {
+            watcher.onSnapshots(relevant);
+          }
+        });
   }
 
   /**
    * The snapshots of {@code changed} whose types a watcher wants: {@code changed} itself when it
    * wants them all, as nearly every watcher does, so thousands of watchers share one list.
    */
-  private static List<TypeSnapshot> wantedOf(List<TypeSnapshot> changed, Map<TypeUrl, Interest> wanted) {
+  private static List<TypeSnapshot> wantedOf(
+      List<TypeSnapshot> changed, Map<TypeUrl, Interest> wanted) {
     int count = 0;
     for (TypeSnapshot snapshot : changed) {
       count += wanted.containsKey(snapshot.type()) ? 1 : 0;
@@ -212,7 +242,10 @@ public final class NodeGroup {
       XdsResource resource = snapshot.get(name);
       if (resource != null && resource.ttl().isPresent()) {
         long millis = Durations.toMillis(resource.ttl().get());
-        timer.schedule(() -> executor.execute(() -> expire(snapshot.type(), resource)), millis, TimeUnit.MILLISECONDS);
+        timer.schedule(
+            () -> executor.execute(() -> expire(snapshot.type(), resource)),
+            millis,
+            TimeUnit.MILLISECONDS);
       }
     }
   }
@@ -220,21 +253,28 @@ public final class NodeGroup {
   private void expire(TypeUrl type, XdsResource resource) {
     executor.assertCurrent();
     if (!closed && store.snapshot(type).get(resource.name()) == resource) {
-      lapses.log(LogFields.NONE.group(key).type(type), "group {}: the TTL of {} '{}' lapsed without a heartbeat; it is removed",
-          key, type.shortName(), resource.name());
+      lapses.log(
+          LogFields.NONE.group(key).type(type),
+          "group {}: the TTL of {} '{}' lapsed without a heartbeat; it is removed",
+          key,
+          type.shortName(),
+          resource.name());
       metrics.expired(type);
-      apply(List.of(ResourceUpdate.partial(type, List.of(), Set.of(resource.name()), false)), System.nanoTime());
+      apply(
+          List.of(ResourceUpdate.partial(type, List.of(), Set.of(resource.name()), false)),
+          System.nanoTime());
     }
   }
 
   void close() {
-    executor.execute(() -> {
-      closed = true;
-      watchers.clear();
-      if (session != null) {
-        session.close();
-      }
-    });
+    executor.execute(
+        () -> {
+          closed = true;
+          watchers.clear();
+          if (session != null) {
+            session.close();
+          }
+        });
   }
 
   /**

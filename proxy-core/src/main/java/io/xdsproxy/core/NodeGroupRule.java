@@ -12,14 +12,14 @@ import java.util.regex.Pattern;
 import java.util.regex.PatternSyntaxException;
 
 /**
- * A configurable node-group rule: the key is made of parts of the client's {@link Node}, each
- * named by a spec string:
+ * A configurable node-group rule: the key is made of parts of the client's {@link Node}, each named
+ * by a spec string:
  *
  * <ul>
  *   <li>{@code cluster}: {@code node.cluster};
- *   <li>{@code id:<regex>}: the first capture group of a regular expression found in {@code node.id}
- *       (from Istio's {@code sidecar~10.0.0.1~pod.namespace~...}, {@code id:^[^~]*~[^~]*~[^.~]*\.([^~]+)~}
- *       takes the namespace);
+ *   <li>{@code id:<regex>}: the first capture group of a regular expression found in {@code
+ *       node.id} (from Istio's {@code sidecar~10.0.0.1~pod.namespace~...}, {@code
+ *       id:^[^~]*~[^~]*~[^.~]*\.([^~]+)~} takes the namespace);
  *   <li>{@code metadata:<dotted.path>}: a value in {@code node.metadata};
  *   <li>{@code locality}: {@code region/zone/sub_zone}.
  * </ul>
@@ -80,10 +80,12 @@ public final class NodeGroupRule implements NodeGrouping {
       try {
         pattern = Pattern.compile(spec.substring("id:".length()));
       } catch (PatternSyntaxException e) {
-        throw new IllegalArgumentException("node-group part '" + spec + "': not a regular expression: " + e.getDescription());
+        throw new IllegalArgumentException(
+            "node-group part '" + spec + "': not a regular expression: " + e.getDescription());
       }
       if (pattern.matcher("").groupCount() < 1) {
-        throw new IllegalArgumentException("node-group part '" + spec + "': the expression needs a capture group");
+        throw new IllegalArgumentException(
+            "node-group part '" + spec + "': the expression needs a capture group");
       }
       return node -> {
         Matcher matcher = pattern.matcher(node.getId());
@@ -109,16 +111,21 @@ public final class NodeGroupRule implements NodeGrouping {
           case STRING_VALUE -> value.getStringValue();
           case NUMBER_VALUE -> Double.toString(value.getNumberValue());
           case BOOL_VALUE -> Boolean.toString(value.getBoolValue());
-          default -> throw ungroupable(node, "has node.metadata." + path + " that is not a string, number or boolean");
+          default ->
+              throw ungroupable(
+                  node, "has node.metadata." + path + " that is not a string, number or boolean");
         };
       };
     }
     throw new IllegalArgumentException(
-        "node-group part '" + spec + "' is none of cluster, locality, id:<regex>, metadata:<dotted.path>");
+        "node-group part '"
+            + spec
+            + "' is none of cluster, locality, id:<regex>, metadata:<dotted.path>");
   }
 
   private static UngroupableNodeException ungroupable(Node node, String why) {
-    return new UngroupableNodeException("node '" + node.getId() + "' " + why + ", which the node-group rule needs");
+    return new UngroupableNodeException(
+        "node '" + node.getId() + "' " + why + ", which the node-group rule needs");
   }
 
   @Override

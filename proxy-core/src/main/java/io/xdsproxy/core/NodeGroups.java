@@ -34,9 +34,10 @@ public final class NodeGroups implements AutoCloseable {
   private volatile boolean closed;
 
   /**
-   * @param upstreamNode the node the upstream sees for a group, made from the group's first client's
-   *     node; {@link #firstClientsNode()} or {@link #withId(String)}
-   * @param meters where the groups' meters go: open groups, store size, do_not_cache relays, TTL expiries
+   * @param upstreamNode the node the upstream sees for a group, made from the group's first
+   *     client's node; {@link #firstClientsNode()} or {@link #withId(String)}
+   * @param meters where the groups' meters go: open groups, store size, do_not_cache relays, TTL
+   *     expiries
    */
   public NodeGroups(
       NodeGrouping grouping,
@@ -65,9 +66,10 @@ public final class NodeGroups implements AutoCloseable {
    * {@code {group}} is the group's key and {@code {id}} the first client's id.
    */
   public static BiFunction<NodeGroupKey, Node, Node> withId(String template) {
-    return (key, node) -> node.toBuilder()
-        .setId(template.replace("{group}", key.value()).replace("{id}", node.getId()))
-        .build();
+    return (key, node) ->
+        node.toBuilder()
+            .setId(template.replace("{group}", key.value()).replace("{id}", node.getId()))
+            .build();
   }
 
   /**
@@ -90,25 +92,41 @@ public final class NodeGroups implements AutoCloseable {
    * @throws UngroupableNodeException when the grouping rule cannot place the node
    * @throws GroupFullException when the group is held {@code maxStreams} times
    */
-  public NodeGroup acquire(Node node, int maxStreams) throws UngroupableNodeException, GroupFullException {
+  public NodeGroup acquire(Node node, int maxStreams)
+      throws UngroupableNodeException, GroupFullException {
     NodeGroupKey key = grouping.keyOf(node);
     boolean[] full = {false};
-    NodeGroup acquired = groups.compute(key, (k, group) -> {
-      if (group == null) {
-        Node upstreamNode = upstreamNodeOf.apply(k, node);
-        group = new NodeGroup(k, upstreamNode, pool, timer, source, metrics);
-        LogFields.NONE.node(node.getId()).group(k).addTo(log.atInfo()).log(
-            "node group {} opened for node '{}', seen upstream as node '{}' (upstream: {})", k, node.getId(),
-            upstreamNode.getId(), source.describe());
-      }
-      full[0] = group.references >= maxStreams;
-      if (!full[0]) {
-        group.references++;
-      }
-      return group;
-    });
+    NodeGroup acquired =
+        groups.compute(
+            key,
+            (k, group) -> {
+              if (group == null) {
+                Node upstreamNode = upstreamNodeOf.apply(k, node);
+                group = new NodeGroup(k, upstreamNode, pool, timer, source, metrics);
+                LogFields.NONE
+                    .node(node.getId())
+                    .group(k)
+                    .addTo(log.atInfo())
+                    .log(
+                        "node group {} opened for node '{}', seen upstream as node '{}' (upstream: {})",
+                        k,
+                        node.getId(),
+                        upstreamNode.getId(),
+                        source.describe());
+              }
+              full[0] = group.references >= maxStreams;
+              if (!full[0]) {
+                group.references++;
+              }
+              return group;
+            });
     if (full[0]) {
-      throw new GroupFullException("node group " + key + " has " + maxStreams + " streams open already, the most one group may have");
+      throw new GroupFullException(
+          "node group "
+              + key
+              + " has "
+              + maxStreams
+              + " streams open already, the most one group may have");
     }
     return acquired;
   }
@@ -123,13 +141,16 @@ public final class NodeGroups implements AutoCloseable {
   /** A stream of {@code group} ended. The group closes after the idle grace if no other comes. */
   public void release(NodeGroup group) {
     boolean[] idle = {false};
-    groups.computeIfPresent(group.key(), (k, current) -> {
-      current.references--;
-      idle[0] = current.references == 0;
-      return current;
-    });
+    groups.computeIfPresent(
+        group.key(),
+        (k, current) -> {
+          current.references--;
+          idle[0] = current.references == 0;
+          return current;
+        });
     if (closed || !idle[0]) {
-      // Every group is closed already (streams ending during shutdown have nothing left to release),
+      // Every group is closed already (streams ending during shutdown have nothing left to
+      // release),
       // or the group has streams still: no idle check per stream that ends, which churn makes many.
       return;
     }
@@ -142,14 +163,19 @@ public final class NodeGroups implements AutoCloseable {
 
   private void closeIfIdle(NodeGroup group) {
     boolean[] idle = {false};
-    // Decided inside compute, which acquire() also runs under, so no stream can take the group meanwhile.
-    groups.computeIfPresent(group.key(), (k, current) -> {
-      idle[0] = current == group && current.references == 0;
-      return idle[0] ? null : current;
-    });
+    // Decided inside compute, which acquire() also runs under, so no stream can take the group
+    // meanwhile.
+    groups.computeIfPresent(
+        group.key(),
+        (k, current) -> {
+          idle[0] = current == group && current.references == 0;
+          return idle[0] ? null : current;
+        });
     if (idle[0]) {
       group.close();
-      LogFields.NONE.group(group.key()).addTo(log.atInfo())
+      LogFields.NONE
+          .group(group.key())
+          .addTo(log.atInfo())
           .log("node group {} closed after {} without streams", group.key(), idleGrace);
     }
   }

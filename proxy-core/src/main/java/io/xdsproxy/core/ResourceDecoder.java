@@ -23,7 +23,8 @@ import java.util.function.Function;
  */
 public final class ResourceDecoder {
 
-  private static final String RESOURCE_WRAPPER_URL = TypeUrl.PREFIX + Resource.getDescriptor().getFullName();
+  private static final String RESOURCE_WRAPPER_URL =
+      TypeUrl.PREFIX + Resource.getDescriptor().getFullName();
 
   /** Field 1, length-delimited: (1 << 3) | WIRETYPE_LENGTH_DELIMITED. */
   private static final int NAME_TAG = (1 << 3) | WireFormat.WIRETYPE_LENGTH_DELIMITED;
@@ -44,7 +45,8 @@ public final class ResourceDecoder {
    * already checked, and is not parsed or hashed again. A SotW control plane resends every resource
    * of a type when one changes: this keeps the cost of a change to what changed.
    */
-  public static Decoded decode(TypeUrl type, List<Any> bodies, Function<String, XdsResource> previous)
+  public static Decoded decode(
+      TypeUrl type, List<Any> bodies, Function<String, XdsResource> previous)
       throws InvalidResourceException {
     List<XdsResource> resources = new ArrayList<>(bodies.size());
     List<String> heartbeats = new ArrayList<>();
@@ -56,11 +58,13 @@ public final class ResourceDecoder {
         try {
           wrapper = Resource.parseFrom(any.getValue());
         } catch (InvalidProtocolBufferException e) {
-          throw new InvalidResourceException("resource #" + i + ": Resource wrapper does not parse: " + e.getMessage());
+          throw new InvalidResourceException(
+              "resource #" + i + ": Resource wrapper does not parse: " + e.getMessage());
         }
         if (!wrapper.hasResource()) {
           if (wrapper.getName().isEmpty()) {
-            throw new InvalidResourceException("resource #" + i + ": heartbeat Resource wrapper without a name");
+            throw new InvalidResourceException(
+                "resource #" + i + ": heartbeat Resource wrapper without a name");
           }
           heartbeats.add(wrapper.getName());
           continue;
@@ -82,15 +86,18 @@ public final class ResourceDecoder {
   private static XdsResource unchanged(Any body, Function<String, XdsResource> previous) {
     String name = nameOf(body.getValue());
     XdsResource held = name.isEmpty() ? null : previous.apply(name);
-    boolean bare = held != null && held.ttl().isEmpty() && !held.doNotCache() && held.aliases().isEmpty();
+    boolean bare =
+        held != null && held.ttl().isEmpty() && !held.doNotCache() && held.aliases().isEmpty();
     return bare && held.body().equals(body) ? held : null;
   }
 
   /** Decodes one {@link Resource} wrapper, as Delta responses carry every resource. */
-  public static XdsResource decodeWrapped(TypeUrl type, int index, Resource wrapper) throws InvalidResourceException {
+  public static XdsResource decodeWrapped(TypeUrl type, int index, Resource wrapper)
+      throws InvalidResourceException {
     Any body = wrapper.getResource();
     String name = validatedName(type, index, body, wrapper.getName());
-    String version = wrapper.getVersion().isEmpty() ? Versions.ofContent(body) : wrapper.getVersion();
+    String version =
+        wrapper.getVersion().isEmpty() ? Versions.ofContent(body) : wrapper.getVersion();
     return new XdsResource(
         name,
         version,
@@ -104,7 +111,13 @@ public final class ResourceDecoder {
       throws InvalidResourceException {
     if (!type.url().equals(body.getTypeUrl())) {
       throw new InvalidResourceException(
-          "resource #" + index + describe(wrapperName) + " has type " + body.getTypeUrl() + ", the response is of type " + type);
+          "resource #"
+              + index
+              + describe(wrapperName)
+              + " has type "
+              + body.getTypeUrl()
+              + ", the response is of type "
+              + type);
     }
     Optional<Message> prototype = type.prototype();
     if (prototype.isPresent()) {
@@ -112,17 +125,30 @@ public final class ResourceDecoder {
         prototype.get().getParserForType().parseFrom(body.getValue());
       } catch (InvalidProtocolBufferException e) {
         throw new InvalidResourceException(
-            "resource #" + index + describe(wrapperName) + " does not parse as " + type.shortName() + ": " + e.getMessage());
+            "resource #"
+                + index
+                + describe(wrapperName)
+                + " does not parse as "
+                + type.shortName()
+                + ": "
+                + e.getMessage());
       }
     }
     String bodyName = nameOf(body.getValue());
     if (!wrapperName.isEmpty() && !bodyName.isEmpty() && !wrapperName.equals(bodyName)) {
       throw new InvalidResourceException(
-          "resource #" + index + ": Resource wrapper is named '" + wrapperName + "' but its body is named '" + bodyName + "'");
+          "resource #"
+              + index
+              + ": Resource wrapper is named '"
+              + wrapperName
+              + "' but its body is named '"
+              + bodyName
+              + "'");
     }
     String name = wrapperName.isEmpty() ? bodyName : wrapperName;
     if (name.isEmpty()) {
-      throw new InvalidResourceException("resource #" + index + " of type " + type.shortName() + " has no name");
+      throw new InvalidResourceException(
+          "resource #" + index + " of type " + type.shortName() + " has no name");
     }
     return name;
   }
@@ -149,9 +175,11 @@ public final class ResourceDecoder {
     return "";
   }
 
-  private static void checkUnique(Set<String> names, String name, int index) throws InvalidResourceException {
+  private static void checkUnique(Set<String> names, String name, int index)
+      throws InvalidResourceException {
     if (!names.add(name)) {
-      throw new InvalidResourceException("resource #" + index + ": name '" + name + "' appears twice in one response");
+      throw new InvalidResourceException(
+          "resource #" + index + ": name '" + name + "' appears twice in one response");
     }
   }
 

@@ -29,8 +29,8 @@ public final class ResourceStore {
   }
 
   /**
-   * Applies an update that reached the proxy at {@code receivedAt} ({@link System#nanoTime}); returns
-   * the new snapshot, or empty when nothing a client could see changed.
+   * Applies an update that reached the proxy at {@code receivedAt} ({@link System#nanoTime});
+   * returns the new snapshot, or empty when nothing a client could see changed.
    */
   Optional<TypeSnapshot> apply(ResourceUpdate update, long receivedAt) {
     TypeSnapshot current = snapshot(update.type());

@@ -14,8 +14,8 @@ import java.util.Set;
  *     upstream is no longer asked for them
  * @param heartbeats names whose TTL the upstream refreshed without resending them ("TTL"); they
  *     stay as they are, and count as present in a {@code replaceAll} update
- * @param replaceAll {@code resources} (and the heartbeats) are the whole set of this type: everything
- *     else leaves the store
+ * @param replaceAll {@code resources} (and the heartbeats) are the whole set of this type:
+ *     everything else leaves the store
  * @param complete after this update the store holds every resource of the type that exists, so a
  *     name it does not hold is absent (a wildcard subscription was answered). A partial update
  *     leaves a complete store complete; one that forgets names makes it incomplete.
@@ -42,7 +42,8 @@ public record ResourceUpdate(
   }
 
   /** Some resources changed, others were removed; the rest stay as they are. */
-  public static ResourceUpdate partial(TypeUrl type, List<XdsResource> resources, Set<String> removed, boolean complete) {
+  public static ResourceUpdate partial(
+      TypeUrl type, List<XdsResource> resources, Set<String> removed, boolean complete) {
     return new ResourceUpdate(type, resources, removed, Set.of(), Set.of(), false, complete);
   }
 

@@ -17,15 +17,22 @@ import org.slf4j.LoggerFactory;
 public final class SerialExecutor implements Executor {
 
   private static final Logger log = LoggerFactory.getLogger(SerialExecutor.class);
+
   /** Tasks run before giving the pool thread back, so one busy owner cannot starve the others. */
   private static final int BATCH = 64;
 
   private final Executor pool;
+
   /** What the tasks belong to, for logs; its {@code toString} is made only when a line is. */
   private final Object owner;
+
   private final Queue<Runnable> tasks = new ConcurrentLinkedQueue<>();
   private final AtomicBoolean scheduled = new AtomicBoolean();
-  /** The thread running this executor's tasks, while one does: what {@link #assertCurrent} compares with. */
+
+  /**
+   * The thread running this executor's tasks, while one does: what {@link #assertCurrent} compares
+   * with.
+   */
   private volatile Thread draining;
 
   public SerialExecutor(Executor pool, Object owner) {
@@ -47,8 +54,12 @@ public final class SerialExecutor implements Executor {
    */
   public void assertCurrent() {
     if (draining != Thread.currentThread()) {
-      throw new IllegalStateException("not running on the executor of " + owner + " (thread "
-          + Thread.currentThread().getName() + ")");
+      throw new IllegalStateException(
+          "not running on the executor of "
+              + owner
+              + " (thread "
+              + Thread.currentThread().getName()
+              + ")");
     }
   }
 
@@ -57,7 +68,8 @@ public final class SerialExecutor implements Executor {
       try {
         pool.execute(this::drain);
       } catch (RejectedExecutionException e) {
-        // Only a pool that is shutting down refuses work: the proxy is stopping, the tasks die with it.
+        // Only a pool that is shutting down refuses work: the proxy is stopping, the tasks die with
+        // it.
         log.debug("{}: {} task(s) dropped, the pool is shut down", owner, tasks.size());
         tasks.clear();
       }

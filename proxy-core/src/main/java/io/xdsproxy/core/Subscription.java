@@ -69,7 +69,8 @@ public record Subscription(boolean wildcard, Set<String> names, boolean explicit
     if (!firstOfType && subscribe.isEmpty() && unsubscribe.isEmpty()) {
       return this; // an ACK or NACK: nothing changes, and nothing is copied
     }
-    boolean legacyWildcard = firstOfType && subscribe.isEmpty() && unsubscribe.isEmpty() && !explicit;
+    boolean legacyWildcard =
+        firstOfType && subscribe.isEmpty() && unsubscribe.isEmpty() && !explicit;
     boolean star = wildcard || legacyWildcard;
     Set<String> named = new HashSet<>(names);
     for (String name : subscribe) {

@@ -35,29 +35,46 @@ public final class TypeSnapshot {
   private final boolean anyUncacheable;
   private final boolean anyAliases;
   private final long changedAt;
+
   /** Counts the snapshots of the type in its store: each change adds one. */
   private final long sequence;
+
   /**
-   * The names each of the last few changes touched, newest first: element i is what snapshot
-   * {@code sequence - i} changed, {@code null} where that is not known by name (the first answer, a
-   * change of completeness). Names only, so old snapshots are not kept alive.
+   * The names each of the last few changes touched, newest first: element i is what snapshot {@code
+   * sequence - i} changed, {@code null} where that is not known by name (the first answer, a change
+   * of completeness). Names only, so old snapshots are not kept alive.
    */
   private final List<Set<String>> recentChanges;
 
-  /** What streams derived from this state once for all of them (encoded responses): freed with the snapshot. */
+  /**
+   * What streams derived from this state once for all of them (encoded responses): freed with the
+   * snapshot.
+   */
   private final Map<Object, Object> memo = new ConcurrentHashMap<>(4);
 
   /** What {@link #share} keeps, in bytes, roughly. */
-  private final java.util.concurrent.atomic.AtomicLong sharedWeight = new java.util.concurrent.atomic.AtomicLong();
+  private final java.util.concurrent.atomic.AtomicLong sharedWeight =
+      new java.util.concurrent.atomic.AtomicLong();
 
   /** How much one snapshot shares through {@link #share} at most. */
   public static final long SHARED_WEIGHT_MAX = 4L * 1024 * 1024;
 
-  /** How many changes back a stream can ask what changed; a stream further behind compares everything. */
+  /**
+   * How many changes back a stream can ask what changed; a stream further behind compares
+   * everything.
+   */
   static final int CHANGES_KEPT = 16;
 
-  private TypeSnapshot(TypeUrl type, Map<String, XdsResource> resources, Set<String> absent, boolean complete,
-      String version, boolean received, long changedAt, long sequence, List<Set<String>> recentChanges) {
+  private TypeSnapshot(
+      TypeUrl type,
+      Map<String, XdsResource> resources,
+      Set<String> absent,
+      boolean complete,
+      String version,
+      boolean received,
+      long changedAt,
+      long sequence,
+      List<Set<String>> recentChanges) {
     this.type = type;
     this.changedAt = changedAt;
     this.sequence = sequence;
@@ -79,7 +96,8 @@ public final class TypeSnapshot {
 
   /** A type the upstream has not answered for yet. */
   public static TypeSnapshot empty(TypeUrl type) {
-    return new TypeSnapshot(type, Map.of(), Set.of(), false, Versions.ofResources(List.of()), false, 0, 0, List.of());
+    return new TypeSnapshot(
+        type, Map.of(), Set.of(), false, Versions.ofResources(List.of()), false, 0, 0, List.of());
   }
 
   public TypeUrl type() {
@@ -133,7 +151,8 @@ public final class TypeSnapshot {
       return false;
     }
     for (XdsResource resource : resources.values()) {
-      if (resource.doNotCache() && (interest.wildcard() || interest.names().contains(resource.name()))) {
+      if (resource.doNotCache()
+          && (interest.wildcard() || interest.names().contains(resource.name()))) {
         return true;
       }
     }
@@ -174,24 +193,26 @@ public final class TypeSnapshot {
   }
 
   /**
-   * When the update that made this state reached the proxy ({@link System#nanoTime}), so streams can
-   * measure how long it took to reach their clients.
+   * When the update that made this state reached the proxy ({@link System#nanoTime}), so streams
+   * can measure how long it took to reach their clients.
    */
   public long changedAt() {
     return changedAt;
   }
 
   /**
-   * Applies an update that reached the proxy at {@code receivedAt} ({@link System#nanoTime}); returns
-   * {@code this} when nothing a client could see changed.
+   * Applies an update that reached the proxy at {@code receivedAt} ({@link System#nanoTime});
+   * returns {@code this} when nothing a client could see changed.
    */
   TypeSnapshot apply(ResourceUpdate update, long receivedAt) {
-    Map<String, XdsResource> next = update.replaceAll() ? new HashMap<>() : new HashMap<>(resources);
+    Map<String, XdsResource> next =
+        update.replaceAll() ? new HashMap<>() : new HashMap<>(resources);
     Set<String> nextAbsent = update.replaceAll() ? new HashSet<>() : new HashSet<>(absent);
     // A partial update keeps a complete store complete; forgetting names makes it incomplete.
-    boolean nextComplete = update.replaceAll()
-        ? update.complete()
-        : update.forgotten().isEmpty() && (complete || update.complete());
+    boolean nextComplete =
+        update.replaceAll()
+            ? update.complete()
+            : update.forgotten().isEmpty() && (complete || update.complete());
     // Which names a client could see differently now; unknown by name when completeness changes,
     // since that changes the state of every name not in the store.
     boolean unknownChange = nextComplete != complete || !received;
@@ -199,7 +220,8 @@ public final class TypeSnapshot {
     for (XdsResource resource : update.resources()) {
       XdsResource previous = resources.get(resource.name());
       // Keep the object clients already have when nothing about it changed: streams compare by
-      // reference. A do_not_cache resource is always a new object: each delivery reaches the streams
+      // reference. A do_not_cache resource is always a new object: each delivery reaches the
+      // streams
       // subscribed at that moment, including any that joined since the last one.
       boolean same = resource.sameAs(previous) && !resource.doNotCache();
       next.put(resource.name(), same ? previous : resource);
@@ -209,7 +231,10 @@ public final class TypeSnapshot {
       nextAbsent.remove(resource.name());
     }
     for (String name : update.heartbeats()) {
-      XdsResource current = next.containsKey(name) ? next.get(name) : update.replaceAll() ? resources.get(name) : null;
+      XdsResource current =
+          next.containsKey(name)
+              ? next.get(name)
+              : update.replaceAll() ? resources.get(name) : null;
       if (current != null) {
         next.put(name, current.refreshed());
         nextAbsent.remove(name);
@@ -240,15 +265,22 @@ public final class TypeSnapshot {
     List<Set<String>> changes = new ArrayList<>(Math.min(recentChanges.size() + 1, CHANGES_KEPT));
     changes.add(unknownChange ? null : Collections.unmodifiableSet(touched));
     changes.addAll(recentChanges.subList(0, Math.min(recentChanges.size(), CHANGES_KEPT - 1)));
-    return new TypeSnapshot(type, Collections.unmodifiableMap(next), Collections.unmodifiableSet(nextAbsent),
-        nextComplete, Versions.ofResources(next.values()), true, receivedAt, sequence + 1,
+    return new TypeSnapshot(
+        type,
+        Collections.unmodifiableMap(next),
+        Collections.unmodifiableSet(nextAbsent),
+        nextComplete,
+        Versions.ofResources(next.values()),
+        true,
+        receivedAt,
+        sequence + 1,
         Collections.unmodifiableList(changes));
   }
 
   /**
    * What {@code compute} makes of this state, made once and shared by every stream that asks with
-   * an equal {@code key}: the encoded whole state of the type, say, that every wildcard subscriber of
-   * the group is sent ("serialize once, write many").
+   * an equal {@code key}: the encoded whole state of the type, say, that every wildcard subscriber
+   * of the group is sent ("serialize once, write many").
    */
   @SuppressWarnings("unchecked")
   public <T> T memo(Object key, java.util.function.Supplier<T> compute) {
@@ -262,7 +294,10 @@ public final class TypeSnapshot {
    * the caller alone, so that clients in ever more positions cannot grow a snapshot without bound.
    */
   @SuppressWarnings("unchecked")
-  public <T> T share(Object key, java.util.function.Supplier<T> compute, java.util.function.ToLongFunction<T> weigh) {
+  public <T> T share(
+      Object key,
+      java.util.function.Supplier<T> compute,
+      java.util.function.ToLongFunction<T> weigh) {
     Object known = memo.get(key);
     if (known != null) {
       return (T) known;
@@ -270,11 +305,14 @@ public final class TypeSnapshot {
     if (sharedWeight.get() >= SHARED_WEIGHT_MAX) {
       return compute.get();
     }
-    return (T) memo.computeIfAbsent(key, k -> {
-      T made = compute.get();
-      sharedWeight.addAndGet(weigh.applyAsLong(made));
-      return made;
-    });
+    return (T)
+        memo.computeIfAbsent(
+            key,
+            k -> {
+              T made = compute.get();
+              sharedWeight.addAndGet(weigh.applyAsLong(made));
+              return made;
+            });
   }
 
   /**

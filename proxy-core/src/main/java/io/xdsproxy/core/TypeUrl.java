@@ -2,12 +2,12 @@ package io.xdsproxy.core;
 
 import com.google.protobuf.Message;
 import io.envoyproxy.envoy.config.cluster.v3.Cluster;
+import io.envoyproxy.envoy.config.core.v3.TypedExtensionConfig;
 import io.envoyproxy.envoy.config.endpoint.v3.ClusterLoadAssignment;
 import io.envoyproxy.envoy.config.listener.v3.Listener;
 import io.envoyproxy.envoy.config.route.v3.RouteConfiguration;
 import io.envoyproxy.envoy.config.route.v3.ScopedRouteConfiguration;
 import io.envoyproxy.envoy.config.route.v3.VirtualHost;
-import io.envoyproxy.envoy.config.core.v3.TypedExtensionConfig;
 import io.envoyproxy.envoy.extensions.transport_sockets.tls.v3.Secret;
 import io.envoyproxy.envoy.service.runtime.v3.Runtime;
 import java.util.List;
@@ -32,17 +32,28 @@ public record TypeUrl(String url) implements Comparable<TypeUrl> {
   public static final TypeUrl LISTENER = known(Listener.getDescriptor().getFullName());
   public static final TypeUrl ROUTE = known(RouteConfiguration.getDescriptor().getFullName());
   public static final TypeUrl VIRTUAL_HOST = known(VirtualHost.getDescriptor().getFullName());
-  public static final TypeUrl SCOPED_ROUTE = known(ScopedRouteConfiguration.getDescriptor().getFullName());
+  public static final TypeUrl SCOPED_ROUTE =
+      known(ScopedRouteConfiguration.getDescriptor().getFullName());
   public static final TypeUrl SECRET = known(Secret.getDescriptor().getFullName());
   public static final TypeUrl RUNTIME = known(Runtime.getDescriptor().getFullName());
-  public static final TypeUrl EXTENSION_CONFIG = known(TypedExtensionConfig.getDescriptor().getFullName());
+  public static final TypeUrl EXTENSION_CONFIG =
+      known(TypedExtensionConfig.getDescriptor().getFullName());
 
   /**
    * The make-before-break order of "Eventual consistency considerations": CDS, EDS, LDS, RDS, then
    * VHDS and SRDS, then the rest. Types not listed come after all of these.
    */
   private static final List<TypeUrl> PUSH_ORDER =
-      List.of(CLUSTER, ENDPOINT, LISTENER, ROUTE, VIRTUAL_HOST, SCOPED_ROUTE, SECRET, RUNTIME, EXTENSION_CONFIG);
+      List.of(
+          CLUSTER,
+          ENDPOINT,
+          LISTENER,
+          ROUTE,
+          VIRTUAL_HOST,
+          SCOPED_ROUTE,
+          SECRET,
+          RUNTIME,
+          EXTENSION_CONFIG);
 
   private static final Map<TypeUrl, Message> PROTOTYPES =
       Map.of(
@@ -91,13 +102,18 @@ public record TypeUrl(String url) implements Comparable<TypeUrl> {
     }
     int slash = url.lastIndexOf('/');
     String message = url.substring(slash + 1);
-    if (slash <= 0 || message.isEmpty() || !message.matches("[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)+")) {
-      throw new IllegalArgumentException("type_url '" + url + "' is not of the form type.googleapis.com/<message>");
+    if (slash <= 0
+        || message.isEmpty()
+        || !message.matches("[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)+")) {
+      throw new IllegalArgumentException(
+          "type_url '" + url + "' is not of the form type.googleapis.com/<message>");
     }
     return new TypeUrl(url);
   }
 
-  /** The known v3 types, in push order: every label value a metric by type has before any traffic. */
+  /**
+   * The known v3 types, in push order: every label value a metric by type has before any traffic.
+   */
   public static List<TypeUrl> known() {
     return PUSH_ORDER;
   }
@@ -114,7 +130,9 @@ public record TypeUrl(String url) implements Comparable<TypeUrl> {
     return this.equals(LISTENER) || this.equals(CLUSTER);
   }
 
-  /** The prototype of the message this type carries, for parsing and validating; empty if opaque. */
+  /**
+   * The prototype of the message this type carries, for parsing and validating; empty if opaque.
+   */
   public Optional<Message> prototype() {
     return Optional.ofNullable(PROTOTYPES.get(this));
   }

@@ -19,7 +19,10 @@ public interface UpstreamSource extends AutoCloseable {
   /** Where the resources come from, for the log line at start and for status pages. */
   String describe();
 
-  /** Whether the upstream has been reached at least once (readiness: a replica that never has is not ready). */
+  /**
+   * Whether the upstream has been reached at least once (readiness: a replica that never has is not
+   * ready).
+   */
   boolean reached();
 
   @Override
@@ -42,7 +45,9 @@ public interface UpstreamSource extends AutoCloseable {
    */
   interface UpstreamSession {
 
-    /** From now on the group wants {@code interest} of {@code type}; {@link Interest#NONE} to stop. */
+    /**
+     * From now on the group wants {@code interest} of {@code type}; {@link Interest#NONE} to stop.
+     */
     void updateInterest(TypeUrl type, Interest interest);
 
     /**

@@ -20,7 +20,12 @@ import java.util.Optional;
  * @param doNotCache the upstream's {@code cache_control.do_not_cache}
  */
 public record XdsResource(
-    String name, String version, Any body, List<String> aliases, Optional<Duration> ttl, boolean doNotCache) {
+    String name,
+    String version,
+    Any body,
+    List<String> aliases,
+    Optional<Duration> ttl,
+    boolean doNotCache) {
 
   public XdsResource {
     Objects.requireNonNull(name, "name");
@@ -32,7 +37,8 @@ public record XdsResource(
 
   /** A plain resource, its version derived from its content. */
   public static XdsResource of(String name, Any body) {
-    return new XdsResource(name, Versions.ofContent(body), body, List.of(), Optional.empty(), false);
+    return new XdsResource(
+        name, Versions.ofContent(body), body, List.of(), Optional.empty(), false);
   }
 
   /** Whether this and {@code other} would look the same to a client that knows TTLs. */
@@ -43,7 +49,10 @@ public record XdsResource(
   /** Whether this and {@code other} would look the same to a client that does not know TTLs. */
   public boolean sameBody(XdsResource other) {
     return other != null
-        && (other == this || version.equals(other.version) && body.equals(other.body) && aliases.equals(other.aliases));
+        && (other == this
+            || version.equals(other.version)
+                && body.equals(other.body)
+                && aliases.equals(other.aliases));
   }
 
   /**
@@ -61,14 +70,24 @@ public record XdsResource(
     return heartbeat.build();
   }
 
-  /** The resource in its {@link Resource} wrapper, as Delta responses and TTL-aware SotW carry it. */
+  /**
+   * The resource in its {@link Resource} wrapper, as Delta responses and TTL-aware SotW carry it.
+   */
   public Resource toResource() {
     return toResource(true);
   }
 
-  /** The resource in its {@link Resource} wrapper, its TTL left out for a client that does not know TTLs. */
+  /**
+   * The resource in its {@link Resource} wrapper, its TTL left out for a client that does not know
+   * TTLs.
+   */
   public Resource toResource(boolean withTtl) {
-    Resource.Builder wrapper = Resource.newBuilder().setName(name).setVersion(version).setResource(body).addAllAliases(aliases);
+    Resource.Builder wrapper =
+        Resource.newBuilder()
+            .setName(name)
+            .setVersion(version)
+            .setResource(body)
+            .addAllAliases(aliases);
     if (withTtl) {
       ttl.ifPresent(wrapper::setTtl);
     }

@@ -15,7 +15,12 @@ class LimitedLogTest {
 
   private final AtomicLong now = new AtomicLong();
   private final LimitedLog log =
-      new LimitedLog(LoggerFactory.getLogger(LimitedLogTest.class), Level.INFO, 3, Duration.ofSeconds(10), now::get);
+      new LimitedLog(
+          LoggerFactory.getLogger(LimitedLogTest.class),
+          Level.INFO,
+          3,
+          Duration.ofSeconds(10),
+          now::get);
 
   @Test
   void aStormIsCutToTheLimitAndTheNextLineCountsWhatWasLeftOut() {
@@ -25,7 +30,9 @@ class LimitedLogTest {
     assertThat(IntStream.range(3, 1000).mapToLong(i -> storm[i])).containsOnly(-1L);
 
     now.addAndGet(Duration.ofSeconds(10).toNanos());
-    assertThat(log.admit()).as("the first line of the next period reports the storm").isEqualTo(997);
+    assertThat(log.admit())
+        .as("the first line of the next period reports the storm")
+        .isEqualTo(997);
     assertThat(log.admit()).isZero();
   }
 
@@ -47,23 +54,32 @@ class LimitedLogTest {
 
   @Test
   void aLinePassesItsFieldsOnAsKeyValuePairsAndTheCountOfLeftOutLinesHasNone() {
-    ch.qos.logback.classic.Logger logger = (ch.qos.logback.classic.Logger) LoggerFactory.getLogger("LimitedLogTest.fields");
+    ch.qos.logback.classic.Logger logger =
+        (ch.qos.logback.classic.Logger) LoggerFactory.getLogger("LimitedLogTest.fields");
     ListAppender<ILoggingEvent> appender = new ListAppender<>();
     appender.start();
     logger.addAppender(appender);
     LimitedLog limited = new LimitedLog(logger, Level.WARN, 1, Duration.ofSeconds(10), now::get);
-    LogFields fields = LogFields.NONE.node("n1").group(new NodeGroupKey("g1")).type(TypeUrl.CLUSTER).peer(null);
+    LogFields fields =
+        LogFields.NONE.node("n1").group(new NodeGroupKey("g1")).type(TypeUrl.CLUSTER).peer(null);
 
     limited.log(fields, "NACK from node '{}'", "n1");
     limited.log(fields, "left out");
     now.addAndGet(Duration.ofSeconds(10).toNanos());
     limited.log(fields, "NACK from node '{}' again", "n1");
 
-    assertThat(appender.list).extracting(ILoggingEvent::getFormattedMessage)
-        .containsExactly("NACK from node 'n1'", "(1 similar lines left out in the last 10 s)", "NACK from node 'n1' again");
-    assertThat(appender.list.get(0).getKeyValuePairs()).extracting(pair -> pair.key + "=" + pair.value)
-        .as("a field not known (the peer) is left out").containsExactly("node=n1", "group=g1", "type=" + TypeUrl.CLUSTER.shortName());
+    assertThat(appender.list)
+        .extracting(ILoggingEvent::getFormattedMessage)
+        .containsExactly(
+            "NACK from node 'n1'",
+            "(1 similar lines left out in the last 10 s)",
+            "NACK from node 'n1' again");
+    assertThat(appender.list.get(0).getKeyValuePairs())
+        .extracting(pair -> pair.key + "=" + pair.value)
+        .as("a field not known (the peer) is left out")
+        .containsExactly("node=n1", "group=g1", "type=" + TypeUrl.CLUSTER.shortName());
     assertThat(appender.list.get(1).getKeyValuePairs()).isNullOrEmpty();
-    assertThat(appender.list.get(2).getKeyValuePairs()).isEqualTo(appender.list.get(0).getKeyValuePairs());
+    assertThat(appender.list.get(2).getKeyValuePairs())
+        .isEqualTo(appender.list.get(0).getKeyValuePairs());
   }
 }

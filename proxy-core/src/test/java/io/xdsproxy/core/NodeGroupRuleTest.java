@@ -13,16 +13,25 @@ import org.junit.jupiter.api.Test;
 
 class NodeGroupRuleTest {
 
-  private static final Node ISTIO_SIDECAR = Node.newBuilder()
-      .setId("sidecar~10.1.2.3~reviews-v1-5d8f.bookinfo~bookinfo.svc.cluster.local")
-      .setCluster("reviews.bookinfo")
-      .setLocality(Locality.newBuilder().setRegion("eu-west1").setZone("eu-west1-b"))
-      .setMetadata(Struct.newBuilder()
-          .putFields("NAMESPACE", Value.newBuilder().setStringValue("bookinfo").build())
-          .putFields("labels", Value.newBuilder().setStructValue(Struct.newBuilder()
-              .putFields("version", Value.newBuilder().setStringValue("v1").build())
-              .putFields("canary", Value.newBuilder().setBoolValue(true).build())).build()))
-      .build();
+  private static final Node ISTIO_SIDECAR =
+      Node.newBuilder()
+          .setId("sidecar~10.1.2.3~reviews-v1-5d8f.bookinfo~bookinfo.svc.cluster.local")
+          .setCluster("reviews.bookinfo")
+          .setLocality(Locality.newBuilder().setRegion("eu-west1").setZone("eu-west1-b"))
+          .setMetadata(
+              Struct.newBuilder()
+                  .putFields("NAMESPACE", Value.newBuilder().setStringValue("bookinfo").build())
+                  .putFields(
+                      "labels",
+                      Value.newBuilder()
+                          .setStructValue(
+                              Struct.newBuilder()
+                                  .putFields(
+                                      "version", Value.newBuilder().setStringValue("v1").build())
+                                  .putFields(
+                                      "canary", Value.newBuilder().setBoolValue(true).build()))
+                          .build()))
+          .build();
 
   private static String keyOf(Node node, String... parts) throws UngroupableNodeException {
     return NodeGroupRule.of(List.of(parts)).keyOf(node).value();
@@ -40,25 +49,33 @@ class NodeGroupRuleTest {
 
   @Test
   void partsCombineInOrder() throws Exception {
-    assertThat(keyOf(ISTIO_SIDECAR, "metadata:NAMESPACE", "locality")).isEqualTo("bookinfo|eu-west1/eu-west1-b/");
+    assertThat(keyOf(ISTIO_SIDECAR, "metadata:NAMESPACE", "locality"))
+        .isEqualTo("bookinfo|eu-west1/eu-west1-b/");
   }
 
   @Test
   void aNodeWithoutAPartIsRefusedNamingTheNodeAndThePart() {
     Node bare = Node.newBuilder().setId("bare-node").build();
 
-    assertThatThrownBy(() -> keyOf(bare, "cluster")).hasMessageContaining("'bare-node'").hasMessageContaining("node.cluster");
-    assertThatThrownBy(() -> keyOf(bare, "metadata:labels.version")).hasMessageContaining("node.metadata.labels.version");
+    assertThatThrownBy(() -> keyOf(bare, "cluster"))
+        .hasMessageContaining("'bare-node'")
+        .hasMessageContaining("node.cluster");
+    assertThatThrownBy(() -> keyOf(bare, "metadata:labels.version"))
+        .hasMessageContaining("node.metadata.labels.version");
     assertThatThrownBy(() -> keyOf(bare, "locality")).hasMessageContaining("node.locality");
-    assertThatThrownBy(() -> keyOf(bare, "id:^sidecar~(.+)$")).hasMessageContaining("does not match");
-    assertThatThrownBy(() -> keyOf(ISTIO_SIDECAR, "metadata:labels")).hasMessageContaining("not a string");
+    assertThatThrownBy(() -> keyOf(bare, "id:^sidecar~(.+)$"))
+        .hasMessageContaining("does not match");
+    assertThatThrownBy(() -> keyOf(ISTIO_SIDECAR, "metadata:labels"))
+        .hasMessageContaining("not a string");
   }
 
   @Test
   void aBadPartIsRefusedWhenTheRuleIsMade() {
     assertThatThrownBy(() -> NodeGroupRule.of(List.of("zone"))).hasMessageContaining("'zone'");
-    assertThatThrownBy(() -> NodeGroupRule.of(List.of("id:no-group"))).hasMessageContaining("capture group");
-    assertThatThrownBy(() -> NodeGroupRule.of(List.of("id:(["))).hasMessageContaining("not a regular expression");
+    assertThatThrownBy(() -> NodeGroupRule.of(List.of("id:no-group")))
+        .hasMessageContaining("capture group");
+    assertThatThrownBy(() -> NodeGroupRule.of(List.of("id:([")))
+        .hasMessageContaining("not a regular expression");
     assertThatThrownBy(() -> NodeGroupRule.of(List.of())).hasMessageContaining("at least one part");
   }
 }

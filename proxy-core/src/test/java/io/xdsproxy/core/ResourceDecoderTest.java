@@ -39,7 +39,11 @@ class ResourceDecoderTest {
 
   @Test
   void bytesThatDoNotParseAreRejected() {
-    Any garbage = Any.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).setValue(ByteString.copyFromUtf8("\u00ff\u00ff\u00ff")).build();
+    Any garbage =
+        Any.newBuilder()
+            .setTypeUrl(TypeUrl.CLUSTER.url())
+            .setValue(ByteString.copyFromUtf8("\u00ff\u00ff\u00ff"))
+            .build();
 
     assertThatThrownBy(() -> ResourceDecoder.decode(TypeUrl.CLUSTER, List.of(garbage)))
         .isInstanceOf(InvalidResourceException.class)
@@ -48,21 +52,30 @@ class ResourceDecoderTest {
 
   @Test
   void theSameNameTwiceIsRejected() {
-    assertThatThrownBy(() -> ResourceDecoder.decode(TypeUrl.CLUSTER, List.of(cluster("c"), cluster("c"))))
+    assertThatThrownBy(
+            () -> ResourceDecoder.decode(TypeUrl.CLUSTER, List.of(cluster("c"), cluster("c"))))
         .isInstanceOf(InvalidResourceException.class)
         .hasMessageContaining("'c' appears twice");
   }
 
   @Test
   void aResourceWrapperCarriesVersionTtlAndDoNotCacheAndAHeartbeatIsToldApart() throws Exception {
-    Any wrapped = Any.pack(Resource.newBuilder()
-        .setName("c")
-        .setVersion("v7")
-        .setResource(cluster("c"))
-        .setTtl(Durations.fromSeconds(30))
-        .setCacheControl(Resource.CacheControl.newBuilder().setDoNotCache(true))
-        .build());
-    Any heartbeat = Any.pack(Resource.newBuilder().setName("d").setVersion("v1").setTtl(Durations.fromSeconds(30)).build());
+    Any wrapped =
+        Any.pack(
+            Resource.newBuilder()
+                .setName("c")
+                .setVersion("v7")
+                .setResource(cluster("c"))
+                .setTtl(Durations.fromSeconds(30))
+                .setCacheControl(Resource.CacheControl.newBuilder().setDoNotCache(true))
+                .build());
+    Any heartbeat =
+        Any.pack(
+            Resource.newBuilder()
+                .setName("d")
+                .setVersion("v1")
+                .setTtl(Durations.fromSeconds(30))
+                .build());
 
     Decoded decoded = ResourceDecoder.decode(TypeUrl.CLUSTER, List.of(wrapped, heartbeat));
 
@@ -76,9 +89,15 @@ class ResourceDecoderTest {
   @Test
   void opaqueTypesAreNamedWithoutTheirSchema() throws Exception {
     TypeUrl opaque = TypeUrl.parse("type.googleapis.com/example.v1.Widget");
-    Any widget = Any.newBuilder().setTypeUrl(opaque.url()).setValue(Cluster.newBuilder().setName("w").build().toByteString()).build();
+    Any widget =
+        Any.newBuilder()
+            .setTypeUrl(opaque.url())
+            .setValue(Cluster.newBuilder().setName("w").build().toByteString())
+            .build();
 
-    assertThat(ResourceDecoder.decode(opaque, List.of(widget)).resources()).extracting(XdsResource::name).containsExactly("w");
+    assertThat(ResourceDecoder.decode(opaque, List.of(widget)).resources())
+        .extracting(XdsResource::name)
+        .containsExactly("w");
   }
 
   @Test
@@ -89,12 +108,24 @@ class ResourceDecoderTest {
 
   @Test
   void aBodyEqualToTheOneHeldIsTheHeldResourceAndAChangedOneIsDecoded() throws Exception {
-    XdsResource held = ResourceDecoder.decode(TypeUrl.CLUSTER, List.of(cluster("a"))).resources().get(0);
-    Any changed = Any.pack(io.envoyproxy.envoy.config.cluster.v3.Cluster.newBuilder().setName("b").setAltStatName("new").build());
-    java.util.Map<String, XdsResource> previous = java.util.Map.of("a", held,
-        "b", ResourceDecoder.decode(TypeUrl.CLUSTER, List.of(cluster("b"))).resources().get(0));
+    XdsResource held =
+        ResourceDecoder.decode(TypeUrl.CLUSTER, List.of(cluster("a"))).resources().get(0);
+    Any changed =
+        Any.pack(
+            io.envoyproxy.envoy.config.cluster.v3.Cluster.newBuilder()
+                .setName("b")
+                .setAltStatName("new")
+                .build());
+    java.util.Map<String, XdsResource> previous =
+        java.util.Map.of(
+            "a",
+            held,
+            "b",
+            ResourceDecoder.decode(TypeUrl.CLUSTER, List.of(cluster("b"))).resources().get(0));
 
-    List<XdsResource> again = ResourceDecoder.decode(TypeUrl.CLUSTER, List.of(cluster("a"), changed), previous::get).resources();
+    List<XdsResource> again =
+        ResourceDecoder.decode(TypeUrl.CLUSTER, List.of(cluster("a"), changed), previous::get)
+            .resources();
 
     assertThat(again.get(0)).as("not decoded again").isSameAs(held);
     assertThat(again.get(1).body()).isEqualTo(changed);
@@ -105,7 +136,10 @@ class ResourceDecoderTest {
   void aHeldResourceDoesNotExcuseTheChecks() {
     XdsResource held = XdsResource.of("c", cluster("c"));
 
-    assertThatThrownBy(() -> ResourceDecoder.decode(TypeUrl.CLUSTER, List.of(cluster("c"), cluster("c")), name -> held))
+    assertThatThrownBy(
+            () ->
+                ResourceDecoder.decode(
+                    TypeUrl.CLUSTER, List.of(cluster("c"), cluster("c")), name -> held))
         .isInstanceOf(InvalidResourceException.class)
         .hasMessageContaining("appears twice");
   }

@@ -12,6 +12,7 @@ class SerialExecutorTest {
 
   /** A pool that runs nothing until told to: the test decides on which thread, and when. */
   private final List<Runnable> pending = new ArrayList<>();
+
   private final Executor pool = pending::add;
   private final SerialExecutor executor = new SerialExecutor(pool, "the owner");
 
@@ -24,10 +25,11 @@ class SerialExecutorTest {
   @Test
   void assertCurrentPassesInsideATaskOfTheExecutor() {
     List<String> ran = new ArrayList<>();
-    executor.execute(() -> {
-      executor.assertCurrent();
-      ran.add("task");
-    });
+    executor.execute(
+        () -> {
+          executor.assertCurrent();
+          ran.add("task");
+        });
     runPending();
     assertThat(ran).containsExactly("task");
   }
@@ -41,7 +43,7 @@ class SerialExecutorTest {
 
   @Test
   void assertCurrentFailsAfterTheTasksRanOnTheSameThread() {
-    executor.execute(() -> { });
+    executor.execute(() -> {});
     runPending();
     assertThatThrownBy(executor::assertCurrent).isInstanceOf(IllegalStateException.class);
   }
@@ -50,13 +52,14 @@ class SerialExecutorTest {
   void assertCurrentFailsInsideATaskOfAnotherExecutor() {
     SerialExecutor other = new SerialExecutor(pool, "another owner");
     List<Throwable> thrown = new ArrayList<>();
-    other.execute(() -> {
-      try {
-        executor.assertCurrent();
-      } catch (IllegalStateException e) {
-        thrown.add(e);
-      }
-    });
+    other.execute(
+        () -> {
+          try {
+            executor.assertCurrent();
+          } catch (IllegalStateException e) {
+            thrown.add(e);
+          }
+        });
     runPending();
     assertThat(thrown).hasSize(1);
   }
@@ -64,21 +67,24 @@ class SerialExecutorTest {
   @Test
   void assertCurrentFailsOnAnotherThreadWhileTheExecutorDrains() throws Exception {
     List<Throwable> thrown = new ArrayList<>();
-    executor.execute(() -> {
-      Thread other = new Thread(() -> {
-        try {
-          executor.assertCurrent();
-        } catch (IllegalStateException e) {
-          thrown.add(e);
-        }
-      });
-      other.start();
-      try {
-        other.join(10_000);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-    });
+    executor.execute(
+        () -> {
+          Thread other =
+              new Thread(
+                  () -> {
+                    try {
+                      executor.assertCurrent();
+                    } catch (IllegalStateException e) {
+                      thrown.add(e);
+                    }
+                  });
+          other.start();
+          try {
+            other.join(10_000);
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        });
     runPending();
     assertThat(thrown).hasSize(1);
   }

@@ -14,28 +14,39 @@ class TypeSnapshotTest {
   private final ResourceStore store = new ResourceStore();
 
   private static XdsResource cluster(String name, int timeoutSeconds) {
-    Cluster cluster = Cluster.newBuilder()
-        .setName(name)
-        .setConnectTimeout(com.google.protobuf.Duration.newBuilder().setSeconds(timeoutSeconds))
-        .build();
+    Cluster cluster =
+        Cluster.newBuilder()
+            .setName(name)
+            .setConnectTimeout(com.google.protobuf.Duration.newBuilder().setSeconds(timeoutSeconds))
+            .build();
     return XdsResource.of(name, Any.pack(cluster));
   }
 
   @Test
   void anUnchangedResourceKeepsItsObjectAndPublishesNoNewSnapshot() {
-    TypeSnapshot first = store.apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1)))).orElseThrow();
+    TypeSnapshot first =
+        store
+            .apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1))))
+            .orElseThrow();
 
-    assertThat(store.apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1))))).isEmpty();
+    assertThat(store.apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1)))))
+        .isEmpty();
     assertThat(store.snapshot(TypeUrl.CLUSTER)).isSameAs(first);
   }
 
   @Test
   void aChangeKeepsTheObjectsOfUnchangedResourcesAndChangesTheTypeVersion() {
-    TypeSnapshot first = store.apply(
-        ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1), cluster("b", 1)))).orElseThrow();
+    TypeSnapshot first =
+        store
+            .apply(
+                ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1), cluster("b", 1))))
+            .orElseThrow();
 
-    TypeSnapshot second = store.apply(
-        ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1), cluster("b", 2)))).orElseThrow();
+    TypeSnapshot second =
+        store
+            .apply(
+                ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1), cluster("b", 2))))
+            .orElseThrow();
 
     assertThat(second.get("a")).isSameAs(first.get("a"));
     assertThat(second.get("b")).isNotSameAs(first.get("b"));
@@ -45,18 +56,24 @@ class TypeSnapshotTest {
   @Test
   void theTypeVersionIsAFunctionOfContentAlone() {
     ResourceStore other = new ResourceStore();
-    store.apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1), cluster("b", 1))));
+    store.apply(
+        ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1), cluster("b", 1))));
     other.apply(ResourceUpdate.partial(TypeUrl.CLUSTER, List.of(cluster("b", 1)), Set.of(), false));
     other.apply(ResourceUpdate.partial(TypeUrl.CLUSTER, List.of(cluster("a", 1)), Set.of(), false));
 
-    assertThat(other.snapshot(TypeUrl.CLUSTER).version()).isEqualTo(store.snapshot(TypeUrl.CLUSTER).version());
+    assertThat(other.snapshot(TypeUrl.CLUSTER).version())
+        .isEqualTo(store.snapshot(TypeUrl.CLUSTER).version());
   }
 
   @Test
   void aCompleteUpdateMakesEveryOtherNameAbsent() {
-    store.apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1), cluster("b", 1))));
+    store.apply(
+        ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1), cluster("b", 1))));
 
-    TypeSnapshot snapshot = store.apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1)))).orElseThrow();
+    TypeSnapshot snapshot =
+        store
+            .apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1))))
+            .orElseThrow();
 
     assertThat(snapshot.resources()).containsOnlyKeys("a");
     assertThat(snapshot.state("b")).isEqualTo(NameState.ABSENT);
@@ -65,8 +82,12 @@ class TypeSnapshotTest {
 
   @Test
   void aPartialUpdateKnowsOnlyWhatItWasToldAbsent() {
-    TypeSnapshot snapshot = store.apply(
-        ResourceUpdate.partial(TypeUrl.CLUSTER, List.of(cluster("a", 1)), Set.of("gone"), false)).orElseThrow();
+    TypeSnapshot snapshot =
+        store
+            .apply(
+                ResourceUpdate.partial(
+                    TypeUrl.CLUSTER, List.of(cluster("a", 1)), Set.of("gone"), false))
+            .orElseThrow();
 
     assertThat(snapshot.state("a")).isEqualTo(NameState.PRESENT);
     assertThat(snapshot.state("gone")).isEqualTo(NameState.ABSENT);
@@ -75,9 +96,11 @@ class TypeSnapshotTest {
 
   @Test
   void forgettingANameMakesItUnknownAgain() {
-    store.apply(ResourceUpdate.partial(TypeUrl.CLUSTER, List.of(cluster("a", 1)), Set.of("gone"), false));
+    store.apply(
+        ResourceUpdate.partial(TypeUrl.CLUSTER, List.of(cluster("a", 1)), Set.of("gone"), false));
 
-    TypeSnapshot snapshot = store.apply(ResourceUpdate.forget(TypeUrl.CLUSTER, Set.of("a", "gone"))).orElseThrow();
+    TypeSnapshot snapshot =
+        store.apply(ResourceUpdate.forget(TypeUrl.CLUSTER, Set.of("a", "gone"))).orElseThrow();
 
     assertThat(snapshot.state("a")).isEqualTo(NameState.UNKNOWN);
     assertThat(snapshot.state("gone")).isEqualTo(NameState.UNKNOWN);
@@ -92,10 +115,17 @@ class TypeSnapshotTest {
 
   @Test
   void aHeartbeatRefreshesAResourceAsANewObjectWithTheSameContentAndVersion() {
-    TypeSnapshot first = store.apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1)))).orElseThrow();
+    TypeSnapshot first =
+        store
+            .apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1))))
+            .orElseThrow();
 
-    TypeSnapshot beat = store.apply(
-        ResourceUpdate.partial(TypeUrl.CLUSTER, List.of(), Set.of(), false).withHeartbeats(Set.of("a"))).orElseThrow();
+    TypeSnapshot beat =
+        store
+            .apply(
+                ResourceUpdate.partial(TypeUrl.CLUSTER, List.of(), Set.of(), false)
+                    .withHeartbeats(Set.of("a")))
+            .orElseThrow();
 
     assertThat(beat.get("a")).isNotSameAs(first.get("a"));
     assertThat(beat.get("a").sameAs(first.get("a"))).isTrue();
@@ -105,10 +135,15 @@ class TypeSnapshotTest {
 
   @Test
   void aHeartbeatInAFullStateKeepsItsResourceAndTheRestIsReplaced() {
-    store.apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1), cluster("b", 1))));
+    store.apply(
+        ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1), cluster("b", 1))));
 
-    TypeSnapshot next = store.apply(
-        ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("c", 1))).withHeartbeats(Set.of("a"))).orElseThrow();
+    TypeSnapshot next =
+        store
+            .apply(
+                ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("c", 1)))
+                    .withHeartbeats(Set.of("a")))
+            .orElseThrow();
 
     assertThat(next.resources()).containsOnlyKeys("a", "c");
     assertThat(next.state("b")).isEqualTo(NameState.ABSENT);
@@ -116,9 +151,11 @@ class TypeSnapshotTest {
 
   @Test
   void forgettingNamesMakesACompleteStoreIncomplete() {
-    store.apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1), cluster("b", 1))));
+    store.apply(
+        ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1), cluster("b", 1))));
 
-    TypeSnapshot next = store.apply(ResourceUpdate.forget(TypeUrl.CLUSTER, Set.of("b"))).orElseThrow();
+    TypeSnapshot next =
+        store.apply(ResourceUpdate.forget(TypeUrl.CLUSTER, Set.of("b"))).orElseThrow();
 
     assertThat(next.isComplete()).isFalse();
     assertThat(next.state("b")).as("forgotten, not known to be gone").isEqualTo(NameState.UNKNOWN);
@@ -126,64 +163,123 @@ class TypeSnapshotTest {
 
   @Test
   void aSnapshotNamesWhatChangedSinceAnEarlierOne() {
-    TypeSnapshot first = store.apply(ResourceUpdate.complete(TypeUrl.CLUSTER,
-        List.of(cluster("a", 1), cluster("b", 1), cluster("c", 1)))).orElseThrow();
-    TypeSnapshot second = store.apply(ResourceUpdate.partial(TypeUrl.CLUSTER, List.of(cluster("a", 2)), Set.of(), false))
-        .orElseThrow();
-    TypeSnapshot third = store.apply(ResourceUpdate.partial(TypeUrl.CLUSTER, List.of(cluster("b", 1)), Set.of("c"), false))
-        .orElseThrow();
+    TypeSnapshot first =
+        store
+            .apply(
+                ResourceUpdate.complete(
+                    TypeUrl.CLUSTER, List.of(cluster("a", 1), cluster("b", 1), cluster("c", 1))))
+            .orElseThrow();
+    TypeSnapshot second =
+        store
+            .apply(
+                ResourceUpdate.partial(TypeUrl.CLUSTER, List.of(cluster("a", 2)), Set.of(), false))
+            .orElseThrow();
+    TypeSnapshot third =
+        store
+            .apply(
+                ResourceUpdate.partial(
+                    TypeUrl.CLUSTER, List.of(cluster("b", 1)), Set.of("c"), false))
+            .orElseThrow();
 
     assertThat(second.changedSince(first)).hasValue(Set.of("a"));
     assertThat(third.changedSince(second)).as("b is unchanged; c is removed").hasValue(Set.of("c"));
     assertThat(third.changedSince(first)).hasValue(Set.of("a", "c"));
     assertThat(third.changedSince(third)).hasValue(Set.of());
-    assertThat(first.changedSince(TypeSnapshot.empty(TypeUrl.CLUSTER))).as("the first answer changes everything").isEmpty();
+    assertThat(first.changedSince(TypeSnapshot.empty(TypeUrl.CLUSTER)))
+        .as("the first answer changes everything")
+        .isEmpty();
     assertThat(first.changedSince(third)).as("a later snapshot is not earlier").isEmpty();
   }
 
   @Test
   void aStreamTooFarBehindOrAChangeOfCompletenessMeansCompareEverything() {
-    TypeSnapshot first = store.apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 0)))).orElseThrow();
-    TypeSnapshot second = store.apply(ResourceUpdate.partial(TypeUrl.CLUSTER, List.of(cluster("b", 0)), Set.of(), false))
-        .orElseThrow();
+    TypeSnapshot first =
+        store
+            .apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 0))))
+            .orElseThrow();
+    TypeSnapshot second =
+        store
+            .apply(
+                ResourceUpdate.partial(TypeUrl.CLUSTER, List.of(cluster("b", 0)), Set.of(), false))
+            .orElseThrow();
     TypeSnapshot latest = second;
     for (int i = 1; i < TypeSnapshot.CHANGES_KEPT; i++) {
-      latest = store.apply(ResourceUpdate.partial(TypeUrl.CLUSTER, List.of(cluster("a", i)), Set.of(), false))
-          .orElseThrow();
+      latest =
+          store
+              .apply(
+                  ResourceUpdate.partial(
+                      TypeUrl.CLUSTER, List.of(cluster("a", i)), Set.of(), false))
+              .orElseThrow();
     }
-    assertThat(latest.changedSince(second)).as("%d changes back", TypeSnapshot.CHANGES_KEPT - 1).hasValue(Set.of("a"));
-    assertThat(latest.changedSince(first)).as("%d changes back", TypeSnapshot.CHANGES_KEPT).hasValue(Set.of("a", "b"));
-    latest = store.apply(ResourceUpdate.partial(TypeUrl.CLUSTER, List.of(cluster("a", 99)), Set.of(), false)).orElseThrow();
-    assertThat(latest.changedSince(first)).as("%d changes back", TypeSnapshot.CHANGES_KEPT + 1).isEmpty();
+    assertThat(latest.changedSince(second))
+        .as("%d changes back", TypeSnapshot.CHANGES_KEPT - 1)
+        .hasValue(Set.of("a"));
+    assertThat(latest.changedSince(first))
+        .as("%d changes back", TypeSnapshot.CHANGES_KEPT)
+        .hasValue(Set.of("a", "b"));
+    latest =
+        store
+            .apply(
+                ResourceUpdate.partial(TypeUrl.CLUSTER, List.of(cluster("a", 99)), Set.of(), false))
+            .orElseThrow();
+    assertThat(latest.changedSince(first))
+        .as("%d changes back", TypeSnapshot.CHANGES_KEPT + 1)
+        .isEmpty();
 
-    TypeSnapshot forgotten = store.apply(ResourceUpdate.forget(TypeUrl.CLUSTER, Set.of("zzz"))).orElseThrow();
+    TypeSnapshot forgotten =
+        store.apply(ResourceUpdate.forget(TypeUrl.CLUSTER, Set.of("zzz"))).orElseThrow();
     assertThat(forgotten.isComplete()).isFalse();
     assertThat(forgotten.changedSince(latest)).as("every name not held changed state").isEmpty();
   }
 
   @Test
   void sharedResultsAreMadeOnceUntilTheSnapshotSharesTheirMaximumWeight() {
-    TypeSnapshot snapshot = store.apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1)))).orElseThrow();
-    java.util.concurrent.atomic.AtomicInteger made = new java.util.concurrent.atomic.AtomicInteger();
+    TypeSnapshot snapshot =
+        store
+            .apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1))))
+            .orElseThrow();
+    java.util.concurrent.atomic.AtomicInteger made =
+        new java.util.concurrent.atomic.AtomicInteger();
     long half = TypeSnapshot.SHARED_WEIGHT_MAX / 2;
 
     Object first = snapshot.share("p1", () -> "made " + made.incrementAndGet(), s -> half);
-    assertThat(snapshot.share("p1", () -> "made " + made.incrementAndGet(), s -> half)).isSameAs(first);
+    assertThat(snapshot.share("p1", () -> "made " + made.incrementAndGet(), s -> half))
+        .isSameAs(first);
     snapshot.share("p2", () -> "made " + made.incrementAndGet(), s -> half);
     Object alone = snapshot.share("p3", () -> "made " + made.incrementAndGet(), s -> half);
 
     assertThat(made).hasValue(3);
     assertThat(snapshot.share("p3", () -> "made " + made.incrementAndGet(), s -> half))
-        .as("past the maximum weight, made for each caller").isNotSameAs(alone).isEqualTo("made 4");
-    assertThat(snapshot.share("p1", () -> "made again", s -> half)).as("what is shared stays shared").isSameAs(first);
+        .as("past the maximum weight, made for each caller")
+        .isNotSameAs(alone)
+        .isEqualTo("made 4");
+    assertThat(snapshot.share("p1", () -> "made again", s -> half))
+        .as("what is shared stays shared")
+        .isSameAs(first);
   }
 
   @Test
   void aSnapshotIsKeptForItsUncacheableResourcesOnlyWhenItHasSome() {
-    TypeSnapshot plain = store.apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1)))).orElseThrow();
+    TypeSnapshot plain =
+        store
+            .apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1))))
+            .orElseThrow();
     XdsResource fresh = cluster("b", 1);
-    TypeSnapshot withUncacheable = store.apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1),
-        new XdsResource("b", fresh.version(), fresh.body(), List.of(), java.util.Optional.empty(), true)))).orElseThrow();
+    TypeSnapshot withUncacheable =
+        store
+            .apply(
+                ResourceUpdate.complete(
+                    TypeUrl.CLUSTER,
+                    List.of(
+                        cluster("a", 1),
+                        new XdsResource(
+                            "b",
+                            fresh.version(),
+                            fresh.body(),
+                            List.of(),
+                            java.util.Optional.empty(),
+                            true))))
+            .orElseThrow();
 
     assertThat(plain.ifUncacheable()).isNull();
     assertThat(withUncacheable.ifUncacheable()).isSameAs(withUncacheable);

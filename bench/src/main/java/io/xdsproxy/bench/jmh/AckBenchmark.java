@@ -28,7 +28,9 @@ import org.openjdk.jmh.annotations.Warmup;
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
-@Fork(value = 1, jvmArgsAppend = {"-Xms2g", "-Xmx2g", "-Dxds-proxy.log.level=warn"})
+@Fork(
+    value = 1,
+    jvmArgsAppend = {"-Xms2g", "-Xmx2g", "-Dxds-proxy.log.level=warn"})
 @Warmup(iterations = 3, time = 2)
 @Measurement(iterations = 5, time = 2)
 public class AckBenchmark {
@@ -41,18 +43,23 @@ public class AckBenchmark {
   public void encodeAck() {
     proxy = new DirectProxy(new InMemoryUpstream());
     sotw = proxy.sotw().getMethodDescriptor();
-    ack = DiscoveryRequest.newBuilder()
-        .setVersionInfo("5f0c6e8a91d2b437")
-        .setNode(Node.newBuilder().setId("client-0").setCluster("group-0"))
-        .addAllResourceNames(BenchResources.clusterNames(GroupOfStreams.CLUSTERS))
-        .setTypeUrl(TypeUrl.ENDPOINT.url())
-        .setResponseNonce("2")
-        .build()
-        .toByteArray();
-    sotw.parseRequest(new MessageInput(ack)); // the client's first EDS request: its names are now known
+    ack =
+        DiscoveryRequest.newBuilder()
+            .setVersionInfo("5f0c6e8a91d2b437")
+            .setNode(Node.newBuilder().setId("client-0").setCluster("group-0"))
+            .addAllResourceNames(BenchResources.clusterNames(GroupOfStreams.CLUSTERS))
+            .setTypeUrl(TypeUrl.ENDPOINT.url())
+            .setResponseNonce("2")
+            .build()
+            .toByteArray();
+    sotw.parseRequest(
+        new MessageInput(ack)); // the client's first EDS request: its names are now known
   }
 
-  /** The proxy's read of an ACK whose names it has seen: they are looked up by their bytes, not decoded. */
+  /**
+   * The proxy's read of an ACK whose names it has seen: they are looked up by their bytes, not
+   * decoded.
+   */
   @Benchmark
   public DiscoveryRequest sotwEdsAck() {
     return sotw.parseRequest(new MessageInput(ack));

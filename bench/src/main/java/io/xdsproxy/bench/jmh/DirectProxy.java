@@ -24,11 +24,11 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 
 /**
- * The proxy's serving side put together as {@code XdsProxy} does it (node groups keyed by
- * {@code node.cluster}, the default rule, over an upstream source; the ADS service behind the
- * {@link PeerInterceptor}; Prometheus meters), without the network. Every executor runs its tasks
- * on the calling thread, so the thread that pushes an update does all of the proxy's work for it,
- * and nothing runs behind a benchmark's back.
+ * The proxy's serving side put together as {@code XdsProxy} does it (node groups keyed by {@code
+ * node.cluster}, the default rule, over an upstream source; the ADS service behind the {@link
+ * PeerInterceptor}; Prometheus meters), without the network. Every executor runs its tasks on the
+ * calling thread, so the thread that pushes an update does all of the proxy's work for it, and
+ * nothing runs behind a benchmark's back.
  */
 final class DirectProxy implements AutoCloseable {
 
@@ -41,26 +41,43 @@ final class DirectProxy implements AutoCloseable {
 
   DirectProxy(UpstreamSource upstream) {
     // Only idle groups and TTLs are timed, and neither happens while a benchmark runs.
-    timer = Executors.newSingleThreadScheduledExecutor(task -> {
-      Thread thread = new Thread(task, "direct-proxy-timer");
-      thread.setDaemon(true);
-      return thread;
-    });
+    timer =
+        Executors.newSingleThreadScheduledExecutor(
+            task -> {
+              Thread thread = new Thread(task, "direct-proxy-timer");
+              thread.setDaemon(true);
+              return thread;
+            });
     PrometheusMeterRegistry meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-    groups = new NodeGroups(NodeGroupRule.of(List.of("cluster")), NodeGroups.firstClientsNode(), upstream,
-        CALLING_THREAD, timer, Duration.ofMinutes(5), meters);
-    Serving serving = new Serving(groups, CALLING_THREAD, new StreamMetrics(meters), clients, Clock.systemUTC());
-    ads = ServerInterceptors.intercept(AggregatedDiscoveryService.definition(serving), new PeerInterceptor());
+    groups =
+        new NodeGroups(
+            NodeGroupRule.of(List.of("cluster")),
+            NodeGroups.firstClientsNode(),
+            upstream,
+            CALLING_THREAD,
+            timer,
+            Duration.ofMinutes(5),
+            meters);
+    Serving serving =
+        new Serving(groups, CALLING_THREAD, new StreamMetrics(meters), clients, Clock.systemUTC());
+    ads =
+        ServerInterceptors.intercept(
+            AggregatedDiscoveryService.definition(serving), new PeerInterceptor());
   }
 
-  /** ADS State of the World: requests read by the proxy's own marshaller, responses as the proxy writes them. */
+  /**
+   * ADS State of the World: requests read by the proxy's own marshaller, responses as the proxy
+   * writes them.
+   */
   ServerMethodDefinition<DiscoveryRequest, Object> sotw() {
-    return method(AggregatedDiscoveryServiceGrpc.getStreamAggregatedResourcesMethod().getFullMethodName());
+    return method(
+        AggregatedDiscoveryServiceGrpc.getStreamAggregatedResourcesMethod().getFullMethodName());
   }
 
   /** ADS incremental (Delta). */
   ServerMethodDefinition<DeltaDiscoveryRequest, Object> delta() {
-    return method(AggregatedDiscoveryServiceGrpc.getDeltaAggregatedResourcesMethod().getFullMethodName());
+    return method(
+        AggregatedDiscoveryServiceGrpc.getDeltaAggregatedResourcesMethod().getFullMethodName());
   }
 
   /** The open streams, as the admin server and client status see them. */

@@ -15,9 +15,9 @@ import java.util.List;
  * does): wildcard CDS, then EDS for every cluster, ACKing each response; its node goes with every
  * request. The client only acts when told to, so a benchmark decides what it measures.
  *
- * <p>Requests are made of pre-encoded parts (the node, the names a SotW client repeats in every
- * EDS request, the same bytes for every client) and the few fields that change, so that the
- * client's share of an ACK is small next to the proxy's share of reading it.
+ * <p>Requests are made of pre-encoded parts (the node, the names a SotW client repeats in every EDS
+ * request, the same bytes for every client) and the few fields that change, so that the client's
+ * share of an ACK is small next to the proxy's share of reading it.
  */
 abstract sealed class EnvoyClient permits EnvoyClient.Sotw, EnvoyClient.Delta {
 
@@ -37,10 +37,13 @@ abstract sealed class EnvoyClient permits EnvoyClient.Sotw, EnvoyClient.Delta {
   /** ACKs the last response. */
   abstract void ack();
 
-  /** A State-of-the-World client: each request of a type repeats every name it wants of that type. */
+  /**
+   * A State-of-the-World client: each request of a type repeats every name it wants of that type.
+   */
   static final class Sotw extends EnvoyClient {
     private final RecordingCall<DiscoveryRequest> call;
     private final byte[] node;
+
     /** The resource_names of an EDS request, encoded once for every client of the group. */
     private final byte[] endpointNames;
 
@@ -65,27 +68,40 @@ abstract sealed class EnvoyClient permits EnvoyClient.Sotw, EnvoyClient.Delta {
 
     @Override
     void subscribeClusters() {
-      call.receive(new MessageInput(node, DiscoveryRequest.newBuilder().setTypeUrlBytes(CDS).build().toByteArray()));
+      call.receive(
+          new MessageInput(
+              node, DiscoveryRequest.newBuilder().setTypeUrlBytes(CDS).build().toByteArray()));
     }
 
     @Override
     void subscribeEndpoints() {
-      call.receive(new MessageInput(node, endpointNames,
-          DiscoveryRequest.newBuilder().setTypeUrlBytes(EDS).build().toByteArray()));
+      call.receive(
+          new MessageInput(
+              node,
+              endpointNames,
+              DiscoveryRequest.newBuilder().setTypeUrlBytes(EDS).build().toByteArray()));
     }
 
     @Override
     void ack() {
       ByteString type = call.lastResponseField(DiscoveryResponse.TYPE_URL_FIELD_NUMBER);
-      byte[] version = DiscoveryRequest.newBuilder()
-          .setVersionInfoBytes(call.lastResponseField(DiscoveryResponse.VERSION_INFO_FIELD_NUMBER))
-          .build().toByteArray();
-      byte[] typeAndNonce = DiscoveryRequest.newBuilder()
-          .setTypeUrlBytes(type)
-          .setResponseNonceBytes(call.lastResponseField(DiscoveryResponse.NONCE_FIELD_NUMBER))
-          .build().toByteArray();
-      // In field order, as Envoy writes it: version_info, node, resource_names, type_url, response_nonce.
-      call.receive(new MessageInput(version, node, type.equals(EDS) ? endpointNames : NO_NAMES, typeAndNonce));
+      byte[] version =
+          DiscoveryRequest.newBuilder()
+              .setVersionInfoBytes(
+                  call.lastResponseField(DiscoveryResponse.VERSION_INFO_FIELD_NUMBER))
+              .build()
+              .toByteArray();
+      byte[] typeAndNonce =
+          DiscoveryRequest.newBuilder()
+              .setTypeUrlBytes(type)
+              .setResponseNonceBytes(call.lastResponseField(DiscoveryResponse.NONCE_FIELD_NUMBER))
+              .build()
+              .toByteArray();
+      // In field order, as Envoy writes it: version_info, node, resource_names, type_url,
+      // response_nonce.
+      call.receive(
+          new MessageInput(
+              version, node, type.equals(EDS) ? endpointNames : NO_NAMES, typeAndNonce));
     }
   }
 
@@ -108,23 +124,35 @@ abstract sealed class EnvoyClient permits EnvoyClient.Sotw, EnvoyClient.Delta {
 
     @Override
     void subscribeClusters() {
-      call.receive(new MessageInput(node, DeltaDiscoveryRequest.newBuilder().setTypeUrlBytes(CDS).build().toByteArray()));
+      call.receive(
+          new MessageInput(
+              node, DeltaDiscoveryRequest.newBuilder().setTypeUrlBytes(CDS).build().toByteArray()));
     }
 
     @Override
     void subscribeEndpoints() {
-      call.receive(new MessageInput(node, DeltaDiscoveryRequest.newBuilder()
-          .setTypeUrlBytes(EDS)
-          .addAllResourceNamesSubscribe(endpointNames)
-          .build().toByteArray()));
+      call.receive(
+          new MessageInput(
+              node,
+              DeltaDiscoveryRequest.newBuilder()
+                  .setTypeUrlBytes(EDS)
+                  .addAllResourceNamesSubscribe(endpointNames)
+                  .build()
+                  .toByteArray()));
     }
 
     @Override
     void ack() {
-      call.receive(new MessageInput(node, DeltaDiscoveryRequest.newBuilder()
-          .setTypeUrlBytes(call.lastResponseField(DeltaDiscoveryResponse.TYPE_URL_FIELD_NUMBER))
-          .setResponseNonceBytes(call.lastResponseField(DeltaDiscoveryResponse.NONCE_FIELD_NUMBER))
-          .build().toByteArray()));
+      call.receive(
+          new MessageInput(
+              node,
+              DeltaDiscoveryRequest.newBuilder()
+                  .setTypeUrlBytes(
+                      call.lastResponseField(DeltaDiscoveryResponse.TYPE_URL_FIELD_NUMBER))
+                  .setResponseNonceBytes(
+                      call.lastResponseField(DeltaDiscoveryResponse.NONCE_FIELD_NUMBER))
+                  .build()
+                  .toByteArray()));
     }
   }
 }

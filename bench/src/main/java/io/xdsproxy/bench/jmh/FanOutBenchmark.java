@@ -13,16 +13,18 @@ import org.openjdk.jmh.annotations.Warmup;
 /**
  * What the proxy spends per downstream stream to fan one upstream change out to every stream of a
  * node group ("serialize once, write many": DESIGN.md's performance principle). One invocation is
- * one change reaching {@link GroupOfStreams#STREAMS} streams, so the scores and
- * {@code gc.alloc.rate.norm} are per stream. All of it runs on the benchmark thread: the group's
- * store update, each stream's diff, response, metrics and client-status bookkeeping, and the
- * response's encoding by the method's marshaller; the socket write itself is not in it.
+ * one change reaching {@link GroupOfStreams#STREAMS} streams, so the scores and {@code
+ * gc.alloc.rate.norm} are per stream. All of it runs on the benchmark thread: the group's store
+ * update, each stream's diff, response, metrics and client-status bookkeeping, and the response's
+ * encoding by the method's marshaller; the socket write itself is not in it.
  *
  * <p>Run with {@code -prof gc} for the bytes allocated per stream.
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
-@Fork(value = 1, jvmArgsAppend = {"-Xms2g", "-Xmx2g", "-Dxds-proxy.log.level=warn"})
+@Fork(
+    value = 1,
+    jvmArgsAppend = {"-Xms2g", "-Xmx2g", "-Dxds-proxy.log.level=warn"})
 @Warmup(iterations = 3, time = 2)
 @Measurement(iterations = 5, time = 2)
 public class FanOutBenchmark {
@@ -40,8 +42,8 @@ public class FanOutBenchmark {
 
   /**
    * {@link #endpointChange}, and every client's ACK read by the proxy: a SotW ACK repeats the names
-   * of all 1,000 clusters, a Delta ACK is a nonce. Includes the clients' making of their ACKs (a few
-   * small protobuf fields each; the node and names are pre-encoded).
+   * of all 1,000 clusters, a Delta ACK is a nonce. Includes the clients' making of their ACKs (a
+   * few small protobuf fields each; the node and names are pre-encoded).
    */
   @Benchmark
   @OperationsPerInvocation(GroupOfStreams.STREAMS)

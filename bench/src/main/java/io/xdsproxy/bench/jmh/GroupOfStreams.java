@@ -22,9 +22,10 @@ import org.openjdk.jmh.annotations.TearDown;
 
 /**
  * One node group of the proxy with {@link #STREAMS} ADS streams of one variant, every client
- * subscribed as Envoy is (wildcard CDS, then EDS for each of {@link #CLUSTERS} clusters) and in sync:
- * each has ACKed everything it was sent. The configuration is the load test's ({@link BenchResources}).
- * A change is a new version of cluster 0, its endpoints or its definition, each a real change.
+ * subscribed as Envoy is (wildcard CDS, then EDS for each of {@link #CLUSTERS} clusters) and in
+ * sync: each has ACKed everything it was sent. The configuration is the load test's ({@link
+ * BenchResources}). A change is a new version of cluster 0, its endpoints or its definition, each a
+ * real change.
  */
 @State(Scope.Benchmark)
 public class GroupOfStreams {
@@ -34,8 +35,13 @@ public class GroupOfStreams {
    * {@code @OperationsPerInvocation}, which must not disagree with the number of streams.
    */
   public static final int STREAMS = 1000;
+
   static final int CLUSTERS = 1000;
-  /** Each change moves cluster 0's endpoints to another port; rounds wrap here so a port stays a port. */
+
+  /**
+   * Each change moves cluster 0's endpoints to another port; rounds wrap here so a port stays a
+   * port.
+   */
   private static final int PORTS = 50_000;
 
   @Param({"sotw", "delta"})
@@ -47,11 +53,23 @@ public class GroupOfStreams {
   private final List<EnvoyClient> clients = new ArrayList<>();
   private int endpointRound;
   private int clusterRound;
-  /** The last change pushed, which every stream's last response (after a cluster change, the one before) carries. */
+
+  /**
+   * The last change pushed, which every stream's last response (after a cluster change, the one
+   * before) carries.
+   */
   private XdsResource latest;
-  /** The latest change was a cluster's, so its assignment followed it: the change is in the response before last. */
+
+  /**
+   * The latest change was a cluster's, so its assignment followed it: the change is in the response
+   * before last.
+   */
   private boolean latestFollowed;
-  /** How many responses every stream must have been written by now: one per change after the two of subscribing. */
+
+  /**
+   * How many responses every stream must have been written by now: one per change after the two of
+   * subscribing.
+   */
   private long responsesEach;
 
   public GroupOfStreams() {
@@ -76,13 +94,17 @@ public class GroupOfStreams {
     byte[] sotwNames = EnvoyClient.Sotw.encodeNames(names);
     for (int i = 0; i < streams; i++) {
       Node node = Node.newBuilder().setId("client-" + i).setCluster("group-0").build();
-      SocketAddress peer = new InetSocketAddress(InetAddress.getByAddress(new byte[] {10, 1, (byte) (i >> 8), (byte) i}),
-          40000 + i % 20000);
-      EnvoyClient client = switch (variant) {
-        case "sotw" -> new EnvoyClient.Sotw(proxy, node, peer, sotwNames);
-        case "delta" -> new EnvoyClient.Delta(proxy, node, peer, names);
-        default -> throw new IllegalArgumentException("variant is sotw or delta, not " + variant);
-      };
+      SocketAddress peer =
+          new InetSocketAddress(
+              InetAddress.getByAddress(new byte[] {10, 1, (byte) (i >> 8), (byte) i}),
+              40000 + i % 20000);
+      EnvoyClient client =
+          switch (variant) {
+            case "sotw" -> new EnvoyClient.Sotw(proxy, node, peer, sotwNames);
+            case "delta" -> new EnvoyClient.Delta(proxy, node, peer, names);
+            default ->
+                throw new IllegalArgumentException("variant is sotw or delta, not " + variant);
+          };
       client.subscribeClusters();
       client.ack();
       client.subscribeEndpoints();
@@ -124,8 +146,8 @@ public class GroupOfStreams {
 
   /**
    * Every stream is open, was written exactly one response per change, and its last response holds
-   * the latest change: the benchmark measured real fan-outs. Byte comparisons only, so the check adds
-   * nothing to the allocation JMH counts over the iteration.
+   * the latest change: the benchmark measured real fan-outs. Byte comparisons only, so the check
+   * adds nothing to the allocation JMH counts over the iteration.
    */
   @TearDown(Level.Iteration)
   public void checkEveryStreamHasTheLatestChange() {
@@ -133,16 +155,33 @@ public class GroupOfStreams {
     for (int i = 0; i < clients.size(); i++) {
       RecordingCall<?> call = clients.get(i).call();
       if (call.closedWith() != null) {
-        throw new IllegalStateException(variant + " stream " + i + " was closed: " + call.closedWith());
+        throw new IllegalStateException(
+            variant + " stream " + i + " was closed: " + call.closedWith());
       }
       if (call.responses() != responsesEach) {
-        throw new IllegalStateException(variant + " stream " + i + " was written " + call.responses()
-            + " responses, expected " + responsesEach + " (two to subscribe, one per change, and an assignment"
-            + " after each cluster change)");
+        throw new IllegalStateException(
+            variant
+                + " stream "
+                + i
+                + " was written "
+                + call.responses()
+                + " responses, expected "
+                + responsesEach
+                + " (two to subscribe, one per change, and an assignment"
+                + " after each cluster change)");
       }
-      if (latestFollowed ? !call.responseBeforeLastHolds(change) : !call.lastResponseHolds(change)) {
-        throw new IllegalStateException(variant + " stream " + i + ": its last response lacks the latest change of "
-            + latest.name() + " (version " + latest.version() + ")");
+      if (latestFollowed
+          ? !call.responseBeforeLastHolds(change)
+          : !call.lastResponseHolds(change)) {
+        throw new IllegalStateException(
+            variant
+                + " stream "
+                + i
+                + ": its last response lacks the latest change of "
+                + latest.name()
+                + " (version "
+                + latest.version()
+                + ")");
       }
     }
   }

@@ -80,7 +80,9 @@ final class InMemoryUpstream implements UpstreamSource {
     }
 
     private void sendAll(TypeUrl type) {
-      listener.onUpdate(ResourceUpdate.complete(type, List.copyOf(resources.getOrDefault(type, Map.of()).values())));
+      listener.onUpdate(
+          ResourceUpdate.complete(
+              type, List.copyOf(resources.getOrDefault(type, Map.of()).values())));
     }
 
     @Override

@@ -20,8 +20,8 @@ import java.util.Arrays;
  * One downstream call as the proxy's service sees it, with no transport behind it. Requests go in
  * as bytes, parsed by the method's own request marshaller as gRPC would; every message the proxy
  * writes is turned into its wire form by the method's own response marshaller and read out, as a
- * transport writes it to its socket buffer. The call keeps the last message's bytes and counts;
- * it is always ready and never cancelled.
+ * transport writes it to its socket buffer. The call keeps the last message's bytes and counts; it
+ * is always ready and never cancelled.
  *
  * @param <Q> the request message
  */
@@ -33,11 +33,15 @@ final class RecordingCall<Q> extends ServerCall<Q, Object> {
   private int requested;
   private long responses;
   private long bytesWritten;
+
   /** The last response's wire form, in a buffer reused from one response to the next. */
   private byte[] last = new byte[1024];
+
   private int lastLength;
+
   /** The response before it, in the other buffer: the two are swapped, never copied. */
   private byte[] previous = new byte[1024];
+
   private int previousLength;
   private Status closedWith;
 
@@ -46,8 +50,12 @@ final class RecordingCall<Q> extends ServerCall<Q, Object> {
     this.attributes = Attributes.newBuilder().set(Grpc.TRANSPORT_ATTR_REMOTE_ADDR, peer).build();
   }
 
-  /** A call of {@code definition}'s method from a client at {@code peer}, started as a server starts one. */
-  static <Q> RecordingCall<Q> start(ServerMethodDefinition<Q, Object> definition, SocketAddress peer) {
+  /**
+   * A call of {@code definition}'s method from a client at {@code peer}, started as a server starts
+   * one.
+   */
+  static <Q> RecordingCall<Q> start(
+      ServerMethodDefinition<Q, Object> definition, SocketAddress peer) {
     RecordingCall<Q> call = new RecordingCall<>(definition.getMethodDescriptor(), peer);
     call.listener = definition.getServerCallHandler().startCall(call, new Metadata());
     call.listener.onReady();
@@ -60,7 +68,8 @@ final class RecordingCall<Q> extends ServerCall<Q, Object> {
    */
   void receive(InputStream message) {
     if (requested == 0) {
-      throw new IllegalStateException(method.getFullMethodName() + ": the proxy has not asked for another request");
+      throw new IllegalStateException(
+          method.getFullMethodName() + ": the proxy has not asked for another request");
     }
     requested--;
     listener.onMessage(method.parseRequest(message));
@@ -182,7 +191,10 @@ final class RecordingCall<Q> extends ServerCall<Q, Object> {
     }
   }
 
-  /** Whether the last response's bytes hold {@code encoded} somewhere: a cheap check, with no decoding. */
+  /**
+   * Whether the last response's bytes hold {@code encoded} somewhere: a cheap check, with no
+   * decoding.
+   */
   boolean lastResponseHolds(byte[] encoded) {
     return holds(last, lastLength, encoded);
   }

@@ -1,9 +1,9 @@
 /**
  * Microbenchmarks (JMH) of the proxy's hot path, the fan-out of DESIGN.md's performance principle
- * ("serialize once, write many"): one upstream change reaching every stream of a node group
- * ({@link io.xdsproxy.bench.jmh.FanOutBenchmark}), and reading an ACK
- * ({@link io.xdsproxy.bench.jmh.AckBenchmark}). {@link io.xdsproxy.bench.jmh.DirectProxy} puts the
- * serving side together as the application does, over an {@link io.xdsproxy.bench.jmh.InMemoryUpstream},
+ * ("serialize once, write many"): one upstream change reaching every stream of a node group ({@link
+ * io.xdsproxy.bench.jmh.FanOutBenchmark}), and reading an ACK ({@link
+ * io.xdsproxy.bench.jmh.AckBenchmark}). {@link io.xdsproxy.bench.jmh.DirectProxy} puts the serving
+ * side together as the application does, over an {@link io.xdsproxy.bench.jmh.InMemoryUpstream},
  * with calls ({@link io.xdsproxy.bench.jmh.RecordingCall}) that have no transport behind them.
  *
  * <p>Unlike the load test, this package uses {@code proxy-core} and {@code downstream-server}

@@ -8,7 +8,10 @@ import io.xdsproxy.core.TypeUrl;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
-/** The ACK benchmarks run once, outside JMH: both read the whole ACK, and the proxy's takes its cached path. */
+/**
+ * The ACK benchmarks run once, outside JMH: both read the whole ACK, and the proxy's takes its
+ * cached path.
+ */
 class AckBenchmarkTest {
 
   private final AckBenchmark benchmark = new AckBenchmark();
@@ -25,7 +28,8 @@ class AckBenchmarkTest {
     DiscoveryRequest read = benchmark.sotwEdsAck();
     DiscoveryRequest plain = benchmark.sotwEdsAckPlainProtobuf();
 
-    assertThat(read.getResourceNamesList()).containsExactlyElementsOf(BenchResources.clusterNames(GroupOfStreams.CLUSTERS));
+    assertThat(read.getResourceNamesList())
+        .containsExactlyElementsOf(BenchResources.clusterNames(GroupOfStreams.CLUSTERS));
     assertThat(read.getTypeUrl()).isEqualTo(TypeUrl.ENDPOINT.url());
     assertThat(read.getNode().getId()).isEqualTo("client-0");
     assertThat(read.getResponseNonce()).isEqualTo("2");

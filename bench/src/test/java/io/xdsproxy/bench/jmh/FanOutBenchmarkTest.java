@@ -46,7 +46,8 @@ class FanOutBenchmarkTest {
   @ValueSource(strings = {"sotw", "delta"})
   void anEndpointChangeWritesEveryStreamTheOneChangedAssignment(String variant) throws Exception {
     connected(variant);
-    long[] bytesBefore = group.clients().stream().mapToLong(client -> client.call().bytesWritten()).toArray();
+    long[] bytesBefore =
+        group.clients().stream().mapToLong(client -> client.call().bytesWritten()).toArray();
 
     benchmark.endpointChange(group);
 
@@ -54,8 +55,11 @@ class FanOutBenchmarkTest {
     for (int i = 0; i < STREAMS; i++) {
       EnvoyClient client = group.clients().get(i);
       assertThat(client.call().closedWith()).as("status of a call").isNull();
-      assertThat(client.call().responses()).as("two responses to subscribe, one for the change").isEqualTo(3);
-      assertThat(client.call().bytesWritten() - bytesBefore[i]).as("bytes written for the change")
+      assertThat(client.call().responses())
+          .as("two responses to subscribe, one for the change")
+          .isEqualTo(3);
+      assertThat(client.call().bytesWritten() - bytesBefore[i])
+          .as("bytes written for the change")
           .isEqualTo(client.call().lastResponse().length);
       assertCarriesOnly(client, TypeUrl.ENDPOINT, group.latest());
     }
@@ -69,20 +73,32 @@ class FanOutBenchmarkTest {
 
     benchmark.endpointChangeAndAcks(group);
 
-    String version = variant.equals("sotw")
-        ? DiscoveryResponse.parseFrom(group.clients().get(0).call().lastResponse()).getVersionInfo()
-        : DeltaDiscoveryResponse.parseFrom(group.clients().get(0).call().lastResponse()).getSystemVersionInfo();
+    String version =
+        variant.equals("sotw")
+            ? DiscoveryResponse.parseFrom(group.clients().get(0).call().lastResponse())
+                .getVersionInfo()
+            : DeltaDiscoveryResponse.parseFrom(group.clients().get(0).call().lastResponse())
+                .getSystemVersionInfo();
     assertThat(version).isNotEmpty();
     for (EnvoyClient client : group.clients()) {
       assertThat(client.call().closedWith()).as("status of a call").isNull();
       assertThat(client.call().responses()).as("an ACK is not answered").isEqualTo(3);
-      assertThat(client.call().requested()).as("the proxy read the ACK and asked for the next request").isEqualTo(1);
+      assertThat(client.call().requested())
+          .as("the proxy read the ACK and asked for the next request")
+          .isEqualTo(1);
     }
-    assertThat(group.proxy().clients().statuses()).hasSize(STREAMS).allSatisfy(status -> {
-      TypeStatus endpoints = endpointsOf(status);
-      assertThat(endpoints.ackedVersion()).as("EDS version ACKed by %s", status.nodeId()).isEqualTo(version);
-      assertThat(endpoints.names()).as("SotW: the ACK's names are the subscription").hasSize(GroupOfStreams.CLUSTERS);
-    });
+    assertThat(group.proxy().clients().statuses())
+        .hasSize(STREAMS)
+        .allSatisfy(
+            status -> {
+              TypeStatus endpoints = endpointsOf(status);
+              assertThat(endpoints.ackedVersion())
+                  .as("EDS version ACKed by %s", status.nodeId())
+                  .isEqualTo(version);
+              assertThat(endpoints.names())
+                  .as("SotW: the ACK's names are the subscription")
+                  .hasSize(GroupOfStreams.CLUSTERS);
+            });
     group.checkEveryStreamHasTheLatestChange();
   }
 
@@ -95,30 +111,42 @@ class FanOutBenchmarkTest {
 
     for (EnvoyClient client : group.clients()) {
       assertThat(client.call().closedWith()).as("status of a call").isNull();
-      // The cluster's assignment follows it, unchanged: an Envoy warms the changed cluster until it comes.
+      // The cluster's assignment follows it, unchanged: an Envoy warms the changed cluster until it
+      // comes.
       assertThat(client.call().responses()).isEqualTo(4);
       if (variant.equals("sotw")) {
-        DiscoveryResponse response = DiscoveryResponse.parseFrom(client.call().responseBeforeLast());
+        DiscoveryResponse response =
+            DiscoveryResponse.parseFrom(client.call().responseBeforeLast());
         assertThat(response.getTypeUrl()).isEqualTo(TypeUrl.CLUSTER.url());
-        assertThat(response.getResourcesList()).as("Cluster is sent whole in SotW")
+        assertThat(response.getResourcesList())
+            .as("Cluster is sent whole in SotW")
             .hasSize(GroupOfStreams.CLUSTERS)
             .contains(group.latest().body());
         DiscoveryResponse assignment = DiscoveryResponse.parseFrom(client.call().lastResponse());
         assertThat(assignment.getTypeUrl()).isEqualTo(TypeUrl.ENDPOINT.url());
-        assertThat(assignment.getResourcesCount()).as("the changed cluster's assignment alone").isEqualTo(1);
+        assertThat(assignment.getResourcesCount())
+            .as("the changed cluster's assignment alone")
+            .isEqualTo(1);
       } else {
-        DeltaDiscoveryResponse response = DeltaDiscoveryResponse.parseFrom(client.call().responseBeforeLast());
-        assertThat(response.getResourcesList()).extracting(resource -> resource.getResource())
+        DeltaDiscoveryResponse response =
+            DeltaDiscoveryResponse.parseFrom(client.call().responseBeforeLast());
+        assertThat(response.getResourcesList())
+            .extracting(resource -> resource.getResource())
             .containsExactly(group.latest().body());
-        DeltaDiscoveryResponse assignment = DeltaDiscoveryResponse.parseFrom(client.call().lastResponse());
+        DeltaDiscoveryResponse assignment =
+            DeltaDiscoveryResponse.parseFrom(client.call().lastResponse());
         assertThat(assignment.getTypeUrl()).isEqualTo(TypeUrl.ENDPOINT.url());
-        assertThat(assignment.getResourcesCount()).as("the changed cluster's assignment alone").isEqualTo(1);
+        assertThat(assignment.getResourcesCount())
+            .as("the changed cluster's assignment alone")
+            .isEqualTo(1);
       }
     }
     group.checkEveryStreamHasTheLatestChange();
   }
 
-  /** The client's last response is of {@code type} and carries {@code changed}, and nothing else. */
+  /**
+   * The client's last response is of {@code type} and carries {@code changed}, and nothing else.
+   */
   private static void assertCarriesOnly(EnvoyClient client, TypeUrl type, XdsResource changed)
       throws InvalidProtocolBufferException {
     byte[] bytes = client.call().lastResponse();
@@ -129,7 +157,8 @@ class FanOutBenchmarkTest {
     } else {
       DeltaDiscoveryResponse response = DeltaDiscoveryResponse.parseFrom(bytes);
       assertThat(response.getTypeUrl()).isEqualTo(type.url());
-      assertThat(response.getResourcesList()).extracting(Resource::getName, Resource::getResource)
+      assertThat(response.getResourcesList())
+          .extracting(Resource::getName, Resource::getResource)
           .containsExactly(tuple(changed.name(), changed.body()));
       assertThat(response.getRemovedResourcesList()).isEmpty();
     }

@@ -76,24 +76,37 @@ final class Admission {
   void count(Node node, NodeIdCheck nodeIdCheck) throws Refused {
     Optional<String> refusal = nodeIdCheck.refusal(node.getId());
     if (refusal.isPresent()) {
-      throw new Refused(Kind.NODE_ID, null, Status.PERMISSION_DENIED.withDescription(refusal.get()));
+      throw new Refused(
+          Kind.NODE_ID, null, Status.PERMISSION_DENIED.withDescription(refusal.get()));
     }
     int perNode = limits.maxStreamsPerNode();
     if (!clients.admit(node.getId(), perNode == 0 ? Integer.MAX_VALUE : perNode)) {
-      throw Refused.limit("streams_per_node", Status.RESOURCE_EXHAUSTED, "node '" + node.getId() + "' has " + perNode
-          + " streams open already, the most one node may have (--max-streams-per-node)");
+      throw Refused.limit(
+          "streams_per_node",
+          Status.RESOURCE_EXHAUSTED,
+          "node '"
+              + node.getId()
+              + "' has "
+              + perNode
+              + " streams open already, the most one node may have (--max-streams-per-node)");
     }
   }
 
-  /** The group of {@code node}, held for the stream until it {@linkplain NodeGroups#release releases} it. */
+  /**
+   * The group of {@code node}, held for the stream until it {@linkplain NodeGroups#release
+   * releases} it.
+   */
   NodeGroup join(Node node) throws Refused {
     try {
       return groups.acquire(node, limits.maxStreamsPerGroup());
     } catch (UngroupableNodeException e) {
-      throw new Refused(Kind.UNGROUPABLE, null, Status.FAILED_PRECONDITION.withDescription(e.getMessage()));
+      throw new Refused(
+          Kind.UNGROUPABLE, null, Status.FAILED_PRECONDITION.withDescription(e.getMessage()));
     } catch (NodeGroups.GroupFullException e) {
-      throw Refused.limit("streams_per_group", Status.RESOURCE_EXHAUSTED, e.getMessage() + " (node '" + node.getId()
-          + "'; --max-streams-per-group)");
+      throw Refused.limit(
+          "streams_per_group",
+          Status.RESOURCE_EXHAUSTED,
+          e.getMessage() + " (node '" + node.getId() + "'; --max-streams-per-group)");
     }
   }
 
@@ -102,19 +115,41 @@ final class Admission {
    * past the maximum, and how long each of {@code names} is, INVALID_ARGUMENT past the maximum.
    */
   @SafeVarargs
-  final void names(String nodeId, TypeUrl type, int count, Collection<String>... names) throws Refused {
+  final void names(String nodeId, TypeUrl type, int count, Collection<String>... names)
+      throws Refused {
     int max = limits.maxNamesPerRequest();
     if (count > max) {
-      throw Refused.limit("names_per_request", Status.RESOURCE_EXHAUSTED, "a request for " + type.shortName() + " names "
-          + count + " resources, more than the " + max + " allowed (node '" + nodeId + "'; --max-names-per-request)");
+      throw Refused.limit(
+          "names_per_request",
+          Status.RESOURCE_EXHAUSTED,
+          "a request for "
+              + type.shortName()
+              + " names "
+              + count
+              + " resources, more than the "
+              + max
+              + " allowed (node '"
+              + nodeId
+              + "'; --max-names-per-request)");
     }
     int longest = limits.maxNameLength();
     for (Collection<String> some : names) {
       for (String name : some) {
         if (name.length() > longest) {
-          throw Refused.limit("name_length", Status.INVALID_ARGUMENT, "a resource name of " + type.shortName() + " is "
-              + name.length() + " characters long, more than the " + longest + " allowed: '"
-              + name.substring(0, Math.min(64, longest)) + "…' (node '" + nodeId + "'; --max-name-length)");
+          throw Refused.limit(
+              "name_length",
+              Status.INVALID_ARGUMENT,
+              "a resource name of "
+                  + type.shortName()
+                  + " is "
+                  + name.length()
+                  + " characters long, more than the "
+                  + longest
+                  + " allowed: '"
+                  + name.substring(0, Math.min(64, longest))
+                  + "…' (node '"
+                  + nodeId
+                  + "'; --max-name-length)");
         }
       }
     }
@@ -124,9 +159,18 @@ final class Admission {
   void subscription(String nodeId, TypeUrl type, int count) throws Refused {
     int max = limits.maxNamesPerRequest();
     if (count > max) {
-      throw Refused.limit("names_per_request", Status.RESOURCE_EXHAUSTED, "the stream would be subscribed to " + count
-          + " " + type.shortName() + " resources, more than the " + max + " allowed (node '" + nodeId
-          + "'; --max-names-per-request)");
+      throw Refused.limit(
+          "names_per_request",
+          Status.RESOURCE_EXHAUSTED,
+          "the stream would be subscribed to "
+              + count
+              + " "
+              + type.shortName()
+              + " resources, more than the "
+              + max
+              + " allowed (node '"
+              + nodeId
+              + "'; --max-names-per-request)");
     }
   }
 }

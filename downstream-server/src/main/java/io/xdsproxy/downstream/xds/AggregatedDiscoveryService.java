@@ -13,8 +13,8 @@ import java.util.Optional;
 
 /**
  * ADS: every type multiplexed on one stream, told apart by type URL ("Aggregated Discovery
- * Service"), in both the State-of-the-World and the incremental variant. Any well-formed type URL is
- * served, the known v3 types and opaque ones alike.
+ * Service"), in both the State-of-the-World and the incremental variant. Any well-formed type URL
+ * is served, the known v3 types and opaque ones alike.
  */
 public final class AggregatedDiscoveryService {
 
@@ -22,35 +22,49 @@ public final class AggregatedDiscoveryService {
 
   /** The service to add to the xDS server, its SotW method as {@link #sotw} makes it. */
   public static ServerServiceDefinition definition(Serving serving) {
-    MethodDescriptor<DiscoveryRequest, EncodedResponse> sotw = sotw(AggregatedDiscoveryServiceGrpc.getStreamAggregatedResourcesMethod());
+    MethodDescriptor<DiscoveryRequest, EncodedResponse> sotw =
+        sotw(AggregatedDiscoveryServiceGrpc.getStreamAggregatedResourcesMethod());
     MethodDescriptor<DeltaDiscoveryRequest, EncodedResponse> delta =
         delta(AggregatedDiscoveryServiceGrpc.getDeltaAggregatedResourcesMethod());
     serving.metrics().serves(SotwStream.PROTOCOL, "ads");
     serving.metrics().serves(DeltaStream.PROTOCOL, "ads");
     return ServerServiceDefinition.builder(
-            describedAs(AggregatedDiscoveryServiceGrpc.getServiceDescriptor()).addMethod(sotw).addMethod(delta).build())
-        .addMethod(sotw, ServerCalls.asyncBidiStreamingCall(
-            responses -> new SotwStream(responses, serving, Optional.empty(), PeerInterceptor.currentPeer())))
-        .addMethod(delta, ServerCalls.asyncBidiStreamingCall(
-            responses -> new DeltaStream(responses, serving, Optional.empty(), PeerInterceptor.currentPeer())))
+            describedAs(AggregatedDiscoveryServiceGrpc.getServiceDescriptor())
+                .addMethod(sotw)
+                .addMethod(delta)
+                .build())
+        .addMethod(
+            sotw,
+            ServerCalls.asyncBidiStreamingCall(
+                responses ->
+                    new SotwStream(
+                        responses, serving, Optional.empty(), PeerInterceptor.currentPeer())))
+        .addMethod(
+            delta,
+            ServerCalls.asyncBidiStreamingCall(
+                responses ->
+                    new DeltaStream(
+                        responses, serving, Optional.empty(), PeerInterceptor.currentPeer())))
         .build();
   }
 
   /**
    * A service of {@code generated}'s name with its schema, the proto file that defines it, so that
-   * gRPC server reflection describes it ({@code grpcurl list}, {@code describe}) although its methods
-   * are built here, with this proxy's marshallers; the methods, made with {@code toBuilder}, keep
-   * their generated schema too.
+   * gRPC server reflection describes it ({@code grpcurl list}, {@code describe}) although its
+   * methods are built here, with this proxy's marshallers; the methods, made with {@code
+   * toBuilder}, keep their generated schema too.
    */
   static ServiceDescriptor.Builder describedAs(ServiceDescriptor generated) {
-    return ServiceDescriptor.newBuilder(generated.getName()).setSchemaDescriptor(generated.getSchemaDescriptor());
+    return ServiceDescriptor.newBuilder(generated.getName())
+        .setSchemaDescriptor(generated.getSchemaDescriptor());
   }
 
   /**
-   * {@code method} with its requests read by {@link SotwRequestMarshaller} and its responses written
-   * from their shared, pre-encoded resources ({@link EncodedResponse}).
+   * {@code method} with its requests read by {@link SotwRequestMarshaller} and its responses
+   * written from their shared, pre-encoded resources ({@link EncodedResponse}).
    */
-  static MethodDescriptor<DiscoveryRequest, EncodedResponse> sotw(MethodDescriptor<DiscoveryRequest, DiscoveryResponse> method) {
+  static MethodDescriptor<DiscoveryRequest, EncodedResponse> sotw(
+      MethodDescriptor<DiscoveryRequest, DiscoveryResponse> method) {
     return method.toBuilder(MARSHALLER, EncodedResponse.SOTW).build();
   }
 
@@ -63,24 +77,28 @@ public final class AggregatedDiscoveryService {
     return method.toBuilder(DELTA_REQUESTS, EncodedResponse.DELTA).build();
   }
 
-  private static final MethodDescriptor.Marshaller<DeltaDiscoveryRequest> DELTA_REQUESTS = new MethodDescriptor.Marshaller<>() {
-    @Override
-    public java.io.InputStream stream(DeltaDiscoveryRequest request) {
-      return request.toByteString().newInput();
-    }
+  private static final MethodDescriptor.Marshaller<DeltaDiscoveryRequest> DELTA_REQUESTS =
+      new MethodDescriptor.Marshaller<>() {
+        @Override
+        public java.io.InputStream stream(DeltaDiscoveryRequest request) {
+          return request.toByteString().newInput();
+        }
 
-    @Override
-    public DeltaDiscoveryRequest parse(java.io.InputStream stream) {
-      try {
-        return DeltaDiscoveryRequest.parseFrom(stream, com.google.protobuf.ExtensionRegistryLite.getEmptyRegistry());
-      } catch (com.google.protobuf.InvalidProtocolBufferException e) {
-        return InvalidRequest.of(DeltaDiscoveryRequest.getDefaultInstance(), e);
-      } catch (java.io.IOException e) {
-        throw io.grpc.Status.INTERNAL.withDescription("cannot read a request: " + e.getMessage()).withCause(e)
-            .asRuntimeException();
-      }
-    }
-  };
+        @Override
+        public DeltaDiscoveryRequest parse(java.io.InputStream stream) {
+          try {
+            return DeltaDiscoveryRequest.parseFrom(
+                stream, com.google.protobuf.ExtensionRegistryLite.getEmptyRegistry());
+          } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+            return InvalidRequest.of(DeltaDiscoveryRequest.getDefaultInstance(), e);
+          } catch (java.io.IOException e) {
+            throw io.grpc.Status.INTERNAL
+                .withDescription("cannot read a request: " + e.getMessage())
+                .withCause(e)
+                .asRuntimeException();
+          }
+        }
+      };
 
   private static final SotwRequestMarshaller MARSHALLER = new SotwRequestMarshaller();
 }

@@ -19,8 +19,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Client status (CSDS, {@code envoy.service.status.v3.ClientStatusDiscoveryService}): the proxy's view
- * of each downstream client, one {@link ClientConfig} per open stream, with every resource the
+ * Client status (CSDS, {@code envoy.service.status.v3.ClientStatusDiscoveryService}): the proxy's
+ * view of each downstream client, one {@link ClientConfig} per open stream, with every resource the
  * client subscribed to as a {@link GenericXdsConfig}: what the proxy last sent it, and whether the
  * client ACKed or NACKed it. Each stream tells its own status on its own executor; nothing here
  * blocks a thread while the streams answer.
@@ -36,21 +36,28 @@ public final class ClientStatusDiscovery extends ClientStatusDiscoveryServiceImp
   }
 
   @Override
-  public void fetchClientStatus(ClientStatusRequest request, StreamObserver<ClientStatusResponse> responses) {
+  public void fetchClientStatus(
+      ClientStatusRequest request, StreamObserver<ClientStatusResponse> responses) {
     Optional<CompletableFuture<ClientStatusResponse>> answer = answer(request, responses);
-    answer.ifPresent(future -> future.whenComplete((response, failure) -> {
-      if (failure != null) {
-        responses.onError(internal(failure));
-      } else {
-        responses.onNext(response);
-        responses.onCompleted();
-      }
-    }));
+    answer.ifPresent(
+        future ->
+            future.whenComplete(
+                (response, failure) -> {
+                  if (failure != null) {
+                    responses.onError(internal(failure));
+                  } else {
+                    responses.onNext(response);
+                    responses.onCompleted();
+                  }
+                }));
   }
 
-  /** Each request on the stream gets one response, in order; the next request is read only after it. */
+  /**
+   * Each request on the stream gets one response, in order; the next request is read only after it.
+   */
   @Override
-  public StreamObserver<ClientStatusRequest> streamClientStatus(StreamObserver<ClientStatusResponse> responseObserver) {
+  public StreamObserver<ClientStatusRequest> streamClientStatus(
+      StreamObserver<ClientStatusResponse> responseObserver) {
     ServerCallStreamObserver<ClientStatusResponse> responses =
         (ServerCallStreamObserver<ClientStatusResponse>) responseObserver;
     // One request at a time, so a client that floods requests queues nothing in the proxy.
@@ -60,6 +67,7 @@ public final class ClientStatusDiscovery extends ClientStatusDiscoveryServiceImp
     return new StreamObserver<>() {
       /** The answer to the request being served; the end of the stream waits for it. */
       private CompletableFuture<?> pending = CompletableFuture.completedFuture(null);
+
       private boolean refused;
 
       @Override
@@ -69,17 +77,21 @@ public final class ClientStatusDiscovery extends ClientStatusDiscoveryServiceImp
           refused = true;
           return;
         }
-        pending = answer.get().whenComplete((response, failure) -> {
-          if (responses.isCancelled()) {
-            return;
-          }
-          if (failure != null) {
-            responses.onError(internal(failure));
-          } else {
-            responses.onNext(response);
-            responses.request(1);
-          }
-        });
+        pending =
+            answer
+                .get()
+                .whenComplete(
+                    (response, failure) -> {
+                      if (responses.isCancelled()) {
+                        return;
+                      }
+                      if (failure != null) {
+                        responses.onError(internal(failure));
+                      } else {
+                        responses.onNext(response);
+                        responses.request(1);
+                      }
+                    });
       }
 
       @Override
@@ -90,11 +102,12 @@ public final class ClientStatusDiscovery extends ClientStatusDiscoveryServiceImp
         if (refused) {
           return;
         }
-        pending.whenComplete((done, failure) -> {
-          if (failure == null && !responses.isCancelled()) {
-            responses.onCompleted();
-          }
-        });
+        pending.whenComplete(
+            (done, failure) -> {
+              if (failure == null && !responses.isCancelled()) {
+                responses.onCompleted();
+              }
+            });
       }
     };
   }
@@ -109,34 +122,48 @@ public final class ClientStatusDiscovery extends ClientStatusDiscoveryServiceImp
     try {
       matches = NodeMatchers.of(request.getNodeMatchersList());
     } catch (IllegalArgumentException e) {
-      responses.onError(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());
+      responses.onError(
+          Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());
       return Optional.empty();
     }
     boolean withContents = !request.getExcludeResourceContents();
-    return Optional.of(clients.resources().thenApply(all -> {
-      ClientStatusResponse.Builder response = ClientStatusResponse.newBuilder();
-      all.stream().filter(client -> matches.test(client.node())).forEach(client -> response.addConfig(config(client, withContents)));
-      return response.build();
-    }));
+    return Optional.of(
+        clients
+            .resources()
+            .thenApply(
+                all -> {
+                  ClientStatusResponse.Builder response = ClientStatusResponse.newBuilder();
+                  all.stream()
+                      .filter(client -> matches.test(client.node()))
+                      .forEach(client -> response.addConfig(config(client, withContents)));
+                  return response.build();
+                }));
   }
 
   private static ClientConfig config(Clients.ClientResources client, boolean withContents) {
     ClientConfig.Builder config = ClientConfig.newBuilder().setNode(client.node());
     for (ResourceStatus resource : client.resources()) {
-      GenericXdsConfig.Builder entry = config.addGenericXdsConfigsBuilder()
-          .setTypeUrl(resource.type().url())
-          .setName(resource.name())
-          .setVersionInfo(resource.version())
-          .setConfigStatus(resource.configStatus())
-          .setClientStatus(resource.clientStatus());
+      GenericXdsConfig.Builder entry =
+          config
+              .addGenericXdsConfigsBuilder()
+              .setTypeUrl(resource.type().url())
+              .setName(resource.name())
+              .setVersionInfo(resource.version())
+              .setConfigStatus(resource.configStatus())
+              .setClientStatus(resource.clientStatus());
       resource.lastUpdated().ifPresent(at -> entry.setLastUpdated(timestamp(at)));
       if (withContents) {
         resource.resource().ifPresent(entry::setXdsConfig);
       }
-      resource.rejection().ifPresent(nack -> entry.setErrorState(UpdateFailureState.newBuilder()
-          .setDetails(nack.message())
-          .setVersionInfo(nack.version())
-          .setLastUpdateAttempt(timestamp(nack.at()))));
+      resource
+          .rejection()
+          .ifPresent(
+              nack ->
+                  entry.setErrorState(
+                      UpdateFailureState.newBuilder()
+                          .setDetails(nack.message())
+                          .setVersionInfo(nack.version())
+                          .setLastUpdateAttempt(timestamp(nack.at()))));
     }
     return config.build();
   }
@@ -147,6 +174,8 @@ public final class ClientStatusDiscovery extends ClientStatusDiscoveryServiceImp
 
   private static RuntimeException internal(Throwable failure) {
     log.error("client status failed", failure);
-    return Status.INTERNAL.withDescription("xds-proxy could not gather client status: " + failure).asRuntimeException();
+    return Status.INTERNAL
+        .withDescription("xds-proxy could not gather client status: " + failure)
+        .asRuntimeException();
   }
 }

@@ -27,13 +27,13 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
 
 /**
- * What every downstream xDS stream does, whatever its variant: its lifecycle and the dispatch of its
- * requests. It learns the client's node from the first request and holds its node group once
+ * What every downstream xDS stream does, whatever its variant: its lifecycle and the dispatch of
+ * its requests. It learns the client's node from the first request and holds its node group once
  * {@link Admission} lets it, reads requests one at a time at the rate {@link RequestPacer} allows,
  * hears of new snapshots, and leaves what to write when to {@link PushScheduler}; what happens is
- * told to {@link StreamEvents}, for metrics and logs. {@link SotwStream} and {@link DeltaStream} add
- * the protocol, each type's logical stream a {@link TypeState}. All state lives on the stream's own
- * {@link SerialExecutor}, which the confined entry points assert.
+ * told to {@link StreamEvents}, for metrics and logs. {@link SotwStream} and {@link DeltaStream}
+ * add the protocol, each type's logical stream a {@link TypeState}. All state lives on the stream's
+ * own {@link SerialExecutor}, which the confined entry points assert.
  *
  * <p>Memory stays bounded whatever the client does (DESIGN invariant 8): requests are read one at a
  * time (manual flow control), snapshots from the node group coalesce into "this type changed", and
@@ -46,27 +46,33 @@ import java.util.function.Function;
 abstract class ClientStream<Q, S extends TypeState<?>> implements StreamObserver<Q>, GroupWatcher {
 
   private final ServerCallStreamObserver<EncodedResponse> responses;
+
   /** The node groups, registry of streams, clock, timer and limits every stream shares. */
   private final Serving serving;
+
   /** Where this stream's metrics and log lines go. */
   private final StreamEvents events;
+
   /** For metrics: "sotw" or "delta", and "ads" or the type of a per-type service. */
   private final String protocol;
+
   private final String service;
   private final Optional<TypeUrl> fixedType;
   private final SerialExecutor executor;
   private final SocketAddress peer;
   private final String variant;
+
   /** Taken on the call's thread, where the peer's TLS certificate is in the gRPC context. */
   private final NodeIdCheck nodeIdCheck = PeerInterceptor.currentNodeIdCheck();
 
   /**
    * Batches of snapshots the group published since the executor last looked (each batch is the
-   * group's own list, shared by its streams); a batch is taken whole, so types that changed together
-   * are pushed together. Only their types count: the executor reads the group's current snapshots,
-   * so a stream never goes back in time.
+   * group's own list, shared by its streams); a batch is taken whole, so types that changed
+   * together are pushed together. Only their types count: the executor reads the group's current
+   * snapshots, so a stream never goes back in time.
    */
   private final Queue<List<TypeSnapshot>> changedBatches = new ConcurrentLinkedQueue<>();
+
   private final AtomicBoolean changedScheduled = new AtomicBoolean();
 
   // Confined to the executor from here on.
@@ -74,8 +80,10 @@ abstract class ClientStream<Q, S extends TypeState<?>> implements StreamObserver
   private final RequestPacer pacer;
   private final Admission admission;
   private Node node;
+
   /** The stream counts among the streams of this node id ({@link Clients#admit}) until it ends. */
   private boolean admitted;
+
   private String nodeId;
   private NodeGroup group;
   private boolean closed;
@@ -85,8 +93,12 @@ abstract class ClientStream<Q, S extends TypeState<?>> implements StreamObserver
    * @param fixedType the type of a per-type service, empty for ADS
    * @param peer the client's address, for logs
    */
-  ClientStream(String protocol, StreamObserver<EncodedResponse> responseObserver, Serving serving,
-      Optional<TypeUrl> fixedType, SocketAddress peer) {
+  ClientStream(
+      String protocol,
+      StreamObserver<EncodedResponse> responseObserver,
+      Serving serving,
+      Optional<TypeUrl> fixedType,
+      SocketAddress peer) {
     this.responses = (ServerCallStreamObserver<EncodedResponse>) responseObserver;
     this.serving = serving;
     this.events = serving.events();
@@ -97,26 +109,35 @@ abstract class ClientStream<Q, S extends TypeState<?>> implements StreamObserver
     this.peer = peer;
     this.variant = (protocol + " " + fixedType.map(TypeUrl::shortName).orElse("ADS")).intern();
     this.executor = new SerialExecutor(serving.pool(), this);
-    this.pushes = new PushScheduler<>(new PushScheduler.Transport() {
-      @Override
-      public boolean isReady() {
-        return responses.isReady();
-      }
+    this.pushes =
+        new PushScheduler<>(
+            new PushScheduler.Transport() {
+              @Override
+              public boolean isReady() {
+                return responses.isReady();
+              }
 
-      @Override
-      public void write(TypeUrl type, EncodedResponse response) {
-        events.responseSent(ClientStream.this, type, response.size());
-        responses.onNext(response);
-      }
+              @Override
+              public void write(TypeUrl type, EncodedResponse response) {
+                events.responseSent(ClientStream.this, type, response.size());
+                responses.onNext(response);
+              }
 
-      @Override
-      public void fannedOut(TypeUrl type, long receivedAt) {
-        events.fannedOut(ClientStream.this, type, receivedAt);
-      }
-    }, fixedType.isEmpty());
-    this.pacer = new RequestPacer(serving.limits().requestsPerSecond(), serving.clock(),
-        (task, millis) -> serving.timer().schedule(() -> executor.execute(task), millis, TimeUnit.MILLISECONDS),
-        rate -> events.paced(this, rate));
+              @Override
+              public void fannedOut(TypeUrl type, long receivedAt) {
+                events.fannedOut(ClientStream.this, type, receivedAt);
+              }
+            },
+            fixedType.isEmpty());
+    this.pacer =
+        new RequestPacer(
+            serving.limits().requestsPerSecond(),
+            serving.clock(),
+            (task, millis) ->
+                serving
+                    .timer()
+                    .schedule(() -> executor.execute(task), millis, TimeUnit.MILLISECONDS),
+            rate -> events.paced(this, rate));
     this.admission = new Admission(serving.limits(), serving.clients(), serving.groups());
     responses.disableAutoRequest();
     responses.setOnReadyHandler(() -> executor.execute(guarded(this::flushBlocked)));
@@ -127,7 +148,10 @@ abstract class ClientStream<Q, S extends TypeState<?>> implements StreamObserver
   /** Handles one request, on the executor; the stream is identified and open. */
   abstract void handle(Q request);
 
-  /** The state of {@code type}'s logical stream, made with {@code create} on the type's first request. */
+  /**
+   * The state of {@code type}'s logical stream, made with {@code create} on the type's first
+   * request.
+   */
   final S typeStream(TypeUrl type, Function<TypeUrl, S> create) {
     return pushes.state(type, create);
   }
@@ -160,23 +184,29 @@ abstract class ClientStream<Q, S extends TypeState<?>> implements StreamObserver
 
   @Override
   public final void onNext(Q request) {
-    executor.execute(guarded(() -> {
-      if (!closed) {
-        handle(request);
-        if (!closed) {
-          readNext();
-        }
-      }
-    }));
+    executor.execute(
+        guarded(
+            () -> {
+              if (!closed) {
+                handle(request);
+                if (!closed) {
+                  readNext();
+                }
+              }
+            }));
   }
 
-  /** Asks for the next request, now or, past the request rate, when the stream is due one ({@link RequestPacer}). */
+  /**
+   * Asks for the next request, now or, past the request rate, when the stream is due one ({@link
+   * RequestPacer}).
+   */
   private void readNext() {
-    pacer.next(() -> {
-      if (!closed) {
-        responses.request(1);
-      }
-    });
+    pacer.next(
+        () -> {
+          if (!closed) {
+            responses.request(1);
+          }
+        });
   }
 
   /**
@@ -194,7 +224,10 @@ abstract class ClientStream<Q, S extends TypeState<?>> implements StreamObserver
     }
   }
 
-  /** Whether a subscription of {@code count} names of {@code type} is within the limit; ends the stream if not. */
+  /**
+   * Whether a subscription of {@code count} names of {@code type} is within the limit; ends the
+   * stream if not.
+   */
   final boolean subscriptionWithinLimits(TypeUrl type, int count) {
     try {
       admission.subscription(nodeId, type, count);
@@ -210,7 +243,7 @@ abstract class ClientStream<Q, S extends TypeState<?>> implements StreamObserver
     switch (refused.kind()) {
       case LIMIT -> events.refused(this, refused.limit(), refused.status().getDescription());
       case UNGROUPABLE -> events.ungroupable(this, refused.status().getDescription());
-      case NODE_ID -> { }
+      case NODE_ID -> {}
     }
     fail(refused.status());
   }
@@ -222,12 +255,13 @@ abstract class ClientStream<Q, S extends TypeState<?>> implements StreamObserver
 
   @Override
   public final void onCompleted() {
-    executor.execute(() -> {
-      if (!closed) {
-        responses.onCompleted();
-      }
-      end("closed by the client");
-    });
+    executor.execute(
+        () -> {
+          if (!closed) {
+            responses.onCompleted();
+          }
+          end("closed by the client");
+        });
   }
 
   @Override
@@ -244,17 +278,27 @@ abstract class ClientStream<Q, S extends TypeState<?>> implements StreamObserver
    *
    * @param hasNode whether the request carries a node, {@code requestNode}
    */
-  final Optional<TypeUrl> typeOf(com.google.protobuf.MessageOrBuilder request, boolean hasNode, Node requestNode,
+  final Optional<TypeUrl> typeOf(
+      com.google.protobuf.MessageOrBuilder request,
+      boolean hasNode,
+      Node requestNode,
       String typeUrl) {
     executor.assertCurrent();
-    return wellFormed(request) && identify(hasNode, requestNode) ? typeOf(typeUrl) : Optional.empty();
+    return wellFormed(request) && identify(hasNode, requestNode)
+        ? typeOf(typeUrl)
+        : Optional.empty();
   }
 
-  /** Whether {@code request} is a request at all ({@link InvalidRequest}); ends the stream if not. */
+  /**
+   * Whether {@code request} is a request at all ({@link InvalidRequest}); ends the stream if not.
+   */
   private boolean wellFormed(com.google.protobuf.MessageOrBuilder request) {
     Optional<String> invalid = InvalidRequest.reason(request);
-    invalid.ifPresent(why -> fail(Status.INVALID_ARGUMENT.withDescription(
-        why + (node == null ? "" : " (node '" + node.getId() + "')"))));
+    invalid.ifPresent(
+        why ->
+            fail(
+                Status.INVALID_ARGUMENT.withDescription(
+                    why + (node == null ? "" : " (node '" + node.getId() + "')"))));
     return invalid.isEmpty();
   }
 
@@ -266,7 +310,9 @@ abstract class ClientStream<Q, S extends TypeState<?>> implements StreamObserver
   private boolean identify(boolean hasNode, Node requestNode) {
     if (node == null) {
       if (!hasNode) {
-        fail(Status.INVALID_ARGUMENT.withDescription("the first request on a stream must carry the node"));
+        fail(
+            Status.INVALID_ARGUMENT.withDescription(
+                "the first request on a stream must carry the node"));
         return false;
       }
       try {
@@ -283,9 +329,13 @@ abstract class ClientStream<Q, S extends TypeState<?>> implements StreamObserver
       serving.clients().opened(this);
     } else if (hasNode && !requestNode.equals(node)) {
       // "The node identifier should always be identical if present more than once on the stream."
-      fail(Status.INVALID_ARGUMENT.withDescription(
-          "node changed mid-stream: the stream began as node '" + node.getId() + "', a later request names node '"
-              + requestNode.getId() + "'"));
+      fail(
+          Status.INVALID_ARGUMENT.withDescription(
+              "node changed mid-stream: the stream began as node '"
+                  + node.getId()
+                  + "', a later request names node '"
+                  + requestNode.getId()
+                  + "'"));
       return false;
     }
     return true;
@@ -307,7 +357,9 @@ abstract class ClientStream<Q, S extends TypeState<?>> implements StreamObserver
       }
       return fixedType;
     } catch (IllegalArgumentException e) {
-      fail(Status.INVALID_ARGUMENT.withDescription(e.getMessage() + " (node '" + node.getId() + "')"));
+      fail(
+          Status.INVALID_ARGUMENT.withDescription(
+              e.getMessage() + " (node '" + node.getId() + "')"));
       return Optional.empty();
     }
   }
@@ -328,24 +380,37 @@ abstract class ClientStream<Q, S extends TypeState<?>> implements StreamObserver
   /** This stream's status, as told on its executor. */
   final CompletableFuture<Clients.ClientStatus> status() {
     CompletableFuture<Clients.ClientStatus> status = new CompletableFuture<>();
-    executor.execute(() -> {
-      List<Clients.TypeStatus> byType = new ArrayList<>();
-      pushes.forEach((type, state) -> byType.add(new Clients.TypeStatus(type.url(),
-          state.subscription().wildcard(), state.subscription().names().stream().sorted().toList(),
-          state.ackedVersion(), state.lastNackMessage())));
-      status.complete(new Clients.ClientStatus(node.getId(), group.key().value(), variant, peer.toString(), byType));
-    });
+    executor.execute(
+        () -> {
+          List<Clients.TypeStatus> byType = new ArrayList<>();
+          pushes.forEach(
+              (type, state) ->
+                  byType.add(
+                      new Clients.TypeStatus(
+                          type.url(),
+                          state.subscription().wildcard(),
+                          state.subscription().names().stream().sorted().toList(),
+                          state.ackedVersion(),
+                          state.lastNackMessage())));
+          status.complete(
+              new Clients.ClientStatus(
+                  node.getId(), group.key().value(), variant, peer.toString(), byType));
+        });
     return status;
   }
 
-  /** What this stream's client holds of each resource it subscribed to, as told on its executor: for CSDS. */
+  /**
+   * What this stream's client holds of each resource it subscribed to, as told on its executor: for
+   * CSDS.
+   */
   final CompletableFuture<Clients.ClientResources> resources() {
     CompletableFuture<Clients.ClientResources> resources = new CompletableFuture<>();
-    executor.execute(() -> {
-      List<ResourceStatus> all = new ArrayList<>();
-      pushes.forEach((type, state) -> all.addAll(state.resourceStatuses()));
-      resources.complete(new Clients.ClientResources(node, all));
-    });
+    executor.execute(
+        () -> {
+          List<ResourceStatus> all = new ArrayList<>();
+          pushes.forEach((type, state) -> all.addAll(state.resourceStatuses()));
+          resources.complete(new Clients.ClientResources(node, all));
+        });
     return resources;
   }
 
@@ -375,7 +440,10 @@ abstract class ClientStream<Q, S extends TypeState<?>> implements StreamObserver
     events.stale(this, type, nonce);
   }
 
-  /** The client NACKed the latest response of {@code state}'s type, whose nonce it names: recorded and logged. */
+  /**
+   * The client NACKed the latest response of {@code state}'s type, whose nonce it names: recorded
+   * and logged.
+   */
   final void nacked(S state, String nonce, com.google.rpc.Status errorDetail) {
     state.nack(errorDetail.getMessage());
     events.nacked(this, state.type(), nonce, errorDetail.getMessage());
@@ -395,9 +463,9 @@ abstract class ClientStream<Q, S extends TypeState<?>> implements StreamObserver
   }
 
   /**
-   * Whether the client announced TTL support ("TTL": {@code xds.config.supports-resource-ttl});
-   * for SotW it must also take resources wrapped in {@code Resource}
-   * ({@code xds.config.supports-resource-in-sotw}).
+   * Whether the client announced TTL support ("TTL": {@code xds.config.supports-resource-ttl}); for
+   * SotW it must also take resources wrapped in {@code Resource} ({@code
+   * xds.config.supports-resource-in-sotw}).
    */
   final boolean knowsTtl(boolean sotw) {
     List<String> features = node.getClientFeaturesList();
@@ -426,7 +494,8 @@ abstract class ClientStream<Q, S extends TypeState<?>> implements StreamObserver
       return;
     }
     // One type in one batch, what nearly every update is, needs no sorting.
-    Collection<TypeUrl> changed = batch.size() == 1 && changedBatches.isEmpty() ? List.of(batch.get(0).type()) : null;
+    Collection<TypeUrl> changed =
+        batch.size() == 1 && changedBatches.isEmpty() ? List.of(batch.get(0).type()) : null;
     if (changed == null) {
       SortedSet<TypeUrl> sorted = new TreeSet<>();
       for (; batch != null; batch = changedBatches.poll()) {

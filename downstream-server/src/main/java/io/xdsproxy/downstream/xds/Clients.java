@@ -10,14 +10,15 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The open downstream streams, for {@code GET /clients} and client status (CSDS): each tells its own
- * status on its own executor, so the admin thread never reads a stream's state while the stream
+ * The open downstream streams, for {@code GET /clients} and client status (CSDS): each tells its
+ * own status on its own executor, so the admin thread never reads a stream's state while the stream
  * changes it.
  */
 public final class Clients {
 
   /** What one stream reports: who, where, and per type what it asked for and what it said. */
-  public record ClientStatus(String nodeId, String group, String variant, String peer, List<TypeStatus> types) {}
+  public record ClientStatus(
+      String nodeId, String group, String variant, String peer, List<TypeStatus> types) {}
 
   /**
    * One type of a stream: its subscription, the version it last ACKed, and its last NACK.
@@ -25,12 +26,20 @@ public final class Clients {
    * @param lastNack the error_detail message of the client's last NACK, if any
    */
   public record TypeStatus(
-      String typeUrl, boolean wildcard, List<String> names, String ackedVersion, Optional<String> lastNack) {}
+      String typeUrl,
+      boolean wildcard,
+      List<String> names,
+      String ackedVersion,
+      Optional<String> lastNack) {}
 
-  /** What one stream's client holds, for client status (CSDS): its node and each resource it subscribed to. */
+  /**
+   * What one stream's client holds, for client status (CSDS): its node and each resource it
+   * subscribed to.
+   */
   public record ClientResources(Node node, List<ResourceStatus> resources) {}
 
   private final Set<ClientStream<?, ?>> streams = ConcurrentHashMap.newKeySet();
+
   /** Open streams by node id; a node id with none is not kept. */
   private final Map<String, Integer> byNode = new ConcurrentHashMap<>();
 
@@ -40,11 +49,13 @@ public final class Clients {
    */
   boolean admit(String nodeId, int max) {
     boolean[] admitted = {false};
-    byNode.compute(nodeId, (id, open) -> {
-      int count = open == null ? 0 : open;
-      admitted[0] = count < max;
-      return admitted[0] ? count + 1 : open;
-    });
+    byNode.compute(
+        nodeId,
+        (id, open) -> {
+          int count = open == null ? 0 : open;
+          admitted[0] = count < max;
+          return admitted[0] ? count + 1 : open;
+        });
     return admitted[0];
   }
 
@@ -60,14 +71,17 @@ public final class Clients {
     streams.remove(stream);
   }
 
-  /** Ends every open stream with {@code status}, so that its client reconnects (to another replica). */
+  /**
+   * Ends every open stream with {@code status}, so that its client reconnects (to another replica).
+   */
   public void endAll(io.grpc.Status status) {
     streams.forEach(stream -> stream.shutDown(status));
   }
 
   /** The status of every open stream; a stream too busy to answer within a second is left out. */
   public List<ClientStatus> statuses() {
-    List<CompletableFuture<ClientStatus>> asked = streams.stream().map(ClientStream::status).toList();
+    List<CompletableFuture<ClientStatus>> asked =
+        streams.stream().map(ClientStream::status).toList();
     return asked.stream()
         .map(future -> future.completeOnTimeout(null, 1, TimeUnit.SECONDS).join())
         .filter(java.util.Objects::nonNull)
@@ -80,13 +94,19 @@ public final class Clients {
    * within a second is left out.
    */
   public CompletableFuture<List<ClientResources>> resources() {
-    List<CompletableFuture<ClientResources>> asked = streams.stream()
-        .map(stream -> stream.resources().completeOnTimeout(null, 1, TimeUnit.SECONDS))
-        .toList();
-    return CompletableFuture.allOf(asked.toArray(CompletableFuture[]::new)).thenApply(done -> asked.stream()
-        .map(CompletableFuture::join)
-        .filter(java.util.Objects::nonNull)
-        .sorted(java.util.Comparator.comparing((ClientResources client) -> client.node().getId()))
-        .toList());
+    List<CompletableFuture<ClientResources>> asked =
+        streams.stream()
+            .map(stream -> stream.resources().completeOnTimeout(null, 1, TimeUnit.SECONDS))
+            .toList();
+    return CompletableFuture.allOf(asked.toArray(CompletableFuture[]::new))
+        .thenApply(
+            done ->
+                asked.stream()
+                    .map(CompletableFuture::join)
+                    .filter(java.util.Objects::nonNull)
+                    .sorted(
+                        java.util.Comparator.comparing(
+                            (ClientResources client) -> client.node().getId()))
+                    .toList());
   }
 }

@@ -37,7 +37,8 @@ final class Deliveries {
    * the names it left out as do_not_cache, and when it was sent (epoch milliseconds: a stream keeps
    * a few of these per type, and an Instant would be an object each).
    */
-  private record Delivery(String version, TypeSnapshot snapshot, Subscription scope, Set<String> withheld, long at) {
+  private record Delivery(
+      String version, TypeSnapshot snapshot, Subscription scope, Set<String> withheld, long at) {
 
     /** The resource this response left the client holding for {@code name}, or null. */
     XdsResource held(String name) {
@@ -53,21 +54,30 @@ final class Deliveries {
    * The client's answer to a delivery, and when it came (epoch milliseconds): {@code seq} orders
    * answers; a NACK has its error_detail message and the delivery the client had ACKed before it.
    */
-  private record Answer(Delivery delivery, long at, long seq, String nackMessage, Delivery ackedBefore) {}
+  private record Answer(
+      Delivery delivery, long at, long seq, String nackMessage, Delivery ackedBefore) {}
 
   private final Clock clock;
+
   /** Each response carries every resource the client holds (SotW Listener and Cluster). */
   private final boolean fullState;
-  /** The client can be told a resource does not exist: full-state SotW and Delta, not SotW's other types. */
+
+  /**
+   * The client can be told a resource does not exist: full-state SotW and Delta, not SotW's other
+   * types.
+   */
   private final boolean tellsAbsence;
+
   /** Delta versions each resource; SotW versions only whole responses. */
   private final boolean perResourceVersions;
+
   private long answers;
   private Delivery latest;
   private Answer acked;
   private Answer rejected;
 
-  private Deliveries(Clock clock, boolean fullState, boolean tellsAbsence, boolean perResourceVersions) {
+  private Deliveries(
+      Clock clock, boolean fullState, boolean tellsAbsence, boolean perResourceVersions) {
     this.clock = clock;
     this.fullState = fullState;
     this.tellsAbsence = tellsAbsence;
@@ -82,7 +92,9 @@ final class Deliveries {
     return new Deliveries(clock, false, true, true);
   }
 
-  /** A response was sent; {@code version} is its version_info (SotW) or system_version_info (Delta). */
+  /**
+   * A response was sent; {@code version} is its version_info (SotW) or system_version_info (Delta).
+   */
   void sent(String version, TypeSnapshot snapshot, Subscription scope, Set<String> withheld) {
     latest = new Delivery(version, snapshot, scope, withheld, clock.millis());
   }
@@ -97,7 +109,9 @@ final class Deliveries {
   /** The client NACKed the latest response with {@code message}. */
   void nacked(String message) {
     if (latest != null) {
-      rejected = new Answer(latest, clock.millis(), ++answers, message, acked == null ? null : acked.delivery());
+      rejected =
+          new Answer(
+              latest, clock.millis(), ++answers, message, acked == null ? null : acked.delivery());
     }
   }
 
@@ -124,32 +138,64 @@ final class Deliveries {
     if (tellsAbsence && latest != null && latest.toldAbsent(name)) {
       // "Knowing When a Requested Resource Does Not Exist": the proxy told the client so.
       boolean ackedAbsent = acked != null && acked.delivery().toldAbsent(name);
-      return new ResourceStatus(type, name, perResourceVersions ? "" : latest.version(), Optional.empty(),
-          Optional.of(instant(ackedAbsent ? acked.at() : latest.at())), ackedAbsent ? SYNCED : STALE, DOES_NOT_EXIST,
+      return new ResourceStatus(
+          type,
+          name,
+          perResourceVersions ? "" : latest.version(),
+          Optional.empty(),
+          Optional.of(instant(ackedAbsent ? acked.at() : latest.at())),
+          ackedAbsent ? SYNCED : STALE,
+          DOES_NOT_EXIST,
           Optional.empty());
     }
-    return new ResourceStatus(type, name, "", Optional.empty(), Optional.empty(), NOT_SENT, REQUESTED, Optional.empty());
+    return new ResourceStatus(
+        type, name, "", Optional.empty(), Optional.empty(), NOT_SENT, REQUESTED, Optional.empty());
   }
 
   private ResourceStatus heldStatus(TypeUrl type, String name, XdsResource held) {
     boolean ackedHolds = acked != null && acked.delivery().held(name) == held;
     // Held in the NACKed response but not in the one ACKed before it: it came in the NACKed one.
-    boolean rejectedHolds = rejected != null && rejected.delivery().held(name) == held
-        && (rejected.ackedBefore() == null || rejected.ackedBefore().held(name) != held);
+    boolean rejectedHolds =
+        rejected != null
+            && rejected.delivery().held(name) == held
+            && (rejected.ackedBefore() == null || rejected.ackedBefore().held(name) != held);
     // A later full-state response carries it again, so an ACK of that one accepts it.
     if (rejectedHolds && !(ackedHolds && fullState && acked.seq() > rejected.seq())) {
       String version = version(rejected.delivery(), held);
-      return new ResourceStatus(type, name, version, Optional.of(held.body()), Optional.of(instant(rejected.at())), ERROR,
-          NACKED, Optional.of(new ResourceStatus.Rejection(rejected.nackMessage(), version, instant(rejected.at()))));
+      return new ResourceStatus(
+          type,
+          name,
+          version,
+          Optional.of(held.body()),
+          Optional.of(instant(rejected.at())),
+          ERROR,
+          NACKED,
+          Optional.of(
+              new ResourceStatus.Rejection(
+                  rejected.nackMessage(), version, instant(rejected.at()))));
     }
     if (ackedHolds) {
-      return new ResourceStatus(type, name, version(acked.delivery(), held), Optional.of(held.body()),
-          Optional.of(instant(acked.at())), SYNCED, ACKED, Optional.empty());
+      return new ResourceStatus(
+          type,
+          name,
+          version(acked.delivery(), held),
+          Optional.of(held.body()),
+          Optional.of(instant(acked.at())),
+          SYNCED,
+          ACKED,
+          Optional.empty());
     }
     // Sent and not answered yet: the client's status is what it last said of the name.
     boolean ackedEarlier = acked != null && acked.delivery().held(name) != null;
-    return new ResourceStatus(type, name, version(latest, held), Optional.of(held.body()), Optional.of(instant(latest.at())),
-        STALE, ackedEarlier ? ACKED : REQUESTED, Optional.empty());
+    return new ResourceStatus(
+        type,
+        name,
+        version(latest, held),
+        Optional.of(held.body()),
+        Optional.of(instant(latest.at())),
+        STALE,
+        ackedEarlier ? ACKED : REQUESTED,
+        Optional.empty());
   }
 
   private static Instant instant(long epochMillis) {

@@ -30,14 +30,25 @@ final class DeltaTypeState extends TypeState<DeltaTypeState.Outgoing> {
    * later response (make-before-break), what it left out as do_not_cache, and the position of the
    * streams that owe it alike, if it is shared.
    */
-  record Outgoing(List<Resource> resources, List<String> removed, TypeSnapshot snapshot, List<String> deferred,
-      Set<String> withheld, Optional<ResponsePosition> sharedAt) implements TypeState.Outgoing<Outgoing> {
+  record Outgoing(
+      List<Resource> resources,
+      List<String> removed,
+      TypeSnapshot snapshot,
+      List<String> deferred,
+      Set<String> withheld,
+      Optional<ResponsePosition> sharedAt)
+      implements TypeState.Outgoing<Outgoing> {
 
     Outgoing {
-      withheld = withheld.isEmpty() ? Set.of() : withheld; // streams keep it: an empty one costs nothing
+      withheld =
+          withheld.isEmpty() ? Set.of() : withheld; // streams keep it: an empty one costs nothing
     }
 
-    Outgoing(List<Resource> resources, List<String> removed, TypeSnapshot snapshot, List<String> deferred,
+    Outgoing(
+        List<Resource> resources,
+        List<String> removed,
+        TypeSnapshot snapshot,
+        List<String> deferred,
         Set<String> withheld) {
       this(resources, removed, snapshot, deferred, withheld, Optional.empty());
     }
@@ -60,10 +71,13 @@ final class DeltaTypeState extends TypeState<DeltaTypeState.Outgoing> {
   }
 
   private boolean requested;
+
   /** Versions the client said it has from an earlier stream, for names not answered for yet. */
   private Map<String, String> claimed = Map.of();
+
   /** Names the client holds that are gone, whose removal a response left for the next one. */
   private Set<String> pendingRemovals = Set.of();
+
   /** Everything in the wildcard is to be sent: the wildcard was just subscribed to. */
   private boolean forceAll;
 
@@ -93,7 +107,8 @@ final class DeltaTypeState extends TypeState<DeltaTypeState.Outgoing> {
    * Applies a request's subscription changes. The request's {@code initial_resource_versions} count
    * only on the first request of the type ("Incremental reconnect").
    */
-  Subscribed subscribe(List<String> subscribe, List<String> unsubscribe, Map<String, String> initialVersions) {
+  Subscribed subscribe(
+      List<String> subscribe, List<String> unsubscribe, Map<String, String> initialVersions) {
     boolean first = !requested;
     requested = true;
     boolean refetch = !first && applyAskingAgain(subscribe);
@@ -112,18 +127,22 @@ final class DeltaTypeState extends TypeState<DeltaTypeState.Outgoing> {
         // cannot tell whether the wildcard still covers it, so it is told either way.
         owed = NameSets.with(owed, name);
       }
-      // Else a phantom unsubscription, ignored: what is owed of a name the wildcard covers stays owed.
+      // Else a phantom unsubscription, ignored: what is owed of a name the wildcard covers stays
+      // owed.
     }
     for (String name : subscribe) {
-      // "Subscribing to Resources": sent even if the client seems to have it; it may have forgotten.
-      // Only what the same first request claims it has is taken at its word: a claim not yet answered
+      // "Subscribing to Resources": sent even if the client seems to have it; it may have
+      // forgotten.
+      // Only what the same first request claims it has is taken at its word: a claim not yet
+      // answered
       // may be of a resource the client has dropped since, unsubscribing.
       if (!Subscription.WILDCARD.equals(name) && !(first && claimed.containsKey(name))) {
         owed = NameSets.with(owed, name);
       }
     }
     boolean changed = next != subscription && !next.equals(subscription);
-    if (!subscribe.isEmpty() || changed && !next.interest().beyond(subscription.interest()).isEmpty()) {
+    if (!subscribe.isEmpty()
+        || changed && !next.interest().beyond(subscription.interest()).isEmpty()) {
       joinedNow();
     }
     subscription = next;
@@ -133,9 +152,9 @@ final class DeltaTypeState extends TypeState<DeltaTypeState.Outgoing> {
   /**
    * "Subscribing to Resources": names subscribed again are sent again (owed, below), and everything
    * under the wildcard when it is subscribed again (here); not from the store's copy where it is
-   * do_not_cache ({@link #servable}): a proxy of a lower tier asks again so when a client of its own
-   * comes for such a resource, and must get the upstream's next copy. Returns whether the request asks
-   * again for such a resource, which the group must then ask its upstream for.
+   * do_not_cache ({@link #servable}): a proxy of a lower tier asks again so when a client of its
+   * own comes for such a resource, and must get the upstream's next copy. Returns whether the
+   * request asks again for such a resource, which the group must then ask its upstream for.
    */
   private boolean applyAskingAgain(List<String> subscribe) {
     boolean all = subscription.wildcard() && subscribe.contains(Subscription.WILDCARD);
@@ -146,29 +165,37 @@ final class DeltaTypeState extends TypeState<DeltaTypeState.Outgoing> {
       return false;
     }
     for (XdsResource resource : latest.resources().values()) {
-      if (resource.doNotCache() && (all || subscription.names().contains(resource.name())
-          && subscribe.contains(resource.name()))) {
+      if (resource.doNotCache()
+          && (all
+              || subscription.names().contains(resource.name())
+                  && subscribe.contains(resource.name()))) {
         return true;
       }
     }
     return false;
   }
 
-  /** Claims from a reconnect, removals owed and a wildcard subscribed again are this stream's alone. */
+  /**
+   * Claims from a reconnect, removals owed and a wildcard subscribed again are this stream's alone.
+   */
   @Override
   boolean ownsResponse() {
     return forceAll || !claimed.isEmpty() || !pendingRemovals.isEmpty();
   }
 
-  /** The resources and removals of {@code outgoing}, encoded as a DeltaDiscoveryResponse carries them. */
+  /**
+   * The resources and removals of {@code outgoing}, encoded as a DeltaDiscoveryResponse carries
+   * them.
+   */
   @Override
   byte[] body(Outgoing outgoing) {
     return EncodedResponse.deltaBody(outgoing.resources(), outgoing.removed());
   }
 
   /**
-   * Resources the client lacks or holds at another version, and removals; with {@code deferRemovals},
-   * removals are left for the next call, and a response that would only remove is not made.
+   * Resources the client lacks or holds at another version, and removals; with {@code
+   * deferRemovals}, removals are left for the next call, and a response that would only remove is
+   * not made.
    */
   @Override
   Optional<Outgoing> build(boolean deferRemovals) {
@@ -206,11 +233,15 @@ final class DeltaTypeState extends TypeState<DeltaTypeState.Outgoing> {
       return Optional.empty();
     }
     // Rule 17 of interop.md: the first request of a type is answered, even with nothing, once the
-    // proxy knows what there is: an Envoy starting against an empty Cluster set waits for the answer.
+    // proxy knows what there is: an Envoy starting against an empty Cluster set waits for the
+    // answer.
     return Optional.of(new Outgoing(resources, removed, latest, List.of(), withheld));
   }
 
-  /** Whether the state of everything subscribed to is known: a wildcard was answered, and every name. */
+  /**
+   * Whether the state of everything subscribed to is known: a wildcard was answered, and every
+   * name.
+   */
   private boolean readyToAnswer() {
     if (subscription.isEmpty() || subscription.wildcard() && !latest.isComplete()) {
       return false;
@@ -227,7 +258,8 @@ final class DeltaTypeState extends TypeState<DeltaTypeState.Outgoing> {
   List<XdsResource> sentAnew(Outgoing outgoing) {
     List<XdsResource> sentAnew = new ArrayList<>();
     for (Resource resource : outgoing.resources()) {
-      XdsResource cluster = resource.hasResource() ? outgoing.snapshot().get(resource.getName()) : null;
+      XdsResource cluster =
+          resource.hasResource() ? outgoing.snapshot().get(resource.getName()) : null;
       if (cluster != null) { // else a heartbeat: nothing changed
         sentAnew.add(cluster);
       }
@@ -242,10 +274,15 @@ final class DeltaTypeState extends TypeState<DeltaTypeState.Outgoing> {
 
   @Override
   void afterSent(Outgoing outgoing) {
-    pendingRemovals = outgoing.deferred().isEmpty() ? Set.of() : NameSets.withAll(pendingRemovals, outgoing.deferred());
+    pendingRemovals =
+        outgoing.deferred().isEmpty()
+            ? Set.of()
+            : NameSets.withAll(pendingRemovals, outgoing.deferred());
     forceAll = false;
     // A name not heard of yet stays owed, with what the client claimed of it.
-    owed = NameSets.retained(owed, name -> held.resolve(name) == null && held.state(name) == NameState.UNKNOWN);
+    owed =
+        NameSets.retained(
+            owed, name -> held.resolve(name) == null && held.state(name) == NameState.UNKNOWN);
     // Left out as do_not_cache: owed, whatever its version, once the upstream's fresh copy comes.
     owed = NameSets.withAll(owed, outgoing.withheld());
     if (!claimed.isEmpty()) {
@@ -258,14 +295,15 @@ final class DeltaTypeState extends TypeState<DeltaTypeState.Outgoing> {
 
   /**
    * Every name that could need a resource or a removal: in scope now, or held by the client. When
-   * the store can say what changed since the client's {@link #held}, only those and the names owed or
-   * claimed whatever changed: a change of one resource then costs a stream what changed,
-   * not everything it subscribed to.
+   * the store can say what changed since the client's {@link #held}, only those and the names owed
+   * or claimed whatever changed: a change of one resource then costs a stream what changed, not
+   * everything it subscribed to.
    */
   private Set<String> candidates() {
     Set<String> names = new LinkedHashSet<>(owed);
     names.addAll(claimed.keySet());
-    Optional<Set<String>> changed = held == null || forceAll ? Optional.empty() : latest.changedSince(held);
+    Optional<Set<String>> changed =
+        held == null || forceAll ? Optional.empty() : latest.changedSince(held);
     if (changed.isPresent()) {
       for (String name : changed.get()) {
         if (subscription.covers(name)) {
@@ -285,8 +323,8 @@ final class DeltaTypeState extends TypeState<DeltaTypeState.Outgoing> {
   }
 
   /**
-   * Not if the client asked for it again, nor if the last response withheld it: those names are owed
-   * ({@link #owed}).
+   * Not if the client asked for it again, nor if the last response withheld it: those names are
+   * owed ({@link #owed}).
    */
   @Override
   boolean holdsCopyOf(String name) {
@@ -333,7 +371,8 @@ final class DeltaTypeState extends TypeState<DeltaTypeState.Outgoing> {
     if (owed.contains(name) || heldVersion(name) != null) {
       return true;
     }
-    return subscription.names().contains(name) && (held == null || held.state(name) != NameState.ABSENT);
+    return subscription.names().contains(name)
+        && (held == null || held.state(name) != NameState.ABSENT);
   }
 
   /** The version of {@code name} the client holds, or null. */

@@ -17,8 +17,8 @@ import java.util.List;
  * A DiscoveryResponse or DeltaDiscoveryResponse on its way to the wire, its body (resources, and a
  * Delta response's removals) already encoded: a body that many streams send alike (a group's whole
  * state of a type to every wildcard subscriber; one change to every stream that held the state
- * before it) is encoded once and shared, and each stream adds only its own small fields
- * ("serialize once, write many"). Written as the message it stands for.
+ * before it) is encoded once and shared, and each stream adds only its own small fields ("serialize
+ * once, write many"). Written as the message it stands for.
  *
  * <p>The two messages number their small fields alike: version ({@code version_info}, {@code
  * system_version_info}) 1, {@code type_url} 4, {@code nonce} 5.
@@ -33,8 +33,10 @@ record EncodedResponse(String version, String typeUrl, String nonce, byte[] body
 
   static {
     if (DeltaDiscoveryResponse.SYSTEM_VERSION_INFO_FIELD_NUMBER != VERSION
-        || DeltaDiscoveryResponse.TYPE_URL_FIELD_NUMBER != TYPE_URL || DeltaDiscoveryResponse.NONCE_FIELD_NUMBER != NONCE) {
-      throw new AssertionError("DiscoveryResponse and DeltaDiscoveryResponse number their fields differently");
+        || DeltaDiscoveryResponse.TYPE_URL_FIELD_NUMBER != TYPE_URL
+        || DeltaDiscoveryResponse.NONCE_FIELD_NUMBER != NONCE) {
+      throw new AssertionError(
+          "DiscoveryResponse and DeltaDiscoveryResponse number their fields differently");
     }
   }
 
@@ -43,7 +45,9 @@ record EncodedResponse(String version, String typeUrl, String nonce, byte[] body
     return body(resources, List.of());
   }
 
-  /** A Delta response's resources ({@code Resource}s, field 2) and removed names (field 6), encoded. */
+  /**
+   * A Delta response's resources ({@code Resource}s, field 2) and removed names (field 6), encoded.
+   */
   static byte[] deltaBody(List<? extends MessageLite> resources, List<String> removed) {
     return body(resources, removed);
   }
@@ -51,10 +55,13 @@ record EncodedResponse(String version, String typeUrl, String nonce, byte[] body
   private static byte[] body(List<? extends MessageLite> resources, List<String> removed) {
     int size = 0;
     for (MessageLite resource : resources) {
-      size += CodedOutputStream.computeMessageSize(DiscoveryResponse.RESOURCES_FIELD_NUMBER, resource);
+      size +=
+          CodedOutputStream.computeMessageSize(DiscoveryResponse.RESOURCES_FIELD_NUMBER, resource);
     }
     for (String name : removed) {
-      size += CodedOutputStream.computeStringSize(DeltaDiscoveryResponse.REMOVED_RESOURCES_FIELD_NUMBER, name);
+      size +=
+          CodedOutputStream.computeStringSize(
+              DeltaDiscoveryResponse.REMOVED_RESOURCES_FIELD_NUMBER, name);
     }
     byte[] bytes = new byte[size];
     CodedOutputStream out = CodedOutputStream.newInstance(bytes);
@@ -87,14 +94,17 @@ record EncodedResponse(String version, String typeUrl, String nonce, byte[] body
   }
 
   private int headSize() {
-    return sizeUnlessEmpty(VERSION, version) + sizeUnlessEmpty(TYPE_URL, typeUrl) + sizeUnlessEmpty(NONCE, nonce);
+    return sizeUnlessEmpty(VERSION, version)
+        + sizeUnlessEmpty(TYPE_URL, typeUrl)
+        + sizeUnlessEmpty(NONCE, nonce);
   }
 
   private static int sizeUnlessEmpty(int field, String value) {
     return value.isEmpty() ? 0 : CodedOutputStream.computeStringSize(field, value);
   }
 
-  private static void writeUnlessEmpty(CodedOutputStream out, int field, String value) throws IOException {
+  private static void writeUnlessEmpty(CodedOutputStream out, int field, String value)
+      throws IOException {
     if (!value.isEmpty()) {
       out.writeString(field, value);
     }
@@ -123,27 +133,40 @@ record EncodedResponse(String version, String typeUrl, String nonce, byte[] body
     }
   }
 
-  /** What is written: fields in any order make the same message; the shared bytes are read, not copied, here. */
+  /**
+   * What is written: fields in any order make the same message; the shared bytes are read, not
+   * copied, here.
+   */
   private InputStream written() {
     return new Encoded(head(), body);
   }
 
   /** Writes SotW responses; reads them (as a client would) into their encoded form. */
-  static final Marshaller<EncodedResponse> SOTW = marshaller(stream -> {
-    DiscoveryResponse response = DiscoveryResponse.parseFrom(stream);
-    return new EncodedResponse(response.getVersionInfo(), response.getTypeUrl(), response.getNonce(),
-        sotwBody(response.getResourcesList()));
-  });
+  static final Marshaller<EncodedResponse> SOTW =
+      marshaller(
+          stream -> {
+            DiscoveryResponse response = DiscoveryResponse.parseFrom(stream);
+            return new EncodedResponse(
+                response.getVersionInfo(),
+                response.getTypeUrl(),
+                response.getNonce(),
+                sotwBody(response.getResourcesList()));
+          });
 
   /**
    * Writes Delta responses; reads them (as a client would) into their encoded form, which keeps no
    * field the proxy does not send ({@code control_plane}, {@code removed_resource_names}).
    */
-  static final Marshaller<EncodedResponse> DELTA = marshaller(stream -> {
-    DeltaDiscoveryResponse response = DeltaDiscoveryResponse.parseFrom(stream);
-    return new EncodedResponse(response.getSystemVersionInfo(), response.getTypeUrl(), response.getNonce(),
-        deltaBody(response.getResourcesList(), response.getRemovedResourcesList()));
-  });
+  static final Marshaller<EncodedResponse> DELTA =
+      marshaller(
+          stream -> {
+            DeltaDiscoveryResponse response = DeltaDiscoveryResponse.parseFrom(stream);
+            return new EncodedResponse(
+                response.getSystemVersionInfo(),
+                response.getTypeUrl(),
+                response.getNonce(),
+                deltaBody(response.getResourcesList(), response.getRemovedResourcesList()));
+          });
 
   /** How one of the two messages is read into its encoded form. */
   @FunctionalInterface
@@ -170,10 +193,16 @@ record EncodedResponse(String version, String typeUrl, String nonce, byte[] body
   }
 
   private static RuntimeException invalid(IOException e) {
-    return Status.INTERNAL.withDescription("Invalid protobuf byte sequence").withCause(e).asRuntimeException();
+    return Status.INTERNAL
+        .withDescription("Invalid protobuf byte sequence")
+        .withCause(e)
+        .asRuntimeException();
   }
 
-  /** The two parts, read one after the other, with their length known so gRPC sizes the frame at once. */
+  /**
+   * The two parts, read one after the other, with their length known so gRPC sizes the frame at
+   * once.
+   */
   private static final class Encoded extends SequenceInputStream implements KnownLength {
     private int left;
 

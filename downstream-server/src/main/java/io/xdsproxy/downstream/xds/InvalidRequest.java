@@ -15,7 +15,9 @@ import java.util.Optional;
  */
 final class InvalidRequest {
 
-  /** The field that carries the mark: the highest field number there is, which no xDS message uses. */
+  /**
+   * The field that carries the mark: the highest field number there is, which no xDS message uses.
+   */
   private static final int MARK = (1 << 29) - 1;
 
   private InvalidRequest() {}
@@ -23,10 +25,19 @@ final class InvalidRequest {
   /** {@code empty} marked as standing for bytes that were not a valid {@code message}. */
   @SuppressWarnings("unchecked")
   static <M extends Message> M of(M empty, InvalidProtocolBufferException e) {
-    String why = "the request is not a valid " + empty.getDescriptorForType().getName() + ": " + e.getMessage();
-    UnknownFieldSet mark = UnknownFieldSet.newBuilder()
-        .addField(MARK, UnknownFieldSet.Field.newBuilder().addLengthDelimited(ByteString.copyFromUtf8(why)).build())
-        .build();
+    String why =
+        "the request is not a valid "
+            + empty.getDescriptorForType().getName()
+            + ": "
+            + e.getMessage();
+    UnknownFieldSet mark =
+        UnknownFieldSet.newBuilder()
+            .addField(
+                MARK,
+                UnknownFieldSet.Field.newBuilder()
+                    .addLengthDelimited(ByteString.copyFromUtf8(why))
+                    .build())
+            .build();
     return (M) empty.toBuilder().setUnknownFields(mark).build();
   }
 

@@ -3,8 +3,9 @@ package io.xdsproxy.downstream.xds;
 /**
  * What one client may ask of the proxy, so that no client, hostile or stuck in a loop, takes what
  * the others need (DESIGN invariant 7). A client past a limit is told so with a gRPC status naming
- * the limit, its node and the flag that sets it, and is counted in {@code xds_downstream_limited_total};
- * except past the request rate, where its requests are only read more slowly.
+ * the limit, its node and the flag that sets it, and is counted in {@code
+ * xds_downstream_limited_total}; except past the request rate, where its requests are only read
+ * more slowly.
  *
  * @param maxRequestBytes the largest request message; gRPC ends a stream that sends a larger one
  *     with RESOURCE_EXHAUSTED
@@ -32,18 +33,36 @@ public record Limits(
 
   /**
    * Generous for real fleets: a mesh of 20,000 services asks for 20,000 names, Envoy opens one ADS
-   * stream (a few with per-type services), and at startup it sends a few dozen requests in a second.
+   * stream (a few with per-type services), and at startup it sends a few dozen requests in a
+   * second.
    */
-  public static final Limits DEFAULTS = new Limits(4 * 1024 * 1024, 50_000, 4096, 100, 100_000, 0, 100);
+  public static final Limits DEFAULTS =
+      new Limits(4 * 1024 * 1024, 50_000, 4096, 100, 100_000, 0, 100);
 
-  /** No limit on anything but the request size: for in-process benchmarks, which drive streams as fast as they can. */
+  /**
+   * No limit on anything but the request size: for in-process benchmarks, which drive streams as
+   * fast as they can.
+   */
   public static final Limits NONE =
-      new Limits(DEFAULTS.maxRequestBytes, Integer.MAX_VALUE, Integer.MAX_VALUE, Integer.MAX_VALUE, Integer.MAX_VALUE, 0, 0);
+      new Limits(
+          DEFAULTS.maxRequestBytes,
+          Integer.MAX_VALUE,
+          Integer.MAX_VALUE,
+          Integer.MAX_VALUE,
+          Integer.MAX_VALUE,
+          0,
+          0);
 
   public Limits {
-    if (maxRequestBytes < 1 || maxNamesPerRequest < 1 || maxNameLength < 1 || maxStreamsPerConnection < 1
-        || maxStreamsPerGroup < 1 || maxStreamsPerNode < 0 || requestsPerSecond < 0) {
-      throw new IllegalArgumentException("limits must be positive (per node and requests per second: 0 for none)");
+    if (maxRequestBytes < 1
+        || maxNamesPerRequest < 1
+        || maxNameLength < 1
+        || maxStreamsPerConnection < 1
+        || maxStreamsPerGroup < 1
+        || maxStreamsPerNode < 0
+        || requestsPerSecond < 0) {
+      throw new IllegalArgumentException(
+          "limits must be positive (per node and requests per second: 0 for none)");
     }
   }
 }

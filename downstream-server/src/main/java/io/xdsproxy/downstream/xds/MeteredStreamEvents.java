@@ -17,18 +17,31 @@ final class MeteredStreamEvents implements StreamEvents {
 
   private static final Logger log = LoggerFactory.getLogger(ClientStream.class);
   private static final Logger sotwLog = LoggerFactory.getLogger(SotwStream.class);
-  // A reconnect storm or a client failing in a loop must not flood the log: each kind of line is limited.
-  private static final LimitedLog opens = LimitedLog.of(log, Level.INFO, 100, Duration.ofSeconds(10));
-  private static final LimitedLog closes = LimitedLog.of(log, Level.INFO, 100, Duration.ofSeconds(10));
-  private static final LimitedLog failures = LimitedLog.of(log, Level.WARN, 100, Duration.ofSeconds(10));
-  private static final LimitedLog errors = LimitedLog.of(log, Level.ERROR, 20, Duration.ofSeconds(10));
+  // A reconnect storm or a client failing in a loop must not flood the log: each kind of line is
+  // limited.
+  private static final LimitedLog opens =
+      LimitedLog.of(log, Level.INFO, 100, Duration.ofSeconds(10));
+  private static final LimitedLog closes =
+      LimitedLog.of(log, Level.INFO, 100, Duration.ofSeconds(10));
+  private static final LimitedLog failures =
+      LimitedLog.of(log, Level.WARN, 100, Duration.ofSeconds(10));
+  private static final LimitedLog errors =
+      LimitedLog.of(log, Level.ERROR, 20, Duration.ofSeconds(10));
+
   /** Streams ended or paced for a limit: a flood of them must not flood the log. */
-  private static final LimitedLog refusals = LimitedLog.of(log, Level.WARN, 100, Duration.ofSeconds(10));
+  private static final LimitedLog refusals =
+      LimitedLog.of(log, Level.WARN, 100, Duration.ofSeconds(10));
+
   /** NACKs from clients. */
-  private static final LimitedLog nacks = LimitedLog.of(log, Level.WARN, 100, Duration.ofSeconds(10));
+  private static final LimitedLog nacks =
+      LimitedLog.of(log, Level.WARN, 100, Duration.ofSeconds(10));
 
   private final StreamMetrics metrics;
-  /** The time the fan-out latency is measured by: {@link System#nanoTime}, as the node groups stamp updates. */
+
+  /**
+   * The time the fan-out latency is measured by: {@link System#nanoTime}, as the node groups stamp
+   * updates.
+   */
   private final LongSupplier nanoTime;
 
   MeteredStreamEvents(StreamMetrics metrics) {
@@ -43,16 +56,26 @@ final class MeteredStreamEvents implements StreamEvents {
   @Override
   public void opened(ClientStream<?, ?> stream) {
     metrics.opened(stream.protocol(), stream.service());
-    opens.log(stream.fields(), "stream opened: node '{}' group {} from {} ({})", stream.node().getId(),
-        stream.group().key(), stream.peer(), stream.variant());
+    opens.log(
+        stream.fields(),
+        "stream opened: node '{}' group {} from {} ({})",
+        stream.node().getId(),
+        stream.group().key(),
+        stream.peer(),
+        stream.variant());
   }
 
   @Override
   public void closed(ClientStream<?, ?> stream, String why) {
     metrics.closed(stream.protocol(), stream.service());
     if (why != null) {
-      closes.log(stream.fields(), "stream closed: node '{}' group {} from {}: {}", stream.node().getId(),
-          stream.group().key(), stream.peer(), why);
+      closes.log(
+          stream.fields(),
+          "stream closed: node '{}' group {} from {}: {}",
+          stream.node().getId(),
+          stream.group().key(),
+          stream.peer(),
+          why);
     }
   }
 
@@ -62,20 +85,33 @@ final class MeteredStreamEvents implements StreamEvents {
     switch (reply) {
       case ACK -> metrics.ack(type);
       case NACK -> metrics.nack(type);
-      case NONE -> { }
+      case NONE -> {}
     }
   }
 
   @Override
   public void stale(ClientStream<?, ?> stream, TypeUrl type, String nonce) {
-    stream.fields().type(type).addTo(sotwLog.atDebug()).log("node '{}' {}: ignoring request with stale nonce {}",
-        stream.node().getId(), type.shortName(), nonce);
+    stream
+        .fields()
+        .type(type)
+        .addTo(sotwLog.atDebug())
+        .log(
+            "node '{}' {}: ignoring request with stale nonce {}",
+            stream.node().getId(),
+            type.shortName(),
+            nonce);
   }
 
   @Override
   public void nacked(ClientStream<?, ?> stream, TypeUrl type, String nonce, String message) {
-    nacks.log(stream.fields().type(type), "NACK from node '{}' group {} for {} (nonce {}): {}", stream.node().getId(),
-        stream.group().key(), type.shortName(), nonce, message);
+    nacks.log(
+        stream.fields().type(type),
+        "NACK from node '{}' group {} for {} (nonce {}): {}",
+        stream.node().getId(),
+        stream.group().key(),
+        type.shortName(),
+        nonce,
+        message);
   }
 
   @Override
@@ -91,30 +127,46 @@ final class MeteredStreamEvents implements StreamEvents {
   @Override
   public void refused(ClientStream<?, ?> stream, String limit, String why) {
     metrics.limited(limit);
-    refusals.log(stream.fields(), "refused {} stream from {}: {}", stream.variant(), stream.peer(), why);
+    refusals.log(
+        stream.fields(), "refused {} stream from {}: {}", stream.variant(), stream.peer(), why);
   }
 
   @Override
   public void ungroupable(ClientStream<?, ?> stream, String why) {
-    failures.log(stream.fields(), "refused {} stream from {}: {}", stream.variant(), stream.peer(), why);
+    failures.log(
+        stream.fields(), "refused {} stream from {}: {}", stream.variant(), stream.peer(), why);
   }
 
   @Override
   public void paced(ClientStream<?, ?> stream, int rate) {
     metrics.limited("request_rate");
-    refusals.log(stream.fields(), "node '{}' group {}: requests come faster than {} a second; the stream is read at that rate",
-        stream.nodeId(), stream.group() == null ? "?" : stream.group().key(), rate);
+    refusals.log(
+        stream.fields(),
+        "node '{}' group {}: requests come faster than {} a second; the stream is read at that rate",
+        stream.nodeId(),
+        stream.group() == null ? "?" : stream.group().key(),
+        rate);
   }
 
   @Override
   public void failed(ClientStream<?, ?> stream, Status status) {
-    failures.log(stream.fields(), "{} stream from {} (node '{}') ended: {}", stream.variant(), stream.peer(),
-        stream.node() == null ? "?" : stream.node().getId(), status.getDescription());
+    failures.log(
+        stream.fields(),
+        "{} stream from {} (node '{}') ended: {}",
+        stream.variant(),
+        stream.peer(),
+        stream.node() == null ? "?" : stream.node().getId(),
+        status.getDescription());
   }
 
   @Override
   public void crashed(ClientStream<?, ?> stream, RuntimeException e) {
-    errors.log(stream.fields(), "{} stream from {} (node '{}') failed; closing it", stream.variant(), stream.peer(),
-        stream.node() == null ? "?" : stream.node().getId(), e);
+    errors.log(
+        stream.fields(),
+        "{} stream from {} (node '{}') failed; closing it",
+        stream.variant(),
+        stream.peer(),
+        stream.node() == null ? "?" : stream.node().getId(),
+        e);
   }
 }

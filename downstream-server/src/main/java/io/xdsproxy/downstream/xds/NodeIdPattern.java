@@ -15,8 +15,8 @@ import javax.net.ssl.SSLSession;
  * Which node ids a client may claim, given the names its TLS client certificate proves: a regex the
  * node id must match whole, in which {@code {san}} stands for one of the certificate's URI or DNS
  * subject alternative names (a SPIFFE id is a URI SAN), taken literally. {@code {san}} alone: the
- * node id is the certificate's SPIFFE id; {@code {san}~.*}: the node id starts with it and a
- * {@code ~}. A client whose node id matches for none of its names is refused.
+ * node id is the certificate's SPIFFE id; {@code {san}~.*}: the node id starts with it and a {@code
+ * ~}. A client whose node id matches for none of its names is refused.
  *
  * <p>Without this, mTLS proves only that a client holds a certificate of the CA; with it, a client
  * cannot claim another client's node id, and so another node group's configuration.
@@ -29,17 +29,28 @@ public final class NodeIdPattern {
 
   private final String template;
 
-  /** @throws IllegalArgumentException when {@code template} lacks {@code {san}} or is not a regex */
+  /**
+   * @throws IllegalArgumentException when {@code template} lacks {@code {san}} or is not a regex
+   */
   public NodeIdPattern(String template) {
     if (!template.contains(SAN)) {
-      throw new IllegalArgumentException("the pattern '" + template + "' does not hold " + SAN
-          + ", the client certificate's name");
+      throw new IllegalArgumentException(
+          "the pattern '"
+              + template
+              + "' does not hold "
+              + SAN
+              + ", the client certificate's name");
     }
     try {
       Pattern.compile(template.replace(SAN, "x"));
     } catch (PatternSyntaxException e) {
-      throw new IllegalArgumentException("the pattern '" + template + "' is not a regex: "
-          + e.getDescription() + " near index " + e.getIndex());
+      throw new IllegalArgumentException(
+          "the pattern '"
+              + template
+              + "' is not a regex: "
+              + e.getDescription()
+              + " near index "
+              + e.getIndex());
     }
     this.template = template;
   }
@@ -56,18 +67,30 @@ public final class NodeIdPattern {
     return nodeId -> refusal(nodeId, certificateNames);
   }
 
-  /** Empty when a client whose certificate names {@code names} may be node {@code nodeId}, else why not. */
+  /**
+   * Empty when a client whose certificate names {@code names} may be node {@code nodeId}, else why
+   * not.
+   */
   Optional<String> refusal(String nodeId, List<String> names) {
     if (names.isEmpty()) {
-      return Optional.of("node id '" + nodeId + "' refused: the client presented no certificate with a URI or DNS name");
+      return Optional.of(
+          "node id '"
+              + nodeId
+              + "' refused: the client presented no certificate with a URI or DNS name");
     }
     for (String name : names) {
       if (Pattern.compile(template.replace(SAN, Pattern.quote(name))).matcher(nodeId).matches()) {
         return Optional.empty();
       }
     }
-    return Optional.of("node id '" + nodeId + "' is not allowed for the client certificate of " + names
-        + " (tls-node-id-pattern " + template + ")");
+    return Optional.of(
+        "node id '"
+            + nodeId
+            + "' is not allowed for the client certificate of "
+            + names
+            + " (tls-node-id-pattern "
+            + template
+            + ")");
   }
 
   private static List<String> names(Certificate[] chain) {

@@ -34,7 +34,8 @@ final class NodeMatchers {
 
   private static Predicate<Node> one(NodeMatcher matcher) {
     if (matcher.getNodeMetadatasCount() > 0) {
-      throw new IllegalArgumentException("node_metadatas matchers are not supported by xds-proxy; match on node_id");
+      throw new IllegalArgumentException(
+          "node_metadatas matchers are not supported by xds-proxy; match on node_id");
     }
     if (!matcher.hasNodeId()) {
       return node -> true;
@@ -70,12 +71,18 @@ final class NodeMatchers {
           Pattern pattern = Pattern.compile(regex);
           return value -> pattern.matcher(value).matches();
         } catch (PatternSyntaxException e) {
-          throw new IllegalArgumentException("node_id safe_regex '" + regex + "' is not a valid regular expression: "
-              + e.getDescription());
+          throw new IllegalArgumentException(
+              "node_id safe_regex '"
+                  + regex
+                  + "' is not a valid regular expression: "
+                  + e.getDescription());
         }
       }
-      default -> throw new IllegalArgumentException("node_id matcher " + matcher.getMatchPatternCase()
-          + " is not supported by xds-proxy; use exact, prefix, suffix, contains or safe_regex");
+      default ->
+          throw new IllegalArgumentException(
+              "node_id matcher "
+                  + matcher.getMatchPatternCase()
+                  + " is not supported by xds-proxy; use exact, prefix, suffix, contains or safe_regex");
     }
   }
 

@@ -17,7 +17,8 @@ import java.util.Optional;
 public final class PeerInterceptor implements ServerInterceptor {
 
   private static final Context.Key<SocketAddress> PEER = Context.key("xds-proxy-peer");
-  private static final Context.Key<NodeIdCheck> NODE_ID_CHECK = Context.key("xds-proxy-node-id-check");
+  private static final Context.Key<NodeIdCheck> NODE_ID_CHECK =
+      Context.key("xds-proxy-node-id-check");
 
   private final Optional<NodeIdPattern> nodeIdPattern;
 
@@ -30,12 +31,13 @@ public final class PeerInterceptor implements ServerInterceptor {
   }
 
   /** Stands for the address of a call that has none (in-process). */
-  private static final SocketAddress UNKNOWN = new SocketAddress() {
-    @Override
-    public String toString() {
-      return "unknown peer";
-    }
-  };
+  private static final SocketAddress UNKNOWN =
+      new SocketAddress() {
+        @Override
+        public String toString() {
+          return "unknown peer";
+        }
+      };
 
   /**
    * The address of the client whose call is being started on this thread: the transport's own
@@ -56,13 +58,18 @@ public final class PeerInterceptor implements ServerInterceptor {
   public <Q, R> ServerCall.Listener<Q> interceptCall(
       ServerCall<Q, R> call, Metadata headers, ServerCallHandler<Q, R> next) {
     SocketAddress address = call.getAttributes().get(Grpc.TRANSPORT_ATTR_REMOTE_ADDR);
-    NodeIdCheck check = nodeIdPattern
-        .map(pattern -> pattern.forSession(call.getAttributes().get(Grpc.TRANSPORT_ATTR_SSL_SESSION)))
-        .orElse(NodeIdCheck.ANY);
-    // The call keeps its context for as long as it lives: one context, and the check only if there is one.
-    Context context = check == NodeIdCheck.ANY
-        ? Context.current().withValue(PEER, address)
-        : Context.current().withValues(PEER, address, NODE_ID_CHECK, check);
+    NodeIdCheck check =
+        nodeIdPattern
+            .map(
+                pattern ->
+                    pattern.forSession(call.getAttributes().get(Grpc.TRANSPORT_ATTR_SSL_SESSION)))
+            .orElse(NodeIdCheck.ANY);
+    // The call keeps its context for as long as it lives: one context, and the check only if there
+    // is one.
+    Context context =
+        check == NodeIdCheck.ANY
+            ? Context.current().withValue(PEER, address)
+            : Context.current().withValues(PEER, address, NODE_ID_CHECK, check);
     return Contexts.interceptCall(context, call, headers, next);
   }
 }

@@ -40,10 +40,18 @@ final class PushScheduler<S extends TypeState<?>> {
   /** One type's logical stream, and what the transport owes it. */
   private static final class Slot<S> {
     final S state;
-    /** A response is owed that the transport was not ready for: flushed, in push order, when it is. */
+
+    /**
+     * A response is owed that the transport was not ready for: flushed, in push order, when it is.
+     */
     boolean blocked;
-    /** An update the client has not been written yet, and when it reached the proxy: for the fan-out latency. */
+
+    /**
+     * An update the client has not been written yet, and when it reached the proxy: for the fan-out
+     * latency.
+     */
     boolean unwritten;
+
     long unwrittenSince;
 
     Slot(S state) {
@@ -52,11 +60,17 @@ final class PushScheduler<S extends TypeState<?>> {
   }
 
   private final Transport transport;
-  /** Whether every type shares this stream (ADS), so the order between types is the proxy's to keep. */
+
+  /**
+   * Whether every type shares this stream (ADS), so the order between types is the proxy's to keep.
+   */
   private final boolean ads;
+
   /** The types the client asked for, in push order. */
   private final TreeMap<TypeUrl, Slot<S>> types = new TreeMap<>();
+
   private long nonces;
+
   /**
    * Assignments of clusters a Cluster response added or changed before the client asked for any
    * assignment: owed to its first request for them, which may claim them unchanged (Delta, a
@@ -69,7 +83,10 @@ final class PushScheduler<S extends TypeState<?>> {
     this.ads = ads;
   }
 
-  /** The state of {@code type}'s logical stream, made with {@code create} on the type's first request. */
+  /**
+   * The state of {@code type}'s logical stream, made with {@code create} on the type's first
+   * request.
+   */
   S state(TypeUrl type, Function<TypeUrl, S> create) {
     return types.computeIfAbsent(type, t -> new Slot<>(create.apply(t))).state;
   }
@@ -119,18 +136,19 @@ final class PushScheduler<S extends TypeState<?>> {
 
   /**
    * Rule 18 of interop.md, DESIGN invariant 9: "Warming of Cluster is completed only when a new
-   * ClusterLoadAssignment response is supplied … even if there is no change in endpoints" ("Resource
-   * warming"). After a Cluster response that added or changed {@code clusters}, the client gets their
-   * assignments at once, changed or not: a Delta Envoy asks for none it already subscribes to
-   * ({@code WatchMap::findAdditions}), and a SotW Envoy's request for them looks like an ACK. Control
-   * planes send them so (istiod {@code forceEDSPush} and full pushes, go-control-plane's snapshot
-   * versions, java-control-plane's {@code hasClusterChanged}). Only on ADS, where the two types share
-   * one stream and its order; not waiting for the Cluster ACK, which Envoy withholds while a cluster
-   * warms ({@code ClusterManagerImpl::updateClusterCounts}).
+   * ClusterLoadAssignment response is supplied … even if there is no change in endpoints"
+   * ("Resource warming"). After a Cluster response that added or changed {@code clusters}, the
+   * client gets their assignments at once, changed or not: a Delta Envoy asks for none it already
+   * subscribes to ({@code WatchMap::findAdditions}), and a SotW Envoy's request for them looks like
+   * an ACK. Control planes send them so (istiod {@code forceEDSPush} and full pushes,
+   * go-control-plane's snapshot versions, java-control-plane's {@code hasClusterChanged}). Only on
+   * ADS, where the two types share one stream and its order; not waiting for the Cluster ACK, which
+   * Envoy withholds while a cluster warms ({@code ClusterManagerImpl::updateClusterCounts}).
    */
   private void sendAssignmentsOfWarming(S clustersSent, boolean deferRemovals) {
     Slot<S> endpoints = types.get(TypeUrl.ENDPOINT);
-    // Before the client asks for assignments, only those of clusters it held may be claimed unchanged
+    // Before the client asks for assignments, only those of clusters it held may be claimed
+    // unchanged
     // by its first request for them; any other it is sent in full.
     List<XdsResource> clusters = clustersSent.takeWarming(endpoints == null);
     if (clusters.isEmpty() || !ads) {
@@ -174,22 +192,23 @@ final class PushScheduler<S extends TypeState<?>> {
       return;
     }
     SortedSet<TypeUrl> blocked = new TreeSet<>();
-    types.forEach((type, slot) -> {
-      if (slot.blocked) {
-        slot.blocked = false;
-        blocked.add(type);
-      }
-    });
+    types.forEach(
+        (type, slot) -> {
+          if (slot.blocked) {
+            slot.blocked = false;
+            blocked.add(type);
+          }
+        });
     if (!blocked.isEmpty()) {
       push(blocked);
     }
   }
 
   /**
-   * Pushes the changes of {@code types}, given in push order, make-before-break on ADS ("Eventual consistency
-   * considerations"): every type's additions and updates first, in push order (CDS, EDS, LDS, RDS,
-   * …), and only then what they remove, so that a route never points at a cluster the client has
-   * not got, and a cluster is not taken away while a route still points at it.
+   * Pushes the changes of {@code types}, given in push order, make-before-break on ADS ("Eventual
+   * consistency considerations"): every type's additions and updates first, in push order (CDS,
+   * EDS, LDS, RDS, …), and only then what they remove, so that a route never points at a cluster
+   * the client has not got, and a cluster is not taken away while a route still points at it.
    */
   private void push(Collection<TypeUrl> types) {
     if (!ads) {

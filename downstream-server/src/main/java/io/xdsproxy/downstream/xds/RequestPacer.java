@@ -26,12 +26,16 @@ final class RequestPacer {
   private final Clock clock;
   private final Timer timer;
   private final OnPaced onPaced;
+
   /** Requests the stream may still read at once, and when that was last worked out. */
   private double tokens;
+
   private long tokensAt;
   private boolean paced;
 
-  /** @param rate requests a second, on average; 0 for no limit */
+  /**
+   * @param rate requests a second, on average; 0 for no limit
+   */
   RequestPacer(int rate, Clock clock, Timer timer, OnPaced onPaced) {
     this.rate = rate;
     this.clock = clock;
@@ -41,7 +45,10 @@ final class RequestPacer {
     this.tokensAt = clock.millis();
   }
 
-  /** Reads the next request with {@code read}: now, or, past the rate, from the timer when a token is due. */
+  /**
+   * Reads the next request with {@code read}: now, or, past the rate, from the timer when a token
+   * is due.
+   */
   void next(Runnable read) {
     if (rate == 0) {
       read.run();

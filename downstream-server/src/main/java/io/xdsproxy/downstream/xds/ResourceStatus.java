@@ -14,8 +14,8 @@ import java.util.Optional;
  * @param version SotW: the version_info of the response the status is about; Delta: the resource's
  *     own version; empty when nothing was sent
  * @param resource the resource as the proxy last sent it, empty when nothing was
- * @param lastUpdated when the client last answered for it (ACK or NACK), or, unanswered, when it was
- *     sent; empty when neither
+ * @param lastUpdated when the client last answered for it (ACK or NACK), or, unanswered, when it
+ *     was sent; empty when neither
  * @param configStatus whether the client has answered for what the proxy last sent it
  * @param clientStatus what the client last said of it, or that the proxy told it it does not exist
  * @param rejection the client's NACK of the copy it was last sent

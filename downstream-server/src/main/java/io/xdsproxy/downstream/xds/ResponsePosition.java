@@ -9,10 +9,10 @@ import java.util.Set;
  * snapshot its client holds, what it subscribed to, whether it takes TTLs, the flags of the
  * make-before-break round, and the names it is owed whether they changed or not (newly subscribed;
  * the assignments of clusters a Cluster response changed, which every stream of a group that was in
- * sync is owed alike). Streams in the same position owe the same response against the same
- * latest snapshot, so it is built and encoded once for all of them ({@link TypeSnapshot#memo}):
- * after one change, that is every stream of a group that was in sync before it, however many
- * names each subscribed to.
+ * sync is owed alike). Streams in the same position owe the same response against the same latest
+ * snapshot, so it is built and encoded once for all of them ({@link TypeSnapshot#memo}): after one
+ * change, that is every stream of a group that was in sync before it, however many names each
+ * subscribed to.
  *
  * <p>The held snapshot is named by its sequence, not held, so that a snapshot's memo does not keep
  * the one before it alive, and that one the one before it. Subscriptions are interned: equal ones
@@ -24,19 +24,32 @@ import java.util.Set;
  * @param owed names owed whatever the client holds of them; nearly always none. An immutable copy:
  *     a stream's own set changes as it sends, and a key must not
  */
-record ResponsePosition(String variant, long held, Subscription subscription, boolean knowsTtl, int flags,
+record ResponsePosition(
+    String variant,
+    long held,
+    Subscription subscription,
+    boolean knowsTtl,
+    int flags,
     Set<String> owed) {
 
   @Override
   public boolean equals(Object other) {
-    return other instanceof ResponsePosition that && held == that.held && subscription == that.subscription
-        && knowsTtl == that.knowsTtl && flags == that.flags && variant.equals(that.variant) && owed.equals(that.owed);
+    return other instanceof ResponsePosition that
+        && held == that.held
+        && subscription == that.subscription
+        && knowsTtl == that.knowsTtl
+        && flags == that.flags
+        && variant.equals(that.variant)
+        && owed.equals(that.owed);
   }
 
   @Override
   public int hashCode() {
-    return ((Long.hashCode(held) * 31 + System.identityHashCode(subscription)) * 31 + flags * 2 + (knowsTtl ? 1 : 0))
-        * 31 + owed.hashCode();
+    return ((Long.hashCode(held) * 31 + System.identityHashCode(subscription)) * 31
+                + flags * 2
+                + (knowsTtl ? 1 : 0))
+            * 31
+        + owed.hashCode();
   }
 
   /** The key of this position's encoded response in the same memo. */

@@ -40,36 +40,41 @@ import org.slf4j.event.Level;
 /**
  * REST-JSON polling ("REST-JSON polling subscriptions"): {@code POST /v3/discovery:<type>} with a
  * DiscoveryRequest in proto3 JSON, answered with a DiscoveryResponse in proto3 JSON. When the
- * request already holds the version the proxy would answer with, the answer waits for a change (long
- * polling) and, if none comes within the timeout, is {@code 304 Not Modified}.
+ * request already holds the version the proxy would answer with, the answer waits for a change
+ * (long polling) and, if none comes within the timeout, is {@code 304 Not Modified}.
  *
- * <p>A poll is a one-request SotW stream: it holds its node group and a subscription while it waits,
- * and nothing after. No thread waits with it: the answer is written from the group's notification.
+ * <p>A poll is a one-request SotW stream: it holds its node group and a subscription while it
+ * waits, and nothing after. No thread waits with it: the answer is written from the group's
+ * notification.
  *
  * <p>The caller is checked as a gRPC stream's client is ({@link PeerInterceptor}): with a node id
  * pattern, the node it names must be one its TLS client certificate allows, or it gets {@code 403}.
  * Secrets are stricter over REST than over gRPC: they are answered only to a caller that check let
  * through, because a REST port is easily reached by what was never meant to be an xDS client. Both
- * checks come before the node is grouped, so a refused caller opens no group and no upstream session.
+ * checks come before the node is grouped, so a refused caller opens no group and no upstream
+ * session.
  */
 public final class RestDiscovery {
 
   private static final Logger log = LoggerFactory.getLogger(RestDiscovery.class);
+
   /** A caller refused in a loop must not flood the log. */
-  private static final LimitedLog refusals = LimitedLog.of(log, Level.WARN, 100, Duration.ofSeconds(10));
+  private static final LimitedLog refusals =
+      LimitedLog.of(log, Level.WARN, 100, Duration.ofSeconds(10));
 
   /** Largest request body read; a DiscoveryRequest is a node and some names. */
   static final int MAX_REQUEST_BYTES = 1024 * 1024;
 
   /** The paths of the singleton APIs, as the xDS services' HTTP annotations name them. */
-  public static final Map<String, TypeUrl> PATHS = Map.of(
-      "/v3/discovery:listeners", TypeUrl.LISTENER,
-      "/v3/discovery:routes", TypeUrl.ROUTE,
-      "/v3/discovery:scoped-routes", TypeUrl.SCOPED_ROUTE,
-      "/v3/discovery:clusters", TypeUrl.CLUSTER,
-      "/v3/discovery:endpoints", TypeUrl.ENDPOINT,
-      "/v3/discovery:secrets", TypeUrl.SECRET,
-      "/v3/discovery:runtime", TypeUrl.RUNTIME);
+  public static final Map<String, TypeUrl> PATHS =
+      Map.of(
+          "/v3/discovery:listeners", TypeUrl.LISTENER,
+          "/v3/discovery:routes", TypeUrl.ROUTE,
+          "/v3/discovery:scoped-routes", TypeUrl.SCOPED_ROUTE,
+          "/v3/discovery:clusters", TypeUrl.CLUSTER,
+          "/v3/discovery:endpoints", TypeUrl.ENDPOINT,
+          "/v3/discovery:secrets", TypeUrl.SECRET,
+          "/v3/discovery:runtime", TypeUrl.RUNTIME);
 
   private final NodeGroups groups;
   private final Executor pool;
@@ -81,7 +86,11 @@ public final class RestDiscovery {
    * @param nodeIdPattern the xDS port's {@code --tls-node-id-pattern}, checked against the client
    *     certificate of the HTTPS exchange; empty: any node, and no Secrets
    */
-  public RestDiscovery(NodeGroups groups, Executor pool, ScheduledExecutorService timer, Duration longPollTimeout,
+  public RestDiscovery(
+      NodeGroups groups,
+      Executor pool,
+      ScheduledExecutorService timer,
+      Duration longPollTimeout,
       Optional<NodeIdPattern> nodeIdPattern) {
     this.groups = groups;
     this.pool = pool;
@@ -96,8 +105,15 @@ public final class RestDiscovery {
       try {
         poll(type, exchange);
       } catch (IOException | RuntimeException e) {
-        LogFields.NONE.type(type).peer(exchange.getRemoteAddress()).addTo(log.atWarn())
-            .log("REST {} poll from {} failed: {}", type.shortName(), exchange.getRemoteAddress(), e.toString());
+        LogFields.NONE
+            .type(type)
+            .peer(exchange.getRemoteAddress())
+            .addTo(log.atWarn())
+            .log(
+                "REST {} poll from {} failed: {}",
+                type.shortName(),
+                exchange.getRemoteAddress(),
+                e.toString());
         exchange.close();
       }
     };
@@ -113,18 +129,24 @@ public final class RestDiscovery {
     try (InputStream body = exchange.getRequestBody()) {
       byte[] bytes = body.readNBytes(MAX_REQUEST_BYTES + 1);
       if (bytes.length > MAX_REQUEST_BYTES) {
-        reply(exchange, 413, "a DiscoveryRequest may have at most " + MAX_REQUEST_BYTES + " bytes\n");
+        reply(
+            exchange, 413, "a DiscoveryRequest may have at most " + MAX_REQUEST_BYTES + " bytes\n");
         return;
       }
       DiscoveryRequest.Builder builder = DiscoveryRequest.newBuilder();
-      JsonFormat.parser().usingTypeRegistry(ApiTypes.json()).merge(new String(bytes, StandardCharsets.UTF_8), builder);
+      JsonFormat.parser()
+          .usingTypeRegistry(ApiTypes.json())
+          .merge(new String(bytes, StandardCharsets.UTF_8), builder);
       request = builder.build();
     } catch (InvalidProtocolBufferException | RuntimeException e) {
       reply(exchange, 400, "not a DiscoveryRequest in proto3 JSON: " + e.getMessage() + "\n");
       return;
     }
     if (!request.getTypeUrl().isEmpty() && !request.getTypeUrl().equals(type.url())) {
-      reply(exchange, 400, "type_url " + request.getTypeUrl() + " posted to the " + type.shortName() + " path\n");
+      reply(
+          exchange,
+          400,
+          "type_url " + request.getTypeUrl() + " posted to the " + type.shortName() + " path\n");
       return;
     }
     if (!request.hasNode()) {
@@ -133,8 +155,15 @@ public final class RestDiscovery {
     }
     Optional<String> refusal = refusal(type, request.getNode().getId(), exchange);
     if (refusal.isPresent()) {
-      refusals.log(LogFields.NONE.node(request.getNode().getId()).type(type).peer(exchange.getRemoteAddress()),
-          "refused REST {} poll from {}: {}", type.shortName(), exchange.getRemoteAddress(), refusal.get());
+      refusals.log(
+          LogFields.NONE
+              .node(request.getNode().getId())
+              .type(type)
+              .peer(exchange.getRemoteAddress()),
+          "refused REST {} poll from {}: {}",
+          type.shortName(),
+          exchange.getRemoteAddress(),
+          refusal.get());
       reply(exchange, 403, refusal.get() + "\n");
       return;
     }
@@ -148,13 +177,18 @@ public final class RestDiscovery {
     new Poll(type, request, group, exchange).start();
   }
 
-  /** Empty when the caller of {@code exchange} may poll {@code type} as node {@code nodeId}; else why not. */
+  /**
+   * Empty when the caller of {@code exchange} may poll {@code type} as node {@code nodeId}; else
+   * why not.
+   */
   private Optional<String> refusal(TypeUrl type, String nodeId, HttpExchange exchange) {
     if (nodeIdPattern.isEmpty()) {
       return type.equals(TypeUrl.SECRET)
-          ? Optional.of("Secrets are served over REST-JSON only to a client authenticated by its certificate and node"
-              + " id: the proxy needs --tls-cert, --tls-key, --tls-client-ca and --tls-node-id-pattern (node '"
-              + nodeId + "')")
+          ? Optional.of(
+              "Secrets are served over REST-JSON only to a client authenticated by its certificate and node"
+                  + " id: the proxy needs --tls-cert, --tls-key, --tls-client-ca and --tls-node-id-pattern (node '"
+                  + nodeId
+                  + "')")
           : Optional.empty();
     }
     // Over plain HTTP there is no certificate, and the pattern refuses every node.
@@ -183,13 +217,17 @@ public final class RestDiscovery {
     }
 
     void start() {
-      executor.execute(() -> {
-        state.subscribe(request.getResourceNamesList());
-        group.subscribe(this, type, state.subscription().interest());
-        timeout = timer.schedule(() -> executor.execute(() -> finish(304, null)), longPollTimeout.toMillis(),
-            TimeUnit.MILLISECONDS);
-        answerIfChanged(group.snapshot(type));
-      });
+      executor.execute(
+          () -> {
+            state.subscribe(request.getResourceNamesList());
+            group.subscribe(this, type, state.subscription().interest());
+            timeout =
+                timer.schedule(
+                    () -> executor.execute(() -> finish(304, null)),
+                    longPollTimeout.toMillis(),
+                    TimeUnit.MILLISECONDS);
+            answerIfChanged(group.snapshot(type));
+          });
     }
 
     @Override
@@ -211,11 +249,12 @@ public final class RestDiscovery {
       if (version.equals(request.getVersionInfo())) {
         return;
       }
-      DiscoveryResponse response = DiscoveryResponse.newBuilder()
-          .setVersionInfo(version)
-          .setTypeUrl(type.url())
-          .addAllResources(state.encode(outgoing.get()))
-          .build();
+      DiscoveryResponse response =
+          DiscoveryResponse.newBuilder()
+              .setVersionInfo(version)
+              .setTypeUrl(type.url())
+              .addAllResources(state.encode(outgoing.get()))
+              .build();
       try {
         finish(200, JsonFormat.printer().usingTypeRegistry(ApiTypes.json()).print(response));
       } catch (InvalidProtocolBufferException e) {
@@ -238,13 +277,22 @@ public final class RestDiscovery {
           exchange.sendResponseHeaders(304, -1);
           exchange.close();
         } else {
-          exchange.getResponseHeaders().set("Content-Type", status == 200 ? "application/json" : "text/plain");
+          exchange
+              .getResponseHeaders()
+              .set("Content-Type", status == 200 ? "application/json" : "text/plain");
           reply(exchange, status, body);
         }
       } catch (IOException e) {
-        LogFields.NONE.node(request.getNode().getId()).group(group.key()).type(type).peer(exchange.getRemoteAddress())
+        LogFields.NONE
+            .node(request.getNode().getId())
+            .group(group.key())
+            .type(type)
+            .peer(exchange.getRemoteAddress())
             .addTo(log.atDebug())
-            .log("REST poll from {}: the client left before its answer: {}", exchange.getRemoteAddress(), e.toString());
+            .log(
+                "REST poll from {}: the client left before its answer: {}",
+                exchange.getRemoteAddress(),
+                e.toString());
         exchange.close();
       }
     }

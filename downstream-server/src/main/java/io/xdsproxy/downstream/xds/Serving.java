@@ -11,8 +11,15 @@ import java.util.concurrent.ScheduledExecutorService;
  * stamped with and its request rate is measured by, the timer that reads a paced stream's next
  * request, the limits on what a client may ask, and where its metrics and log lines go.
  */
-public record Serving(NodeGroups groups, Executor pool, StreamMetrics metrics, Clients clients, Clock clock,
-    ScheduledExecutorService timer, Limits limits, StreamEvents events) {
+public record Serving(
+    NodeGroups groups,
+    Executor pool,
+    StreamMetrics metrics,
+    Clients clients,
+    Clock clock,
+    ScheduledExecutorService timer,
+    Limits limits,
+    StreamEvents events) {
 
   public Serving {
     if (limits.requestsPerSecond() > 0 && timer == null) {
@@ -20,14 +27,24 @@ public record Serving(NodeGroups groups, Executor pool, StreamMetrics metrics, C
     }
   }
 
-  /** Serving whose streams' events are counted in {@code metrics} and logged ({@link MeteredStreamEvents}). */
-  public Serving(NodeGroups groups, Executor pool, StreamMetrics metrics, Clients clients, Clock clock,
-      ScheduledExecutorService timer, Limits limits) {
+  /**
+   * Serving whose streams' events are counted in {@code metrics} and logged ({@link
+   * MeteredStreamEvents}).
+   */
+  public Serving(
+      NodeGroups groups,
+      Executor pool,
+      StreamMetrics metrics,
+      Clients clients,
+      Clock clock,
+      ScheduledExecutorService timer,
+      Limits limits) {
     this(groups, pool, metrics, clients, clock, timer, limits, new MeteredStreamEvents(metrics));
   }
 
   /** Serving without limits and without a timer: for in-process benchmarks. */
-  public Serving(NodeGroups groups, Executor pool, StreamMetrics metrics, Clients clients, Clock clock) {
+  public Serving(
+      NodeGroups groups, Executor pool, StreamMetrics metrics, Clients clients, Clock clock) {
     this(groups, pool, metrics, clients, clock, null, Limits.NONE);
   }
 }

@@ -31,19 +31,23 @@ final class SotwRequestMarshaller implements Marshaller<DiscoveryRequest> {
 
   /** A request with fewer names is parsed as usual: not worth the lookup. */
   private static final int FEW_NAMES = 16;
+
   private static final int RESOURCE_NAMES = DiscoveryRequest.RESOURCE_NAMES_FIELD_NUMBER;
 
-  private final Marshaller<DiscoveryRequest> plain = ProtoUtils.marshaller(DiscoveryRequest.getDefaultInstance());
+  private final Marshaller<DiscoveryRequest> plain =
+      ProtoUtils.marshaller(DiscoveryRequest.getDefaultInstance());
+
   /**
    * Encoded resource_names to a request holding just those names, decoded; bounded by encoded size,
    * so no client can grow it without end. A request is made from it with {@code toBuilder()}, which
    * shares its list of names rather than copying it.
    */
-  private final Cache<EncodedNames, DiscoveryRequest> decoded = Caffeine.newBuilder()
-      .maximumWeight(32L * 1024 * 1024)
-      .<EncodedNames, DiscoveryRequest>weigher((encoded, names) -> encoded.length)
-      .expireAfterAccess(Duration.ofMinutes(10))
-      .build();
+  private final Cache<EncodedNames, DiscoveryRequest> decoded =
+      Caffeine.newBuilder()
+          .maximumWeight(32L * 1024 * 1024)
+          .<EncodedNames, DiscoveryRequest>weigher((encoded, names) -> encoded.length)
+          .expireAfterAccess(Duration.ofMinutes(10))
+          .build();
 
   @Override
   public InputStream stream(DiscoveryRequest value) {
@@ -57,7 +61,10 @@ final class SotwRequestMarshaller implements Marshaller<DiscoveryRequest> {
     } catch (InvalidProtocolBufferException e) {
       return InvalidRequest.of(DiscoveryRequest.getDefaultInstance(), e);
     } catch (IOException e) {
-      throw Status.INTERNAL.withDescription("cannot read a request: " + e.getMessage()).withCause(e).asRuntimeException();
+      throw Status.INTERNAL
+          .withDescription("cannot read a request: " + e.getMessage())
+          .withCause(e)
+          .asRuntimeException();
     }
   }
 
@@ -72,7 +79,8 @@ final class SotwRequestMarshaller implements Marshaller<DiscoveryRequest> {
     byte[] bytes = new byte[stream.available()];
     int read = stream.readNBytes(bytes, 0, bytes.length);
     if (read < bytes.length || stream.read() >= 0) {
-      throw new IOException("the request's length is not the " + bytes.length + " bytes its stream said");
+      throw new IOException(
+          "the request's length is not the " + bytes.length + " bytes its stream said");
     }
     return bytes;
   }
@@ -101,7 +109,8 @@ final class SotwRequestMarshaller implements Marshaller<DiscoveryRequest> {
         }
       }
     } catch (IOException garbage) {
-      return DiscoveryRequest.parseFrom(bytes); // says what is wrong with it, as the plain parser would
+      return DiscoveryRequest.parseFrom(
+          bytes); // says what is wrong with it, as the plain parser would
     }
     if (count < FEW_NAMES || !oneRun) {
       return DiscoveryRequest.parseFrom(bytes);
@@ -110,8 +119,8 @@ final class SotwRequestMarshaller implements Marshaller<DiscoveryRequest> {
     DiscoveryRequest names = decoded.getIfPresent(encodedNames);
     if (names == null) {
       EncodedNames own = encodedNames.copy(); // the key must not hold the whole request
-      List<String> shared = Subscription.sharedList(
-          DiscoveryRequest.parseFrom(own.bytes).getResourceNamesList());
+      List<String> shared =
+          Subscription.sharedList(DiscoveryRequest.parseFrom(own.bytes).getResourceNamesList());
       names = DiscoveryRequest.newBuilder().addAllResourceNames(shared).build();
       decoded.put(own, names);
     }
@@ -122,13 +131,14 @@ final class SotwRequestMarshaller implements Marshaller<DiscoveryRequest> {
   }
 
   /**
-   * A run of encoded resource_names, looked up where it lies in the request: no copy is made to look
-   * it up, and its hash reads eight bytes at a time (protobuf's own {@code ByteString} hash reads one
-   * byte at a time and was most of the cost of an ACK). Equality compares the bytes, so a collision
-   * costs a comparison, never a wrong list.
+   * A run of encoded resource_names, looked up where it lies in the request: no copy is made to
+   * look it up, and its hash reads eight bytes at a time (protobuf's own {@code ByteString} hash
+   * reads one byte at a time and was most of the cost of an ACK). Equality compares the bytes, so a
+   * collision costs a comparison, never a wrong list.
    */
   static final class EncodedNames {
-    private static final VarHandle LONGS = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
+    private static final VarHandle LONGS =
+        MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
 
     private final byte[] bytes;
     private final int offset;
@@ -163,8 +173,11 @@ final class SotwRequestMarshaller implements Marshaller<DiscoveryRequest> {
 
     @Override
     public boolean equals(Object other) {
-      return other instanceof EncodedNames that && hash == that.hash && length == that.length
-          && Arrays.equals(bytes, offset, offset + length, that.bytes, that.offset, that.offset + that.length);
+      return other instanceof EncodedNames that
+          && hash == that.hash
+          && length == that.length
+          && Arrays.equals(
+              bytes, offset, offset + length, that.bytes, that.offset, that.offset + that.length);
     }
 
     @Override

@@ -20,18 +20,23 @@ public final class SotwStream extends ClientStream<DiscoveryRequest, SotwTypeSta
    * @param peer the client's address, for logs
    */
   public SotwStream(
-      StreamObserver<EncodedResponse> responses, Serving serving, Optional<TypeUrl> fixedType, SocketAddress peer) {
+      StreamObserver<EncodedResponse> responses,
+      Serving serving,
+      Optional<TypeUrl> fixedType,
+      SocketAddress peer) {
     super(PROTOCOL, responses, serving, fixedType, peer);
   }
 
   @Override
   void handle(DiscoveryRequest request) {
-    Optional<TypeUrl> parsed = typeOf(request, request.hasNode(), request.getNode(), request.getTypeUrl());
+    Optional<TypeUrl> parsed =
+        typeOf(request, request.hasNode(), request.getNode(), request.getTypeUrl());
     if (parsed.isEmpty()) {
       return;
     }
     TypeUrl type = parsed.get();
-    SotwTypeState state = typeStream(type, t -> new SotwTypeState(t, group().snapshot(t), knowsTtl(true), clock()));
+    SotwTypeState state =
+        typeStream(type, t -> new SotwTypeState(t, group().snapshot(t), knowsTtl(true), clock()));
     boolean current = state.isCurrent(request.getResponseNonce());
     counted(type, Reply.of(current, request.getResponseNonce(), request.hasErrorDetail()));
     if (!current) {
@@ -49,7 +54,8 @@ public final class SotwStream extends ClientStream<DiscoveryRequest, SotwTypeSta
       state.ack(request.getVersionInfo());
     }
     if (!state.repeats(request.getResourceNamesList())
-        && !namesWithinLimits(type, request.getResourceNamesCount(), request.getResourceNamesList())) {
+        && !namesWithinLimits(
+            type, request.getResourceNamesCount(), request.getResourceNamesList())) {
       return;
     }
     if (state.subscribe(request.getResourceNamesList())) {

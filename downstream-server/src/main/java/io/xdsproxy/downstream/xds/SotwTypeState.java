@@ -23,8 +23,8 @@ import java.util.Set;
  *
  * <p>A client that announces TTL support ("SotW TTL") gets resources that have a TTL or are marked
  * do_not_cache wrapped in a {@link Resource}, and heartbeats; any other client gets bare resources,
- * and never a response for a heartbeat, which changes nothing it can see. The wrapper is how a proxy
- * of a lower tier, which announces TTL support, learns of both.
+ * and never a response for a heartbeat, which changes nothing it can see. The wrapper is how a
+ * proxy of a lower tier, which announces TTL support, learns of both.
  */
 final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
 
@@ -42,15 +42,25 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
       boolean removalsDeferred,
       Set<String> withheld,
       boolean whole,
-      Optional<ResponsePosition> sharedAt) implements TypeState.Outgoing<Outgoing> {
+      Optional<ResponsePosition> sharedAt)
+      implements TypeState.Outgoing<Outgoing> {
 
     Outgoing {
-      withheld = withheld.isEmpty() ? Set.of() : withheld; // streams keep it: an empty one costs nothing
+      withheld =
+          withheld.isEmpty() ? Set.of() : withheld; // streams keep it: an empty one costs nothing
     }
 
     @Override
     public Outgoing sharedAt(ResponsePosition position) {
-      return new Outgoing(included, heartbeats, version, snapshot, removalsDeferred, withheld, whole, Optional.of(position));
+      return new Outgoing(
+          included,
+          heartbeats,
+          version,
+          snapshot,
+          removalsDeferred,
+          withheld,
+          whole,
+          Optional.of(position));
     }
 
     @Override
@@ -59,12 +69,21 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
     }
   }
 
-  /** The resource_names of the last request, as sent; shared with the streams that sent the same. */
+  /**
+   * The resource_names of the last request, as sent; shared with the streams that sent the same.
+   */
   private List<String> lastNames;
-  /** Names in scope the last response left out as do_not_cache: owed as soon as a fresh copy comes. */
+
+  /**
+   * Names in scope the last response left out as do_not_cache: owed as soon as a fresh copy comes.
+   */
   private Set<String> withheld = Set.of();
-  /** The last response kept resources that {@link #held} no longer has: the client still holds them. */
+
+  /**
+   * The last response kept resources that {@link #held} no longer has: the client still holds them.
+   */
   private boolean removalsPending;
+
   /**
    * The client asked again while the store held do_not_cache resources it subscribes to: a whole
    * state waits for the upstream's next copies, since one without them would delete them.
@@ -89,8 +108,8 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
   }
 
   /**
-   * The resources of {@code outgoing} encoded as a DiscoveryResponse carries them to this client;
-   * a whole state is encoded once per snapshot, and a shared response once per position, for every
+   * The resources of {@code outgoing} encoded as a DiscoveryResponse carries them to this client; a
+   * whole state is encoded once per snapshot, and a shared response once per position, for every
    * stream that sends it alike.
    */
   @Override
@@ -161,7 +180,8 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
 
   /** Applies the names of a request; returns whether the subscription changed. */
   boolean subscribe(List<String> resourceNames) {
-    // An ACK repeats the names of the request before it: the same list, the same subscription, found
+    // An ACK repeats the names of the request before it: the same list, the same subscription,
+    // found
     // without building a set of what can be thousands of names on every ACK.
     if (repeats(resourceNames)) {
       return false;
@@ -196,7 +216,8 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
    */
   @Override
   List<XdsResource> sentAnew(Outgoing outgoing) {
-    Optional<Set<String>> touched = held == null ? Optional.empty() : outgoing.snapshot().changedSince(held);
+    Optional<Set<String>> touched =
+        held == null ? Optional.empty() : outgoing.snapshot().changedSince(held);
     Iterable<XdsResource> candidates = outgoing.included();
     if (touched.isPresent()) {
       Set<String> names = new HashSet<>(touched.get());
@@ -220,7 +241,10 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
     return changed;
   }
 
-  /** A SotW client claims nothing on connecting: its first request for assignments is answered in full. */
+  /**
+   * A SotW client claims nothing on connecting: its first request for assignments is answered in
+   * full.
+   */
   @Override
   boolean claimedOnConnecting(String name) {
     return false;
@@ -275,8 +299,8 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
   /**
    * Listener and Cluster: the complete state of what the client subscribed to, sent once every name
    * it asked for is known to exist or not, so that an absent resource means deleted ("Deleting
-   * Resources") rather than not yet heard of. A client that knows TTLs gets a response of heartbeats
-   * alone when only heartbeats came.
+   * Resources") rather than not yet heard of. A client that knows TTLs gets a response of
+   * heartbeats alone when only heartbeats came.
    */
   private Optional<Outgoing> fullState(boolean deferRemovals) {
     if (subscription.wildcard() && !latest.isComplete()) {
@@ -289,9 +313,13 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
     }
     List<XdsResource> resources = new ArrayList<>();
     Set<String> withheldNow = new HashSet<>();
-    Iterable<XdsResource> inScope = subscription.wildcard()
-        ? latest.resources().values()
-        : subscription.names().stream().map(latest::get).filter(java.util.Objects::nonNull).toList();
+    Iterable<XdsResource> inScope =
+        subscription.wildcard()
+            ? latest.resources().values()
+            : subscription.names().stream()
+                .map(latest::get)
+                .filter(java.util.Objects::nonNull)
+                .toList();
     for (XdsResource resource : inScope) {
       if (servable(resource)) {
         resources.add(resource);
@@ -303,8 +331,12 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
       return Optional.empty();
     }
     boolean resend = held == null || !owed.isEmpty() || removalsPending;
-    if (!resend && (held == latest || !knowsTtl && withheld.isEmpty() && subscription.wildcard()
-        && held.version().equals(latest.version()))) {
+    if (!resend
+        && (held == latest
+            || !knowsTtl
+                && withheld.isEmpty()
+                && subscription.wildcard()
+                && held.version().equals(latest.version()))) {
       // Nothing at all, or nothing such a client can see: the type version covers every resource's.
       return Optional.empty();
     }
@@ -324,26 +356,52 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
     if (!changed && removed.isEmpty()) {
       return heartbeats.isEmpty()
           ? Optional.empty()
-          : Optional.of(new Outgoing(List.of(), heartbeats, latest.version(), latest, false, withheldNow, false, Optional.empty()));
+          : Optional.of(
+              new Outgoing(
+                  List.of(),
+                  heartbeats,
+                  latest.version(),
+                  latest,
+                  false,
+                  withheldNow,
+                  false,
+                  Optional.empty()));
     }
     if (deferRemovals && !removed.isEmpty()) {
       if (!changed) {
         return Optional.empty();
       }
       resources.addAll(removed);
-      return Optional.of(new Outgoing(resources, List.of(), Versions.ofResources(resources), latest, true, withheldNow,
-          false, Optional.empty()));
+      return Optional.of(
+          new Outgoing(
+              resources,
+              List.of(),
+              Versions.ofResources(resources),
+              latest,
+              true,
+              withheldNow,
+              false,
+              Optional.empty()));
     }
     // The whole state of the type, the same for every wildcard subscriber of the group: its version
     // is the type's, and its encoding is made once for all of them.
     boolean whole = subscription.wildcard() && withheldNow.isEmpty();
-    return Optional.of(new Outgoing(resources, List.of(), whole ? latest.version() : Versions.ofResources(resources),
-        latest, false, withheldNow, whole, Optional.empty()));
+    return Optional.of(
+        new Outgoing(
+            resources,
+            List.of(),
+            whole ? latest.version() : Versions.ofResources(resources),
+            latest,
+            false,
+            withheldNow,
+            whole,
+            Optional.empty()));
   }
 
   /** Resources of the last response that the client subscribes to and that are gone now. */
   private List<XdsResource> removedSinceLastSent() {
-    Iterable<String> names = subscription.wildcard() ? held.resources().keySet() : subscription.names();
+    Iterable<String> names =
+        subscription.wildcard() ? held.resources().keySet() : subscription.names();
     List<XdsResource> removed = new ArrayList<>();
     for (String name : names) {
       XdsResource had = held.get(name);
@@ -356,7 +414,8 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
 
   /**
    * Every other type: only resources that changed since the last response or were newly asked for
-   * ("Grouping Resources into Responses"); SotW has no way to say a resource of these types is gone.
+   * ("Grouping Resources into Responses"); SotW has no way to say a resource of these types is
+   * gone.
    */
   private Optional<Outgoing> changedOnly() {
     List<XdsResource> resources = new ArrayList<>();
@@ -374,7 +433,10 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
       }
       if (!servable(resource)) {
         withheldNow.add(name);
-      } else if (sent == null || owed.contains(name) || withheld.contains(name) || differs(sent, resource)) {
+      } else if (sent == null
+          || owed.contains(name)
+          || withheld.contains(name)
+          || differs(sent, resource)) {
         resources.add(resource);
       } else if (knowsTtl && sent != resource) {
         heartbeats.add(resource);
@@ -383,24 +445,36 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
     if (resources.isEmpty() && heartbeats.isEmpty()) {
       return Optional.empty();
     }
-    return Optional.of(new Outgoing(resources, heartbeats, latest.version(), latest, false, withheldNow, false,
-        Optional.empty()));
+    return Optional.of(
+        new Outgoing(
+            resources,
+            heartbeats,
+            latest.version(),
+            latest,
+            false,
+            withheldNow,
+            false,
+            Optional.empty()));
   }
 
   /**
    * Rule 21 of interop.md: an assignment the client waits for and the upstream does not have (its
-   * not-found timer said so) is answered with an empty one, as istiod answers it at once
-   * ({@code buildEmptyClusterLoadAssignment}): an Envoy warming that cluster would otherwise wait for
-   * its initial_fetch_timeout, forever under istiod's config (0 s), and never start its listeners. Sent
-   * once: when the name is asked for anew, on the stream's first response, or once it became absent.
+   * not-found timer said so) is answered with an empty one, as istiod answers it at once ({@code
+   * buildEmptyClusterLoadAssignment}): an Envoy warming that cluster would otherwise wait for its
+   * initial_fetch_timeout, forever under istiod's config (0 s), and never start its listeners. Sent
+   * once: when the name is asked for anew, on the stream's first response, or once it became
+   * absent.
    */
   private boolean awaitsAssignment(String name) {
-    return type().equals(TypeUrl.ENDPOINT) && latest.state(name) == NameState.ABSENT && subscription.names().contains(name)
+    return type().equals(TypeUrl.ENDPOINT)
+        && latest.state(name) == NameState.ABSENT
+        && subscription.names().contains(name)
         && (held == null || owed.contains(name) || held.state(name) != NameState.ABSENT);
   }
 
   private static XdsResource emptyAssignment(String name) {
-    return XdsResource.of(name, Any.pack(ClusterLoadAssignment.newBuilder().setClusterName(name).build()));
+    return XdsResource.of(
+        name, Any.pack(ClusterLoadAssignment.newBuilder().setClusterName(name).build()));
   }
 
   /**

@@ -21,10 +21,16 @@ interface StreamEvents {
    */
   void closed(ClientStream<?, ?> stream, String why);
 
-  /** A request for {@code type} came, which {@code reply} ACKs or NACKs the latest response, or neither. */
+  /**
+   * A request for {@code type} came, which {@code reply} ACKs or NACKs the latest response, or
+   * neither.
+   */
   void request(ClientStream<?, ?> stream, TypeUrl type, ClientStream.Reply reply);
 
-  /** A SotW request named a response that is no longer the latest, so is ignored ("Requests become stale"). */
+  /**
+   * A SotW request named a response that is no longer the latest, so is ignored ("Requests become
+   * stale").
+   */
   void stale(ClientStream<?, ?> stream, TypeUrl type, String nonce);
 
   /** The client NACKed the response {@code nonce} of {@code type}, saying {@code message}. */
@@ -39,13 +45,19 @@ interface StreamEvents {
    */
   void fannedOut(ClientStream<?, ?> stream, TypeUrl type, long receivedAt);
 
-  /** The stream is ended for going past the limit {@code limit}, one of {@link StreamMetrics#LIMITS}, as {@code why} says. */
+  /**
+   * The stream is ended for going past the limit {@code limit}, one of {@link
+   * StreamMetrics#LIMITS}, as {@code why} says.
+   */
   void refused(ClientStream<?, ?> stream, String limit, String why);
 
   /** The stream is ended because its node cannot be placed in a group, as {@code why} says. */
   void ungroupable(ClientStream<?, ?> stream, String why);
 
-  /** The stream's requests come faster than {@code rate} a second: it is read at that rate from now on. */
+  /**
+   * The stream's requests come faster than {@code rate} a second: it is read at that rate from now
+   * on.
+   */
   void paced(ClientStream<?, ?> stream, int rate);
 
   /** The proxy ends the stream with {@code status}. */

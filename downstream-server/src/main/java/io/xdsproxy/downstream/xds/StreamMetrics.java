@@ -37,9 +37,17 @@ import java.util.stream.Collectors;
  */
 public final class StreamMetrics {
 
-  /** The values of {@code xds_downstream_limited_total}'s {@code limit} label, one per {@link Limits} check. */
+  /**
+   * The values of {@code xds_downstream_limited_total}'s {@code limit} label, one per {@link
+   * Limits} check.
+   */
   static final List<String> LIMITS =
-      List.of("names_per_request", "name_length", "streams_per_group", "streams_per_node", "request_rate");
+      List.of(
+          "names_per_request",
+          "name_length",
+          "streams_per_group",
+          "streams_per_node",
+          "request_rate");
 
   private final MeterRegistry meters;
   private final Map<String, AtomicInteger> open = new ConcurrentHashMap<>();
@@ -50,25 +58,39 @@ public final class StreamMetrics {
   public StreamMetrics(MeterRegistry meters) {
     this.meters = meters;
     TypeUrl.known().forEach(this::of);
-    this.limited = LIMITS.stream().collect(Collectors.toUnmodifiableMap(Function.identity(), limit ->
-        Counter.builder("xds.downstream.limited")
-            .description("Downstream streams ended, or paced, for going past a limit")
-            .tag("limit", limit)
-            .register(meters)));
+    this.limited =
+        LIMITS.stream()
+            .collect(
+                Collectors.toUnmodifiableMap(
+                    Function.identity(),
+                    limit ->
+                        Counter.builder("xds.downstream.limited")
+                            .description(
+                                "Downstream streams ended, or paced, for going past a limit")
+                            .tag("limit", limit)
+                            .register(meters)));
     for (Status.Code code : Status.Code.values()) {
-      ended.put(code, Counter.builder("xds.downstream.streams.ended")
-          .description("Downstream xDS streams ended, by the gRPC status they ended with")
-          .tag("status", code.name())
-          .register(meters));
+      ended.put(
+          code,
+          Counter.builder("xds.downstream.streams.ended")
+              .description("Downstream xDS streams ended, by the gRPC status they ended with")
+              .tag("status", code.name())
+              .register(meters));
     }
   }
 
-  /** Streams of {@code protocol} ("SotW", "Delta") are served on {@code service} ("ads" or a type): counted from zero. */
+  /**
+   * Streams of {@code protocol} ("SotW", "Delta") are served on {@code service} ("ads" or a type):
+   * counted from zero.
+   */
   void serves(String protocol, String service) {
     streams(protocol.toLowerCase(Locale.ROOT), service);
   }
 
-  /** A stream of {@code protocol} ("sotw", "delta") on {@code service} ("ads" or a type) was identified. */
+  /**
+   * A stream of {@code protocol} ("sotw", "delta") on {@code service} ("ads" or a type) was
+   * identified.
+   */
   void opened(String protocol, String service) {
     streams(protocol, service).incrementAndGet();
   }
@@ -78,15 +100,17 @@ public final class StreamMetrics {
   }
 
   private AtomicInteger streams(String protocol, String service) {
-    return open.computeIfAbsent(protocol + "/" + service, key -> {
-      AtomicInteger count = new AtomicInteger();
-      Gauge.builder("xds.downstream.streams", count, AtomicInteger::get)
-          .description("Open downstream xDS streams")
-          .tag("protocol", protocol)
-          .tag("service", service)
-          .register(meters);
-      return count;
-    });
+    return open.computeIfAbsent(
+        protocol + "/" + service,
+        key -> {
+          AtomicInteger count = new AtomicInteger();
+          Gauge.builder("xds.downstream.streams", count, AtomicInteger::get)
+              .description("Open downstream xDS streams")
+              .tag("protocol", protocol)
+              .tag("service", service)
+              .register(meters);
+          return count;
+        });
   }
 
   /**
@@ -96,16 +120,18 @@ public final class StreamMetrics {
    * its node. Other calls on the port (health, CSDS, reflection) are not counted.
    */
   public ServerStreamTracer.Factory endedStreams(Collection<ServerServiceDefinition> services) {
-    Set<String> methods = services.stream()
-        .flatMap(service -> service.getMethods().stream())
-        .map(method -> method.getMethodDescriptor().getFullMethodName())
-        .collect(Collectors.toUnmodifiableSet());
-    ServerStreamTracer counting = new ServerStreamTracer() {
-      @Override
-      public void streamClosed(Status status) {
-        ended.get(status.getCode()).increment();
-      }
-    };
+    Set<String> methods =
+        services.stream()
+            .flatMap(service -> service.getMethods().stream())
+            .map(method -> method.getMethodDescriptor().getFullMethodName())
+            .collect(Collectors.toUnmodifiableSet());
+    ServerStreamTracer counting =
+        new ServerStreamTracer() {
+          @Override
+          public void streamClosed(Status status) {
+            ended.get(status.getCode()).increment();
+          }
+        };
     ServerStreamTracer notCounting = new ServerStreamTracer() {};
     return new ServerStreamTracer.Factory() {
       @Override
@@ -127,7 +153,9 @@ public final class StreamMetrics {
     of(type).acks().increment();
   }
 
-  /** A stream was ended, or paced, for going past the limit {@code limit}, one of {@link #LIMITS}. */
+  /**
+   * A stream was ended, or paced, for going past the limit {@code limit}, one of {@link #LIMITS}.
+   */
   void limited(String limit) {
     Counter counter = limited.get(limit);
     if (counter == null) {
@@ -148,26 +176,45 @@ public final class StreamMetrics {
     of(type).fanOut().record(nanos, TimeUnit.NANOSECONDS);
   }
 
-  /** One type's meters, registered once: every response of every stream counts here, so no lookup per count. */
-  private record TypeMeters(Counter requests, Counter acks, Counter nacks, Counter responses, Counter bytes, Timer fanOut) {}
+  /**
+   * One type's meters, registered once: every response of every stream counts here, so no lookup
+   * per count.
+   */
+  private record TypeMeters(
+      Counter requests,
+      Counter acks,
+      Counter nacks,
+      Counter responses,
+      Counter bytes,
+      Timer fanOut) {}
 
   private TypeMeters of(TypeUrl type) {
-    return byType.computeIfAbsent(type, t -> new TypeMeters(
-        counter("xds.downstream.requests", "Requests received from downstream clients", t),
-        counter("xds.downstream.acks", "Responses downstream clients accepted", t),
-        counter("xds.downstream.nacks", "Responses downstream clients rejected", t),
-        counter("xds.downstream.responses", "Responses sent to downstream clients", t),
-        counter("xds.downstream.sent.bytes", "Encoded bytes of the responses sent to downstream clients", t),
-        Timer.builder("xds.fanout.latency")
-            .description("From an upstream update reaching the proxy to a response carrying it written to a client")
-            .tag("type", t.shortName())
-            .publishPercentileHistogram()
-            .minimumExpectedValue(Duration.ofMillis(1))
-            .maximumExpectedValue(Duration.ofSeconds(30))
-            .register(meters)));
+    return byType.computeIfAbsent(
+        type,
+        t ->
+            new TypeMeters(
+                counter("xds.downstream.requests", "Requests received from downstream clients", t),
+                counter("xds.downstream.acks", "Responses downstream clients accepted", t),
+                counter("xds.downstream.nacks", "Responses downstream clients rejected", t),
+                counter("xds.downstream.responses", "Responses sent to downstream clients", t),
+                counter(
+                    "xds.downstream.sent.bytes",
+                    "Encoded bytes of the responses sent to downstream clients",
+                    t),
+                Timer.builder("xds.fanout.latency")
+                    .description(
+                        "From an upstream update reaching the proxy to a response carrying it written to a client")
+                    .tag("type", t.shortName())
+                    .publishPercentileHistogram()
+                    .minimumExpectedValue(Duration.ofMillis(1))
+                    .maximumExpectedValue(Duration.ofSeconds(30))
+                    .register(meters)));
   }
 
   private Counter counter(String name, String description, TypeUrl type) {
-    return Counter.builder(name).description(description).tag("type", type.shortName()).register(meters);
+    return Counter.builder(name)
+        .description(description)
+        .tag("type", type.shortName())
+        .register(meters);
   }
 }

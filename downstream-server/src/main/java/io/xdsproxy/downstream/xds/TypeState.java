@@ -12,14 +12,14 @@ import java.util.function.Supplier;
 
 /**
  * One type's logical stream within a downstream stream, as far as both variants of the protocol
- * agree: the nonce of the latest response and what the client said of it ("ACK and NACK semantics"),
- * the snapshot the client holds, the names it is owed whatever it holds, the do_not_cache gate of
- * DESIGN invariant 3, one response and one encoding for every stream in the same
- * {@link ResponsePosition}, and the clusters a Cluster response leaves warming (rule 18 of
+ * agree: the nonce of the latest response and what the client said of it ("ACK and NACK
+ * semantics"), the snapshot the client holds, the names it is owed whatever it holds, the
+ * do_not_cache gate of DESIGN invariant 3, one response and one encoding for every stream in the
+ * same {@link ResponsePosition}, and the clusters a Cluster response leaves warming (rule 18 of
  * interop.md). {@link SotwTypeState} adds whole-type responses and the legacy wildcard ("Grouping
  * Resources into Responses"); {@link DeltaTypeState} per-resource versions, removals, subscribe and
- * unsubscribe, and {@code initial_resource_versions} ("Incremental xDS"). As Envoy's
- * {@code BaseSubscriptionState} under its SotW and Delta subscription states.
+ * unsubscribe, and {@code initial_resource_versions} ("Incremental xDS"). As Envoy's {@code
+ * BaseSubscriptionState} under its SotW and Delta subscription states.
  *
  * <p>Confined to its stream's executor (a REST poll's, for {@link RestDiscovery}): it follows the
  * group's snapshots of its type ({@link #update}) and never reads the store itself.
@@ -36,7 +36,9 @@ abstract class TypeState<O extends TypeState.Outgoing<O>> {
     /** The snapshot it brings the client to. */
     TypeSnapshot snapshot();
 
-    /** The names in scope it leaves out as do_not_cache: owed once the upstream's next copy comes. */
+    /**
+     * The names in scope it leaves out as do_not_cache: owed once the upstream's next copy comes.
+     */
     Set<String> withheld();
 
     /** The position of the streams that owe it alike, if it is shared. */
@@ -45,39 +47,54 @@ abstract class TypeState<O extends TypeState.Outgoing<O>> {
     /** The same response, owed alike by every stream at {@code position}. */
     O sharedAt(ResponsePosition position);
 
-    /** How many resources, heartbeats and removals it carries: what a shared one weighs in the memo. */
+    /**
+     * How many resources, heartbeats and removals it carries: what a shared one weighs in the memo.
+     */
     int entries();
   }
 
   private final TypeUrl type;
+
   /** "SotW" or "Delta": streams of either owe other responses in the same position. */
   private final String variant;
+
   /** The client announced TTL support: it gets TTLs and heartbeats ("TTL"). */
   protected final boolean knowsTtl;
+
   private final Deliveries deliveries;
   protected Subscription subscription = Subscription.NONE;
+
   /** The group's latest snapshot of the type, as the stream last heard of it. */
   protected TypeSnapshot latest;
+
   /**
-   * The snapshot the last response brought the client to: the next response is the difference to it.
-   * Null before the first response, and for SotW when the client is to be sent everything again.
+   * The snapshot the last response brought the client to: the next response is the difference to
+   * it. Null before the first response, and for SotW when the client is to be sent everything
+   * again.
    */
   protected TypeSnapshot held;
+
   /**
-   * Names (Delta: or aliases) the next response owes the client whatever it holds of them, a resource
-   * or (Delta) its removal: newly subscribed, withheld as do_not_cache (Delta), the assignments of
-   * clusters a Cluster response changed ({@link #owe}). Nearly always none.
+   * Names (Delta: or aliases) the next response owes the client whatever it holds of them, a
+   * resource or (Delta) its removal: newly subscribed, withheld as do_not_cache (Delta), the
+   * assignments of clusters a Cluster response changed ({@link #owe}). Nearly always none.
    */
   protected Set<String> owed = Set.of();
+
   /**
    * The snapshot when the client last asked for more, whose do_not_cache resources predate the ask;
    * null when it held none, as nearly always ({@link TypeSnapshot#ifUncacheable}).
    */
   private TypeSnapshot joined;
-  /** Of a Cluster stream: what the last response sent anew or changed, until {@link #takeWarming}. */
+
+  /**
+   * Of a Cluster stream: what the last response sent anew or changed, until {@link #takeWarming}.
+   */
   private List<XdsResource> warming = List.of();
+
   /** Of those, the ones the client claimed an older version of when it connected (Delta). */
   private List<XdsResource> warmingHeld = List.of();
+
   private String lastNonce = "";
   private String ackedVersion = "";
   private String lastNackMessage;
@@ -87,7 +104,8 @@ abstract class TypeState<O extends TypeState.Outgoing<O>> {
    * @param initial the group's snapshot of {@code type} when the client first asked for it
    * @param deliveries where client status records what was sent and answered
    */
-  TypeState(TypeUrl type, String variant, TypeSnapshot initial, boolean knowsTtl, Deliveries deliveries) {
+  TypeState(
+      TypeUrl type, String variant, TypeSnapshot initial, boolean knowsTtl, Deliveries deliveries) {
     this.type = type;
     this.variant = variant;
     this.latest = initial;
@@ -135,7 +153,8 @@ abstract class TypeState<O extends TypeState.Outgoing<O>> {
 
   /** The client ACKed the latest response, saying it holds {@code version} of the type. */
   final void ack(String version) {
-    // The snapshot's own string where it is the same: every stream then holds one string, not its own copy.
+    // The snapshot's own string where it is the same: every stream then holds one string, not its
+    // own copy.
     ackedVersion = held != null && version.equals(held.version()) ? held.version() : version;
     deliveries.acked();
   }
@@ -147,8 +166,9 @@ abstract class TypeState<O extends TypeState.Outgoing<O>> {
   }
 
   /**
-   * The client asked for more than it had: the do_not_cache resources the store holds now predate its
-   * ask, and are not served to it ({@link #servable}). Returns whether it subscribes to any of them.
+   * The client asked for more than it had: the do_not_cache resources the store holds now predate
+   * its ask, and are not served to it ({@link #servable}). Returns whether it subscribes to any of
+   * them.
    */
   final boolean joinedNow() {
     joined = latest.ifUncacheable();
@@ -157,13 +177,14 @@ abstract class TypeState<O extends TypeState.Outgoing<O>> {
 
   /**
    * Whether {@code resource} may be sent to this client. One the upstream marked do_not_cache is
-   * not served from the store to a client that asked for it after it came (invariant 3): that client
-   * waits for the upstream's next copy, which the proxy asks for. Only a client that holds this very
-   * copy keeps it.
+   * not served from the store to a client that asked for it after it came (invariant 3): that
+   * client waits for the upstream's next copy, which the proxy asks for. Only a client that holds
+   * this very copy keeps it.
    */
   final boolean servable(XdsResource resource) {
     return !resource.doNotCache()
-        || joined == null || joined.get(resource.name()) != resource
+        || joined == null
+        || joined.get(resource.name()) != resource
         || held != null && held.get(resource.name()) == resource && holdsCopyOf(resource.name());
   }
 
@@ -203,9 +224,9 @@ abstract class TypeState<O extends TypeState.Outgoing<O>> {
   }
 
   /**
-   * The response owed now, if any, encoded and recorded as sent with a nonce from {@code nonces}: one
-   * is made only for a response that is sent, as most calls find none owed. With
-   * {@code deferRemovals}, nothing the client holds is taken away yet (make-before-break).
+   * The response owed now, if any, encoded and recorded as sent with a nonce from {@code nonces}:
+   * one is made only for a response that is sent, as most calls find none owed. With {@code
+   * deferRemovals}, nothing the client holds is taken away yet (make-before-break).
    */
   final Optional<EncodedResponse> respond(boolean deferRemovals, Supplier<String> nonces) {
     Optional<O> outgoing = nextResponse(deferRemovals);
@@ -214,22 +235,31 @@ abstract class TypeState<O extends TypeState.Outgoing<O>> {
     }
     String nonce = nonces.get();
     sent(outgoing.get(), nonce);
-    return Optional.of(new EncodedResponse(outgoing.get().version(), type.url(), nonce, encoded(outgoing.get())));
+    return Optional.of(
+        new EncodedResponse(outgoing.get().version(), type.url(), nonce, encoded(outgoing.get())));
   }
 
   /**
    * The response owed to the client now, if any ("When to send an update": only when something it
-   * subscribed to changed or was newly asked for). With {@code deferRemovals}, removals are owed to a
-   * later call, and a response that would only remove is not made. Streams in the same
-   * {@link ResponsePosition} share one, built once.
+   * subscribed to changed or was newly asked for). With {@code deferRemovals}, removals are owed to
+   * a later call, and a response that would only remove is not made. Streams in the same {@link
+   * ResponsePosition} share one, built once.
    */
   Optional<O> nextResponse(boolean deferRemovals) {
     if (held == null || latest.holdsUncacheable() || ownsResponse()) {
       return build(deferRemovals); // owed for reasons of this stream's own
     }
-    ResponsePosition position = new ResponsePosition(variant, held.sequence(), subscription, knowsTtl,
-        (deferRemovals ? 1 : 0) | positionFlags(), Set.copyOf(owed));
-    return latest.share(position, () -> build(deferRemovals).map(outgoing -> outgoing.sharedAt(position)),
+    ResponsePosition position =
+        new ResponsePosition(
+            variant,
+            held.sequence(),
+            subscription,
+            knowsTtl,
+            (deferRemovals ? 1 : 0) | positionFlags(),
+            Set.copyOf(owed));
+    return latest.share(
+        position,
+        () -> build(deferRemovals).map(outgoing -> outgoing.sharedAt(position)),
         outgoing -> 64 + 8L * outgoing.map(Outgoing::entries).orElse(0));
   }
 
@@ -255,7 +285,9 @@ abstract class TypeState<O extends TypeState.Outgoing<O>> {
    */
   byte[] encoded(O outgoing) {
     if (outgoing.sharedAt().isPresent()) {
-      return outgoing.snapshot().share(outgoing.sharedAt().get().encoding(), () -> body(outgoing), bytes -> bytes.length);
+      return outgoing
+          .snapshot()
+          .share(outgoing.sharedAt().get().encoding(), () -> body(outgoing), bytes -> bytes.length);
     }
     return body(outgoing);
   }
@@ -284,9 +316,15 @@ abstract class TypeState<O extends TypeState.Outgoing<O>> {
   /** Of a Cluster response about to be recorded as sent: the clusters it sends anew or changed. */
   abstract List<XdsResource> sentAnew(O outgoing);
 
-  /** Whether the client claimed a version of {@code name} when it connected ("Incremental reconnect"). */
+  /**
+   * Whether the client claimed a version of {@code name} when it connected ("Incremental
+   * reconnect").
+   */
   abstract boolean claimedOnConnecting(String name);
 
-  /** What else sending {@code outgoing} settles of the variant's own state; {@link #held} is its snapshot now. */
+  /**
+   * What else sending {@code outgoing} settles of the variant's own state; {@link #held} is its
+   * snapshot now.
+   */
   abstract void afterSent(O outgoing);
 }

@@ -1,27 +1,29 @@
 /**
  * The bottom of DESIGN.md's data flow: the xDS server, as a library of gRPC services and handlers
- * that the application binds to its ports. ADS ({@link io.xdsproxy.downstream.xds.AggregatedDiscoveryService})
- * and the per-type services ({@link io.xdsproxy.downstream.xds.PerTypeServices}) open a
- * {@link io.xdsproxy.downstream.xds.SotwStream} or {@link io.xdsproxy.downstream.xds.DeltaStream}
- * per call; each is a {@link io.xdsproxy.downstream.xds.ClientStream} holding its node group and one
- * type state per type ({@link io.xdsproxy.downstream.xds.SotwTypeState},
- * {@link io.xdsproxy.downstream.xds.DeltaTypeState}) that diffs the group's snapshots against what
- * its client holds. A stream's seams: {@link io.xdsproxy.downstream.xds.Admission} (the checks and limits
- * it passes), {@link io.xdsproxy.downstream.xds.RequestPacer} (its request rate),
- * {@link io.xdsproxy.downstream.xds.PushScheduler} (what it writes when, under flow control) and
- * {@link io.xdsproxy.downstream.xds.StreamEvents} (its metrics and log lines). Also here: REST-JSON polling, client status (CSDS, {@code /clients}), the limits
- * on what one client may ask, and the node id check against a client's certificate.
+ * that the application binds to its ports. ADS ({@link
+ * io.xdsproxy.downstream.xds.AggregatedDiscoveryService}) and the per-type services ({@link
+ * io.xdsproxy.downstream.xds.PerTypeServices}) open a {@link io.xdsproxy.downstream.xds.SotwStream}
+ * or {@link io.xdsproxy.downstream.xds.DeltaStream} per call; each is a {@link
+ * io.xdsproxy.downstream.xds.ClientStream} holding its node group and one type state per type
+ * ({@link io.xdsproxy.downstream.xds.SotwTypeState}, {@link
+ * io.xdsproxy.downstream.xds.DeltaTypeState}) that diffs the group's snapshots against what its
+ * client holds. A stream's seams: {@link io.xdsproxy.downstream.xds.Admission} (the checks and
+ * limits it passes), {@link io.xdsproxy.downstream.xds.RequestPacer} (its request rate), {@link
+ * io.xdsproxy.downstream.xds.PushScheduler} (what it writes when, under flow control) and {@link
+ * io.xdsproxy.downstream.xds.StreamEvents} (its metrics and log lines). Also here: REST-JSON
+ * polling, client status (CSDS, {@code /clients}), the limits on what one client may ask, and the
+ * node id check against a client's certificate.
  *
- * <p>Depends on {@code proxy-core} and gRPC (API, stubs, protobuf), never on {@code upstream-client} or the
- * application: it sees the upstream only as the node groups' snapshots and
- * {@link io.xdsproxy.core.Interest}, and gets its threads, clock, timer and limits from
- * {@link io.xdsproxy.downstream.xds.Serving}.
+ * <p>Depends on {@code proxy-core} and gRPC (API, stubs, protobuf), never on {@code
+ * upstream-client} or the application: it sees the upstream only as the node groups' snapshots and
+ * {@link io.xdsproxy.core.Interest}, and gets its threads, clock, timer and limits from {@link
+ * io.xdsproxy.downstream.xds.Serving}.
  *
- * <p>Threads: a stream's state (its type states, what it sent, what its client ACKed) is confined to
- * its own {@link io.xdsproxy.core.SerialExecutor} on the shared worker pool. gRPC's callbacks and the
- * group's notifications only enqueue there; snapshots are read as they are, immutable. A REST poll has
- * an executor of its own likewise. The timer only fires (a paced stream's next read, a long poll's
- * timeout) onto those executors. {@link io.xdsproxy.downstream.xds.Clients} is a concurrent registry;
- * each stream answers for its own status on its own executor.
+ * <p>Threads: a stream's state (its type states, what it sent, what its client ACKed) is confined
+ * to its own {@link io.xdsproxy.core.SerialExecutor} on the shared worker pool. gRPC's callbacks
+ * and the group's notifications only enqueue there; snapshots are read as they are, immutable. A
+ * REST poll has an executor of its own likewise. The timer only fires (a paced stream's next read,
+ * a long poll's timeout) onto those executors. {@link io.xdsproxy.downstream.xds.Clients} is a
+ * concurrent registry; each stream answers for its own status on its own executor.
  */
 package io.xdsproxy.downstream.xds;

@@ -17,7 +17,8 @@ import org.junit.jupiter.api.Test;
 class AdmissionTest {
 
   /** At most 3 names a request, 8 characters a name, 1 stream a node. */
-  private final Admission admission = new Admission(new Limits(1024, 3, 8, 100, 100, 1, 0), new Clients(), null);
+  private final Admission admission =
+      new Admission(new Limits(1024, 3, 8, 100, 100, 1, 0), new Clients(), null);
 
   private static Node node(String id) {
     return Node.newBuilder().setId(id).build();
@@ -25,37 +26,43 @@ class AdmissionTest {
 
   @Test
   void namesWithinTheLimitsPass() {
-    assertThatCode(() -> admission.names("n1", TypeUrl.CLUSTER, 3, List.of("a", "b"), Set.of("12345678")))
+    assertThatCode(
+            () -> admission.names("n1", TypeUrl.CLUSTER, 3, List.of("a", "b"), Set.of("12345678")))
         .doesNotThrowAnyException();
   }
 
   @Test
   void tooManyNamesAreResourceExhaustedNamingTheFlag() {
     assertThatThrownBy(() -> admission.names("n1", TypeUrl.CLUSTER, 4, List.of("a", "b", "c", "d")))
-        .isInstanceOfSatisfying(Admission.Refused.class, refused -> {
-          assertThat(refused.kind()).isEqualTo(Admission.Kind.LIMIT);
-          assertThat(refused.limit()).isEqualTo("names_per_request");
-          assertThat(refused.status().getCode()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
-          assertThat(refused.status().getDescription())
-              .contains("names 4 resources", "node 'n1'", "--max-names-per-request");
-        });
+        .isInstanceOfSatisfying(
+            Admission.Refused.class,
+            refused -> {
+              assertThat(refused.kind()).isEqualTo(Admission.Kind.LIMIT);
+              assertThat(refused.limit()).isEqualTo("names_per_request");
+              assertThat(refused.status().getCode()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
+              assertThat(refused.status().getDescription())
+                  .contains("names 4 resources", "node 'n1'", "--max-names-per-request");
+            });
   }
 
   @Test
   void aTooLongNameIsInvalidAndShownCut() {
-    assertThatThrownBy(() -> admission.names("n1", TypeUrl.CLUSTER, 2, List.of("a"), List.of("123456789")))
+    assertThatThrownBy(
+            () -> admission.names("n1", TypeUrl.CLUSTER, 2, List.of("a"), List.of("123456789")))
         .asInstanceOf(InstanceOfAssertFactories.type(Admission.Refused.class))
-        .satisfies(refused -> {
-          assertThat(refused.limit()).isEqualTo("name_length");
-          assertThat(refused.status().getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
-          assertThat(refused.status().getDescription())
-              .contains("9 characters long", "'12345678…'", "--max-name-length");
-        });
+        .satisfies(
+            refused -> {
+              assertThat(refused.limit()).isEqualTo("name_length");
+              assertThat(refused.status().getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
+              assertThat(refused.status().getDescription())
+                  .contains("9 characters long", "'12345678…'", "--max-name-length");
+            });
   }
 
   @Test
   void aSubscriptionPastTheLimitIsResourceExhausted() {
-    assertThatCode(() -> admission.subscription("n1", TypeUrl.ENDPOINT, 3)).doesNotThrowAnyException();
+    assertThatCode(() -> admission.subscription("n1", TypeUrl.ENDPOINT, 3))
+        .doesNotThrowAnyException();
     assertThatThrownBy(() -> admission.subscription("n1", TypeUrl.ENDPOINT, 4))
         .isInstanceOf(Admission.Refused.class)
         .hasMessageContaining("would be subscribed to 4");
@@ -67,23 +74,28 @@ class AdmissionTest {
 
     assertThatThrownBy(() -> admission.count(node("n1"), NodeIdCheck.ANY))
         .asInstanceOf(InstanceOfAssertFactories.type(Admission.Refused.class))
-        .satisfies(refused -> {
-          assertThat(refused.limit()).isEqualTo("streams_per_node");
-          assertThat(refused.status().getDescription()).contains("--max-streams-per-node");
-        });
-    assertThatCode(() -> admission.count(node("n2"), NodeIdCheck.ANY)).as("another node").doesNotThrowAnyException();
+        .satisfies(
+            refused -> {
+              assertThat(refused.limit()).isEqualTo("streams_per_node");
+              assertThat(refused.status().getDescription()).contains("--max-streams-per-node");
+            });
+    assertThatCode(() -> admission.count(node("n2"), NodeIdCheck.ANY))
+        .as("another node")
+        .doesNotThrowAnyException();
   }
 
   @Test
   void aClientThatMayNotBeItsNodeIsDeniedAndNotCountedAsALimit() {
     assertThatThrownBy(() -> admission.count(node("n1"), id -> Optional.of("not n1")))
         .asInstanceOf(InstanceOfAssertFactories.type(Admission.Refused.class))
-        .satisfies(refused -> {
-          assertThat(refused.kind()).isEqualTo(Admission.Kind.NODE_ID);
-          assertThat(refused.limit()).isNull();
-          assertThat(refused.status().getCode()).isEqualTo(Status.Code.PERMISSION_DENIED);
-        });
-    assertThatCode(() -> admission.count(node("n1"), NodeIdCheck.ANY)).as("the denied stream was not counted")
+        .satisfies(
+            refused -> {
+              assertThat(refused.kind()).isEqualTo(Admission.Kind.NODE_ID);
+              assertThat(refused.limit()).isNull();
+              assertThat(refused.status().getCode()).isEqualTo(Status.Code.PERMISSION_DENIED);
+            });
+    assertThatCode(() -> admission.count(node("n1"), NodeIdCheck.ANY))
+        .as("the denied stream was not counted")
         .doesNotThrowAnyException();
   }
 }

@@ -17,10 +17,10 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * Rule 18 of interop.md through a real stream of the proxy's ADS service (in process, every executor
- * on the calling thread): after a Cluster response that adds or changes a cluster, the client is sent
- * that cluster's assignment, changed or not, once, without waiting for the Cluster ACK; nothing of a
- * type or name it does not subscribe to.
+ * Rule 18 of interop.md through a real stream of the proxy's ADS service (in process, every
+ * executor on the calling thread): after a Cluster response that adds or changes a cluster, the
+ * client is sent that cluster's assignment, changed or not, once, without waiting for the Cluster
+ * ACK; nothing of a type or name it does not subscribe to.
  */
 class AssignmentsAfterClusterChangeTest {
 
@@ -37,21 +37,30 @@ class AssignmentsAfterClusterChangeTest {
   /** One written response: its type's simple name, its nonce, version and the names it carries. */
   private record Sent(String type, String nonce, String version, List<String> names) {}
 
-  private static List<Sent> sotwWritten(InProcessCall<DiscoveryRequest> call) throws InvalidProtocolBufferException {
+  private static List<Sent> sotwWritten(InProcessCall<DiscoveryRequest> call)
+      throws InvalidProtocolBufferException {
     List<Sent> sent = new ArrayList<>();
     for (byte[] bytes : call.takeWritten()) {
       DiscoveryResponse response = DiscoveryResponse.parseFrom(bytes);
       List<String> names = new ArrayList<>();
       for (var any : response.getResourcesList()) {
-        names.add(any.is(Cluster.class) ? any.unpack(Cluster.class).getName()
-            : any.unpack(ClusterLoadAssignment.class).getClusterName());
+        names.add(
+            any.is(Cluster.class)
+                ? any.unpack(Cluster.class).getName()
+                : any.unpack(ClusterLoadAssignment.class).getClusterName());
       }
-      sent.add(new Sent(simpleName(response.getTypeUrl()), response.getNonce(), response.getVersionInfo(), names));
+      sent.add(
+          new Sent(
+              simpleName(response.getTypeUrl()),
+              response.getNonce(),
+              response.getVersionInfo(),
+              names));
     }
     return sent;
   }
 
-  private static List<Sent> deltaWritten(InProcessCall<DeltaDiscoveryRequest> call) throws InvalidProtocolBufferException {
+  private static List<Sent> deltaWritten(InProcessCall<DeltaDiscoveryRequest> call)
+      throws InvalidProtocolBufferException {
     List<Sent> sent = new ArrayList<>();
     for (byte[] bytes : call.takeWritten()) {
       DeltaDiscoveryResponse response = DeltaDiscoveryResponse.parseFrom(bytes);
@@ -67,18 +76,28 @@ class AssignmentsAfterClusterChangeTest {
   }
 
   private static DiscoveryRequest sotw(TypeUrl type, String nonce, String... names) {
-    return DiscoveryRequest.newBuilder().setNode(NODE).setTypeUrl(type.url()).setResponseNonce(nonce)
-        .addAllResourceNames(List.of(names)).build();
+    return DiscoveryRequest.newBuilder()
+        .setNode(NODE)
+        .setTypeUrl(type.url())
+        .setResponseNonce(nonce)
+        .addAllResourceNames(List.of(names))
+        .build();
   }
 
   /** The SotW ACK of {@code response}: its nonce and version, the names asked for. */
   private static DiscoveryRequest ack(TypeUrl type, Sent response, String... names) {
-    return sotw(type, response.nonce(), names).toBuilder().setVersionInfo(response.version()).build();
+    return sotw(type, response.nonce(), names).toBuilder()
+        .setVersionInfo(response.version())
+        .build();
   }
 
   private static DeltaDiscoveryRequest delta(TypeUrl type, String nonce, String... subscribe) {
-    return DeltaDiscoveryRequest.newBuilder().setNode(NODE).setTypeUrl(type.url()).setResponseNonce(nonce)
-        .addAllResourceNamesSubscribe(List.of(subscribe)).build();
+    return DeltaDiscoveryRequest.newBuilder()
+        .setNode(NODE)
+        .setTypeUrl(type.url())
+        .setResponseNonce(nonce)
+        .addAllResourceNamesSubscribe(List.of(subscribe))
+        .build();
   }
 
   @Test
@@ -100,8 +119,11 @@ class AssignmentsAfterClusterChangeTest {
     List<Sent> sent = sotwWritten(call);
     assertThat(sent).extracting(Sent::type).containsExactly("Cluster", "ClusterLoadAssignment");
     assertThat(sent.get(0).names()).containsExactlyInAnyOrder("c", "d");
-    assertThat(sent.get(1).names()).as("the changed cluster's assignment, unchanged; not d's").containsExactly("c");
-    // Envoy's warming request repeats its last EDS request (its nonce stale now), and its ACKs follow:
+    assertThat(sent.get(1).names())
+        .as("the changed cluster's assignment, unchanged; not d's")
+        .containsExactly("c");
+    // Envoy's warming request repeats its last EDS request (its nonce stale now), and its ACKs
+    // follow:
     // none is answered again.
     call.receive(ack(TypeUrl.ENDPOINT, endpoints, "c", "d").toByteArray());
     call.receive(ack(TypeUrl.ENDPOINT, sent.get(1), "c", "d").toByteArray());
@@ -156,10 +178,13 @@ class AssignmentsAfterClusterChangeTest {
     call.receive(delta(TypeUrl.LISTENER, "").toByteArray());
 
     // Rule 17: an Envoy starting against an empty Listener set waits for this answer.
-    assertThat(deltaWritten(call)).singleElement().satisfies(sent -> {
-      assertThat(sent.type()).isEqualTo("Listener");
-      assertThat(sent.names()).isEmpty();
-    });
+    assertThat(deltaWritten(call))
+        .singleElement()
+        .satisfies(
+            sent -> {
+              assertThat(sent.type()).isEqualTo("Listener");
+              assertThat(sent.names()).isEmpty();
+            });
   }
 
   @Test
@@ -169,17 +194,22 @@ class AssignmentsAfterClusterChangeTest {
 
     call.receive(sotw(TypeUrl.ENDPOINT, "", "present", "missing").toByteArray());
 
-    // Rule 21: the upstream answered for every assignment (a whole state here), so "missing" does not
+    // Rule 21: the upstream answered for every assignment (a whole state here), so "missing" does
+    // not
     // exist; an Envoy warming its cluster is told so with an empty one, as istiod tells it.
     Sent sent = sotwWritten(call).get(0);
     assertThat(sent.names()).containsExactlyInAnyOrder("present", "missing");
     call.receive(ack(TypeUrl.ENDPOINT, sent, "present", "missing").toByteArray());
     upstream.put(TypeUrl.ENDPOINT, "present", 2);
-    assertThat(sotwWritten(call)).singleElement().extracting(Sent::names).isEqualTo(List.of("present"));
+    assertThat(sotwWritten(call))
+        .singleElement()
+        .extracting(Sent::names)
+        .isEqualTo(List.of("present"));
   }
 
   @Test
-  void aReconnectingDeltaClientWhoseClusterChangedGetsItsAssignmentThoughItClaimsItUnchanged() throws Exception {
+  void aReconnectingDeltaClientWhoseClusterChangedGetsItsAssignmentThoughItClaimsItUnchanged()
+      throws Exception {
     upstream.put(TypeUrl.CLUSTER, "c", 2);
     upstream.put(TypeUrl.ENDPOINT, "c", 1);
     InProcessCall<DeltaDiscoveryRequest> call = proxy.delta();
@@ -187,15 +217,25 @@ class AssignmentsAfterClusterChangeTest {
 
     // As an Envoy reconnects: it holds c at an older version, and c's assignment as it is now. The
     // Cluster response comes before the proxy reads its request for the assignment.
-    call.receive(delta(TypeUrl.CLUSTER, "").toBuilder().putInitialResourceVersions("c", "older").build().toByteArray());
+    call.receive(
+        delta(TypeUrl.CLUSTER, "").toBuilder()
+            .putInitialResourceVersions("c", "older")
+            .build()
+            .toByteArray());
     assertThat(deltaWritten(call)).singleElement().extracting(Sent::names).isEqualTo(List.of("c"));
-    call.receive(delta(TypeUrl.ENDPOINT, "", "c").toBuilder().putInitialResourceVersions("c", heldAssignment).build()
-        .toByteArray());
+    call.receive(
+        delta(TypeUrl.ENDPOINT, "", "c").toBuilder()
+            .putInitialResourceVersions("c", heldAssignment)
+            .build()
+            .toByteArray());
 
     // It warms c until an assignment comes: the claim does not excuse it.
-    assertThat(deltaWritten(call)).singleElement().satisfies(sent -> {
-      assertThat(sent.type()).isEqualTo("ClusterLoadAssignment");
-      assertThat(sent.names()).containsExactly("c");
-    });
+    assertThat(deltaWritten(call))
+        .singleElement()
+        .satisfies(
+            sent -> {
+              assertThat(sent.type()).isEqualTo("ClusterLoadAssignment");
+              assertThat(sent.names()).containsExactly("c");
+            });
   }
 }

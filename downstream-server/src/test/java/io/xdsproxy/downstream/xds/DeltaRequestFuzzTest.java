@@ -50,7 +50,8 @@ import java.util.TreeMap;
  *   <li>after ACKs of the latest responses until the proxy is quiet, what each open client holds,
  *       having applied every response (resources by name and version, and removals), is what the
  *       upstream holds of its subscription;
- *   <li>a well-behaved stream of the same group, watching all along, is never closed and converges too.
+ *   <li>a well-behaved stream of the same group, watching all along, is never closed and converges
+ *       too.
  * </ul>
  */
 class DeltaRequestFuzzTest {
@@ -63,8 +64,19 @@ class DeltaRequestFuzzTest {
       seed(upstream);
       Run run = new Run(upstream, exchange);
       Client observer = run.open("observer", proxy, OBSERVER);
-      run.send(observer, request(TypeUrl.CLUSTER.url(), List.of(), List.of(), Map.of(), "", false, OBSERVER));
-      run.send(observer, request(TypeUrl.ENDPOINT.url(), List.of("e0", "e1", "e2"), List.of(), Map.of(), "", false, null));
+      run.send(
+          observer,
+          request(TypeUrl.CLUSTER.url(), List.of(), List.of(), Map.of(), "", false, OBSERVER));
+      run.send(
+          observer,
+          request(
+              TypeUrl.ENDPOINT.url(),
+              List.of("e0", "e1", "e2"),
+              List.of(),
+              Map.of(),
+              "",
+              false,
+              null));
       List<Client> clients = new ArrayList<>();
       int count = data.consumeInt(1, 3);
       for (int i = 0; i < count; i++) {
@@ -120,11 +132,13 @@ class DeltaRequestFuzzTest {
         }
       }
     } catch (AssertionError e) {
-      throw new AssertionError(e.getMessage() + "\nThe exchange, oldest first:\n  " + String.join("\n  ", exchange), e);
+      throw new AssertionError(
+          e.getMessage() + "\nThe exchange, oldest first:\n  " + String.join("\n  ", exchange), e);
     }
   }
 
-  private static DeltaDiscoveryRequest fuzzedRequest(FuzzedDataProvider data, Client client, MemoryUpstream upstream) {
+  private static DeltaDiscoveryRequest fuzzedRequest(
+      FuzzedDataProvider data, Client client, MemoryUpstream upstream) {
     String typeUrl = data.pickValue(TYPE_URLS);
     TypeUrl type = typeOf(typeUrl);
     List<String> subscribe = pickNames(data, data.consumeInt(0, 5));
@@ -134,22 +148,27 @@ class DeltaRequestFuzzTest {
     int claims = data.consumeInt(0, 3);
     for (int i = 0; i < claims; i++) {
       String name = data.pickValue(NAMES);
-      XdsResource stored = type == null || !STORED.contains(type) ? null : upstream.state(type).get(name);
-      initial.put(name, stored != null && data.consumeBoolean() ? stored.version() : data.consumeAsciiString(6));
+      XdsResource stored =
+          type == null || !STORED.contains(type) ? null : upstream.state(type).get(name);
+      initial.put(
+          name,
+          stored != null && data.consumeBoolean() ? stored.version() : data.consumeAsciiString(6));
     }
     TypeView view = client.types.get(type);
-    String nonce = switch (data.consumeInt(0, 3)) {
-      case 0 -> "";
-      case 1 -> view == null ? "" : view.lastNonce;
-      case 2 -> client.nonces.isEmpty() ? "1" : data.pickValue(client.nonces);
-      default -> data.consumeAsciiString(4);
-    };
+    String nonce =
+        switch (data.consumeInt(0, 3)) {
+          case 0 -> "";
+          case 1 -> view == null ? "" : view.lastNonce;
+          case 2 -> client.nonces.isEmpty() ? "1" : data.pickValue(client.nonces);
+          default -> data.consumeAsciiString(4);
+        };
     boolean nack = data.consumeInt(0, 3) == 0;
-    Node node = switch (data.consumeInt(0, 3)) {
-      case 0 -> null;
-      case 1, 2 -> client.home;
-      default -> data.pickValue(NODES);
-    };
+    Node node =
+        switch (data.consumeInt(0, 3)) {
+          case 0 -> null;
+          case 1, 2 -> client.home;
+          default -> data.pickValue(NODES);
+        };
     return request(typeUrl, subscribe, unsubscribe, initial, nonce, nack, node);
   }
 
@@ -161,11 +180,21 @@ class DeltaRequestFuzzTest {
     return names;
   }
 
-  static DeltaDiscoveryRequest request(String typeUrl, List<String> subscribe, List<String> unsubscribe,
-      Map<String, String> initial, String nonce, boolean nack, Node node) {
-    DeltaDiscoveryRequest.Builder request = DeltaDiscoveryRequest.newBuilder().setTypeUrl(typeUrl)
-        .addAllResourceNamesSubscribe(subscribe).addAllResourceNamesUnsubscribe(unsubscribe)
-        .putAllInitialResourceVersions(initial).setResponseNonce(nonce);
+  static DeltaDiscoveryRequest request(
+      String typeUrl,
+      List<String> subscribe,
+      List<String> unsubscribe,
+      Map<String, String> initial,
+      String nonce,
+      boolean nack,
+      Node node) {
+    DeltaDiscoveryRequest.Builder request =
+        DeltaDiscoveryRequest.newBuilder()
+            .setTypeUrl(typeUrl)
+            .addAllResourceNamesSubscribe(subscribe)
+            .addAllResourceNamesUnsubscribe(unsubscribe)
+            .putAllInitialResourceVersions(initial)
+            .setResponseNonce(nonce);
     if (nack) {
       request.setErrorDetail(Status.newBuilder().setCode(3).setMessage("rejected by the fuzzer"));
     }
@@ -175,20 +204,33 @@ class DeltaRequestFuzzTest {
     return request.build();
   }
 
-  /** A resource as the client holds it: its version, and its body unless it only claimed the version. */
+  /**
+   * A resource as the client holds it: its version, and its body unless it only claimed the
+   * version.
+   */
   record Held(String version, Any body) {}
 
-  /** One type of one client: its subscription, what it holds, the model the proxy is checked against. */
+  /**
+   * One type of one client: its subscription, what it holds, the model the proxy is checked
+   * against.
+   */
   static final class TypeView {
     /** Whether the proxy took a request of this type: the first one alone may claim versions. */
     boolean requested;
+
     boolean wildcard;
+
     /** Whether a request ever subscribed to a name: the legacy wildcard is then gone for good. */
     boolean explicit;
+
     final Set<String> names = new HashSet<>();
     String lastNonce = "";
     final Map<String, Held> held = new HashMap<>();
-    /** The client claimed versions of names it does not subscribe to, which the spec leaves open: not checked. */
+
+    /**
+     * The client claimed versions of names it does not subscribe to, which the spec leaves open:
+     * not checked.
+     */
     boolean unmodelled;
 
     boolean covers(String name) {
@@ -242,8 +284,9 @@ class DeltaRequestFuzzTest {
     }
 
     /**
-     * Bytes that may be no request: what protobuf reads of them is the request; bytes it cannot read
-     * are marked as no request ({@link InvalidRequest}) and end the stream with INVALID_ARGUMENT.
+     * Bytes that may be no request: what protobuf reads of them is the request; bytes it cannot
+     * read are marked as no request ({@link InvalidRequest}) and end the stream with
+     * INVALID_ARGUMENT.
      */
     void sendBytes(Client client, byte[] bytes) {
       exchange.add(client.label + " sends bytes " + java.util.HexFormat.of().formatHex(bytes));
@@ -256,7 +299,8 @@ class DeltaRequestFuzzTest {
       if (parsed.isPresent() && InvalidRequest.reason(parsed.get()).isEmpty()) {
         expect(client, parsed.get());
       } else if (client.open()) {
-        client.expectedClose = Code.INVALID_ARGUMENT; // not a request (or one that carries the mark itself)
+        client.expectedClose =
+            Code.INVALID_ARGUMENT; // not a request (or one that carries the mark itself)
       }
       client.call.receive(bytes);
       drainAll();
@@ -266,12 +310,24 @@ class DeltaRequestFuzzTest {
     void ackAll(Client client) {
       for (Map.Entry<TypeUrl, TypeView> entry : new TreeMap<>(client.types).entrySet()) {
         if (client.open() && !entry.getValue().lastNonce.isEmpty()) {
-          send(client, request(entry.getKey().url(), List.of(), List.of(), Map.of(), entry.getValue().lastNonce, false, null));
+          send(
+              client,
+              request(
+                  entry.getKey().url(),
+                  List.of(),
+                  List.of(),
+                  Map.of(),
+                  entry.getValue().lastNonce,
+                  false,
+                  null));
         }
       }
     }
 
-    /** The model's part of a request: whether it closes the stream, and what it changes of the subscription. */
+    /**
+     * The model's part of a request: whether it closes the stream, and what it changes of the
+     * subscription.
+     */
     private void expect(Client client, DeltaDiscoveryRequest request) {
       if (client.node == null) {
         if (!request.hasNode()) {
@@ -321,7 +377,8 @@ class DeltaRequestFuzzTest {
       boolean wildcardBefore = view.wildcard;
       // "How the client specifies what resources to return": the first request of a type that names
       // nothing is the legacy wildcard; "*" subscribes to the wildcard and unsubscribes from it.
-      boolean wildcard = view.wildcard || first && subscribe.isEmpty() && unsubscribe.isEmpty() && !view.explicit;
+      boolean wildcard =
+          view.wildcard || first && subscribe.isEmpty() && unsubscribe.isEmpty() && !view.explicit;
       for (String name : subscribe) {
         if (Subscription.WILDCARD.equals(name)) {
           wildcard = true;
@@ -348,7 +405,8 @@ class DeltaRequestFuzzTest {
         initial.forEach((name, version) -> view.held.put(name, new Held(version, null)));
         view.unmodelled |= initial.keySet().stream().anyMatch(name -> !view.covers(name));
       }
-      // A client drops what it unsubscribes from, and all the wildcard brought it when it leaves the wildcard.
+      // A client drops what it unsubscribes from, and all the wildcard brought it when it leaves
+      // the wildcard.
       for (String name : unsubscribe) {
         if (namedBefore.contains(name)) {
           view.held.remove(name);
@@ -367,7 +425,10 @@ class DeltaRequestFuzzTest {
       return open;
     }
 
-    /** Reads every response written so far, checks it, and applies it to its client; checks how each stream stands. */
+    /**
+     * Reads every response written so far, checks it, and applies it to its client; checks how each
+     * stream stands.
+     */
     void drainAll() {
       for (Client client : clients) {
         for (byte[] bytes : client.call.takeWritten()) {
@@ -375,12 +436,17 @@ class DeltaRequestFuzzTest {
         }
         io.grpc.Status closed = client.call.closedWith();
         if (client.expectedClose == null) {
-          assertThat(closed).as(client.label + " is closed after a request the rules allow").isNull();
+          assertThat(closed)
+              .as(client.label + " is closed after a request the rules allow")
+              .isNull();
         } else {
           assertThat(closed).as(client.label + " is closed").isNotNull();
-          assertThat(closed.getCode()).as(client.label + " is closed with " + closed).isEqualTo(client.expectedClose);
+          assertThat(closed.getCode())
+              .as(client.label + " is closed with " + closed)
+              .isEqualTo(client.expectedClose);
           assertThat(closed.getCode() != Code.INTERNAL || client.call.closedAsUnreadable())
-              .as("INTERNAL only from gRPC, for bytes that are not a request: " + closed).isTrue();
+              .as("INTERNAL only from gRPC, for bytes that are not a request: " + closed)
+              .isTrue();
         }
       }
     }
@@ -390,21 +456,32 @@ class DeltaRequestFuzzTest {
       try {
         response = DeltaDiscoveryResponse.parseFrom(bytes);
       } catch (InvalidProtocolBufferException e) {
-        throw new AssertionError(client.label + " was written a response that is not a DeltaDiscoveryResponse", e);
+        throw new AssertionError(
+            client.label + " was written a response that is not a DeltaDiscoveryResponse", e);
       }
       exchange.add(client.label + " receives " + summary(response));
       TypeUrl type = typeOf(response.getTypeUrl());
       TypeView view = client.types.get(type);
-      assertThat(view != null && view.requested).as("a response of a type the stream asked for").isTrue();
+      assertThat(view != null && view.requested)
+          .as("a response of a type the stream asked for")
+          .isTrue();
       assertThat(response.getNonce()).as("a response has a nonce").isNotEmpty();
-      assertThat(client.nonces).as("a response's nonce is new on the stream").doesNotContain(response.getNonce());
+      assertThat(client.nonces)
+          .as("a response's nonce is new on the stream")
+          .doesNotContain(response.getNonce());
       Set<String> names = new HashSet<>();
       for (Resource resource : response.getResourcesList()) {
         assertThat(resource.getName()).as("a resource has a name").isNotEmpty();
         assertThat(resource.getVersion()).as("a resource has a version").isNotEmpty();
-        assertThat(resource.getResource().getTypeUrl()).as("a resource of the response's type").isEqualTo(type.url());
-        assertThat(view.covers(resource.getName())).as("a resource the stream subscribes to: " + resource.getName()).isTrue();
-        assertThat(names.add(resource.getName())).as("a resource once in a response: " + resource.getName()).isTrue();
+        assertThat(resource.getResource().getTypeUrl())
+            .as("a resource of the response's type")
+            .isEqualTo(type.url());
+        assertThat(view.covers(resource.getName()))
+            .as("a resource the stream subscribes to: " + resource.getName())
+            .isTrue();
+        assertThat(names.add(resource.getName()))
+            .as("a resource once in a response: " + resource.getName())
+            .isTrue();
         view.held.put(resource.getName(), new Held(resource.getVersion(), resource.getResource()));
       }
       for (String removed : response.getRemovedResourcesList()) {
@@ -415,7 +492,10 @@ class DeltaRequestFuzzTest {
       client.nonces.add(response.getNonce());
     }
 
-    /** ACKs until the proxy has nothing more to say, then checks the client holds the upstream's state. */
+    /**
+     * ACKs until the proxy has nothing more to say, then checks the client holds the upstream's
+     * state.
+     */
     void converge(Client client) {
       exchange.add(client.label + ": transport ready; ACKs until quiet");
       client.call.ready(true);
@@ -427,39 +507,60 @@ class DeltaRequestFuzzTest {
           break;
         }
       }
-      assertThat(client.call.closedWith()).as(client.label + " is open after well-formed ACKs").isNull();
+      assertThat(client.call.closedWith())
+          .as(client.label + " is open after well-formed ACKs")
+          .isNull();
       for (TypeUrl type : STORED) {
         TypeView view = client.types.get(type);
         if (view == null || !view.requested || view.unmodelled) {
           continue;
         }
         Map<String, String> expected = new TreeMap<>();
-        upstream.state(type).forEach((name, resource) -> {
-          if (view.covers(name)) {
-            expected.put(name, resource.version());
-          }
-        });
+        upstream
+            .state(type)
+            .forEach(
+                (name, resource) -> {
+                  if (view.covers(name)) {
+                    expected.put(name, resource.version());
+                  }
+                });
         Map<String, String> held = new TreeMap<>();
-        view.held.forEach((name, resource) -> {
-          if (view.covers(name)) {
-            held.put(name, resource.version());
-          }
-        });
-        assertThat(held).as(client.label + " holds each " + type.shortName() + " it subscribes to, at the upstream's version")
+        view.held.forEach(
+            (name, resource) -> {
+              if (view.covers(name)) {
+                held.put(name, resource.version());
+              }
+            });
+        assertThat(held)
+            .as(
+                client.label
+                    + " holds each "
+                    + type.shortName()
+                    + " it subscribes to, at the upstream's version")
             .isEqualTo(expected);
-        view.held.forEach((name, resource) -> {
-          if (resource.body() != null && expected.containsKey(name)) {
-            assertThat(resource.body()).as(client.label + " holds the upstream's " + type.shortName() + " " + name)
-                .isEqualTo(upstream.state(type).get(name).body());
-          }
-        });
+        view.held.forEach(
+            (name, resource) -> {
+              if (resource.body() != null && expected.containsKey(name)) {
+                assertThat(resource.body())
+                    .as(client.label + " holds the upstream's " + type.shortName() + " " + name)
+                    .isEqualTo(upstream.state(type).get(name).body());
+              }
+            });
       }
     }
 
     private static String summary(DeltaDiscoveryResponse response) {
       List<String> names = new ArrayList<>();
-      response.getResourcesList().forEach(resource -> names.add(resource.getName() + "@" + resource.getVersion()));
-      return "type " + response.getTypeUrl() + " nonce " + response.getNonce() + " " + names + " removed "
+      response
+          .getResourcesList()
+          .forEach(resource -> names.add(resource.getName() + "@" + resource.getVersion()));
+      return "type "
+          + response.getTypeUrl()
+          + " nonce "
+          + response.getNonce()
+          + " "
+          + names
+          + " removed "
           + response.getRemovedResourcesList();
     }
   }

@@ -19,7 +19,9 @@ import org.junit.jupiter.api.Test;
 class DeltaTypeStateTest {
 
   private static final XdsResource BACKEND =
-      XdsResource.of("backend", Any.pack(ClusterLoadAssignment.newBuilder().setClusterName("backend").build()));
+      XdsResource.of(
+          "backend",
+          Any.pack(ClusterLoadAssignment.newBuilder().setClusterName("backend").build()));
   private static final TypeSnapshot STORE = Snapshots.complete(TypeUrl.ENDPOINT, List.of(BACKEND));
 
   @Test
@@ -29,16 +31,20 @@ class DeltaTypeStateTest {
     // A reconnecting client claims the version it has: nothing is owed but the answer to its first
     // request, empty (rule 17), which the transport has not taken yet, so the claim stands.
     state.subscribe(List.of("backend"), List.of(), Map.of("backend", BACKEND.version()));
-    assertThat(state.nextResponse(false)).hasValueSatisfying(answer -> {
-      assertThat(answer.resources()).isEmpty();
-      assertThat(answer.removed()).isEmpty();
-    });
+    assertThat(state.nextResponse(false))
+        .hasValueSatisfying(
+            answer -> {
+              assertThat(answer.resources()).isEmpty();
+              assertThat(answer.removed()).isEmpty();
+            });
     // It drops the resource (its cluster went away), then wants it again (the cluster came back).
     state.subscribe(List.of(), List.of("backend"), Map.of());
     state.subscribe(List.of("backend"), List.of(), Map.of());
 
     Optional<DeltaTypeState.Outgoing> response = state.nextResponse(false);
-    assertThat(response).as("found by DeltaRequestFuzzTest: the stale claim kept it from being sent").isPresent();
+    assertThat(response)
+        .as("found by DeltaRequestFuzzTest: the stale claim kept it from being sent")
+        .isPresent();
     assertThat(response.get().resources()).extracting(Resource::getName).containsExactly("backend");
   }
 
@@ -50,20 +56,26 @@ class DeltaTypeStateTest {
     state.subscribe(List.of("a"), List.of(), Map.of()); // and "a" by name
     send(state);
 
-    // "Unsubscribing from Resources": dropping "a" by name under the wildcard makes the client unsure
+    // "Unsubscribing from Resources": dropping "a" by name under the wildcard makes the client
+    // unsure
     // whether to keep it, so it is owed "a". The client is slow: before the response goes out it
     // unsubscribes "a" again, which it no longer names (a phantom unsubscription, to be ignored).
     state.subscribe(List.of(), List.of("a"), Map.of());
     state.subscribe(List.of(), List.of("a"), Map.of());
 
     Optional<DeltaTypeState.Outgoing> response = state.nextResponse(false);
-    assertThat(response).as("found by DeltaRequestFuzzTest: the phantom unsubscription cancelled what was owed").isPresent();
+    assertThat(response)
+        .as("found by DeltaRequestFuzzTest: the phantom unsubscription cancelled what was owed")
+        .isPresent();
     assertThat(response.get().resources()).extracting(Resource::getName).containsExactly("a");
   }
 
-  private static final TypeSnapshot CLUSTERS = Snapshots.complete(TypeUrl.CLUSTER, List.of(
-      XdsResource.of("a", Any.pack(Cluster.newBuilder().setName("a").build())),
-      XdsResource.of("b", Any.pack(Cluster.newBuilder().setName("b").build()))));
+  private static final TypeSnapshot CLUSTERS =
+      Snapshots.complete(
+          TypeUrl.CLUSTER,
+          List.of(
+              XdsResource.of("a", Any.pack(Cluster.newBuilder().setName("a").build())),
+              XdsResource.of("b", Any.pack(Cluster.newBuilder().setName("b").build()))));
 
   private static void send(DeltaTypeState state) {
     state.sent(state.nextResponse(false).orElseThrow(), "n");

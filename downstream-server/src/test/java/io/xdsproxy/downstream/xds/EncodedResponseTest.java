@@ -32,11 +32,14 @@ import org.junit.jupiter.api.Test;
 class EncodedResponseTest {
 
   private static XdsResource cluster(int i) {
-    return XdsResource.of("c" + i, Any.pack(Cluster.newBuilder().setName("c" + i).setType(Cluster.DiscoveryType.EDS).build()));
+    return XdsResource.of(
+        "c" + i,
+        Any.pack(Cluster.newBuilder().setName("c" + i).setType(Cluster.DiscoveryType.EDS).build()));
   }
 
   private final TypeSnapshot clusters =
-      Snapshots.complete(TypeUrl.CLUSTER, IntStream.range(0, 50).mapToObj(EncodedResponseTest::cluster).toList());
+      Snapshots.complete(
+          TypeUrl.CLUSTER, IntStream.range(0, 50).mapToObj(EncodedResponseTest::cluster).toList());
 
   private static SotwTypeState wildcardStream(TypeSnapshot snapshot, boolean knowsTtl) {
     SotwTypeState state = new SotwTypeState(TypeUrl.CLUSTER, snapshot, knowsTtl);
@@ -47,21 +50,34 @@ class EncodedResponseTest {
 
   @Test
   void whatIsWrittenIsTheDiscoveryResponseItStandsFor() throws Exception {
-    Any leased = Any.pack(Resource.newBuilder().setName("leased").setTtl(Durations.fromSeconds(5))
-        .setResource(Any.pack(Cluster.newBuilder().setName("leased").build())).build());
+    Any leased =
+        Any.pack(
+            Resource.newBuilder()
+                .setName("leased")
+                .setTtl(Durations.fromSeconds(5))
+                .setResource(Any.pack(Cluster.newBuilder().setName("leased").build()))
+                .build());
     List<Any> resources = List.of(cluster(1).body(), leased);
-    EncodedResponse response = new EncodedResponse("v1", TypeUrl.CLUSTER.url(), "7", EncodedResponse.sotwBody(resources));
+    EncodedResponse response =
+        new EncodedResponse("v1", TypeUrl.CLUSTER.url(), "7", EncodedResponse.sotwBody(resources));
 
-    DiscoveryResponse expected = DiscoveryResponse.newBuilder().setVersionInfo("v1").setTypeUrl(TypeUrl.CLUSTER.url())
-        .setNonce("7").addAllResources(resources).build();
+    DiscoveryResponse expected =
+        DiscoveryResponse.newBuilder()
+            .setVersionInfo("v1")
+            .setTypeUrl(TypeUrl.CLUSTER.url())
+            .setNonce("7")
+            .addAllResources(resources)
+            .build();
     try (InputStream written = EncodedResponse.SOTW.stream(response)) {
       assertThat(written.available()).isEqualTo(expected.getSerializedSize());
       assertThat(DiscoveryResponse.parseFrom(written)).isEqualTo(expected);
     }
     assertThat(response.size()).isEqualTo(expected.getSerializedSize());
-    EncodedResponse empty = new EncodedResponse("", TypeUrl.CLUSTER.url(), "1", EncodedResponse.sotwBody(List.of()));
-    assertThat(empty.toSotw()).isEqualTo(DiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url())
-        .setNonce("1").build());
+    EncodedResponse empty =
+        new EncodedResponse("", TypeUrl.CLUSTER.url(), "1", EncodedResponse.sotwBody(List.of()));
+    assertThat(empty.toSotw())
+        .isEqualTo(
+            DiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).setNonce("1").build());
   }
 
   @Test
@@ -77,8 +93,10 @@ class EncodedResponseTest {
     assertThat(one.version()).isEqualTo(clusters.version());
     assertThat(first.encoded(one)).as("encoded once, shared").isSameAs(second.encoded(other));
     assertThat(knowsTtl.encoded(knowsTtl.nextResponse(false).orElseThrow()))
-        .as("a client that takes TTLs may be sent other bytes").isNotSameAs(first.encoded(one));
-    EncodedResponse written = new EncodedResponse(one.version(), TypeUrl.CLUSTER.url(), "1", first.encoded(one));
+        .as("a client that takes TTLs may be sent other bytes")
+        .isNotSameAs(first.encoded(one));
+    EncodedResponse written =
+        new EncodedResponse(one.version(), TypeUrl.CLUSTER.url(), "1", first.encoded(one));
     assertThat(written.toSotw().getResourcesList()).containsExactlyElementsOf(first.encode(one));
   }
 
@@ -91,22 +109,41 @@ class EncodedResponseTest {
     Optional<SotwTypeState.Outgoing> outgoing = named.nextResponse(false);
 
     assertThat(outgoing).hasValueSatisfying(o -> assertThat(o.whole()).isFalse());
-    EncodedResponse written = new EncodedResponse(outgoing.get().version(), TypeUrl.CLUSTER.url(), "1",
-        named.encoded(outgoing.get()));
-    assertThat(written.toSotw().getResourcesList()).containsExactlyInAnyOrder(cluster(1).body(), cluster(2).body());
+    EncodedResponse written =
+        new EncodedResponse(
+            outgoing.get().version(), TypeUrl.CLUSTER.url(), "1", named.encoded(outgoing.get()));
+    assertThat(written.toSotw().getResourcesList())
+        .containsExactlyInAnyOrder(cluster(1).body(), cluster(2).body());
   }
 
   private static XdsResource endpoints(String cluster, int port) {
-    return XdsResource.of(cluster, Any.pack(ClusterLoadAssignment.newBuilder().setClusterName(cluster)
-        .addEndpoints(LocalityLbEndpoints.newBuilder().addLbEndpoints(LbEndpoint.newBuilder().setEndpoint(
-            Endpoint.newBuilder().setAddress(Address.newBuilder().setSocketAddress(
-                SocketAddress.newBuilder().setAddress("10.0.0.1").setPortValue(port)))))).build()));
+    return XdsResource.of(
+        cluster,
+        Any.pack(
+            ClusterLoadAssignment.newBuilder()
+                .setClusterName(cluster)
+                .addEndpoints(
+                    LocalityLbEndpoints.newBuilder()
+                        .addLbEndpoints(
+                            LbEndpoint.newBuilder()
+                                .setEndpoint(
+                                    Endpoint.newBuilder()
+                                        .setAddress(
+                                            Address.newBuilder()
+                                                .setSocketAddress(
+                                                    SocketAddress.newBuilder()
+                                                        .setAddress("10.0.0.1")
+                                                        .setPortValue(port))))))
+                .build()));
   }
 
   private final TypeSnapshot before =
-      Snapshots.complete(TypeUrl.ENDPOINT, List.of(endpoints("a", 1), endpoints("b", 1), endpoints("c", 1)));
-  private final TypeSnapshot after = Snapshots.next(before,
-      ResourceUpdate.partial(TypeUrl.ENDPOINT, List.of(endpoints("a", 2)), Set.of(), false));
+      Snapshots.complete(
+          TypeUrl.ENDPOINT, List.of(endpoints("a", 1), endpoints("b", 1), endpoints("c", 1)));
+  private final TypeSnapshot after =
+      Snapshots.next(
+          before,
+          ResourceUpdate.partial(TypeUrl.ENDPOINT, List.of(endpoints("a", 2)), Set.of(), false));
 
   /** A SotW stream that subscribed to {@code names} and was sent {@link #before}. */
   private SotwTypeState sotwInSync(List<String> names, boolean knowsTtl) {
@@ -139,7 +176,8 @@ class EncodedResponseTest {
     SotwTypeState.Outgoing own = otherNames.nextResponse(false).orElseThrow();
     assertThat(own).as("another subscription, another position").isNotSameAs(one);
     assertThat(own.included()).containsExactly(after.get("a"));
-    EncodedResponse written = new EncodedResponse(one.version(), TypeUrl.ENDPOINT.url(), "2", first.encoded(one));
+    EncodedResponse written =
+        new EncodedResponse(one.version(), TypeUrl.ENDPOINT.url(), "2", first.encoded(one));
     assertThat(written.toSotw().getResourcesList()).containsExactly(after.get("a").body());
   }
 
@@ -155,7 +193,8 @@ class EncodedResponseTest {
     SotwTypeState.Outgoing own = widened.nextResponse(false).orElseThrow();
 
     assertThat(own).isNotSameAs(shared);
-    assertThat(own.included()).as("b is newly subscribed: sent although unchanged")
+    assertThat(own.included())
+        .as("b is newly subscribed: sent although unchanged")
         .containsExactlyInAnyOrder(after.get("a"), after.get("b"));
     assertThat(shared.included()).containsExactly(after.get("a"));
   }
@@ -164,7 +203,8 @@ class EncodedResponseTest {
   void deltaStreamsThatHeldTheSameStateShareOneResponseToAChangeAndItsEncoding() {
     DeltaTypeState first = deltaInSync(List.of("a", "b"));
     DeltaTypeState second = deltaInSync(List.of("a", "b"));
-    DeltaTypeState reconnected = new DeltaTypeState(TypeUrl.ENDPOINT, before, false, Clock.systemUTC());
+    DeltaTypeState reconnected =
+        new DeltaTypeState(TypeUrl.ENDPOINT, before, false, Clock.systemUTC());
     reconnected.subscribe(List.of("a", "b"), List.of(), Map.of("a", before.get("a").version()));
     List.of(first, second, reconnected).forEach(state -> state.update(after));
 
@@ -172,9 +212,11 @@ class EncodedResponseTest {
 
     assertThat(second.nextResponse(false)).as("built once").containsSame(one);
     assertThat(second.encoded(one)).as("encoded once").isSameAs(first.encoded(one));
-    assertThat(reconnected.nextResponse(false)).as("what it claimed on reconnecting is its own")
+    assertThat(reconnected.nextResponse(false))
+        .as("what it claimed on reconnecting is its own")
         .hasValueSatisfying(own -> assertThat(own).isNotSameAs(one));
-    EncodedResponse written = new EncodedResponse(after.version(), TypeUrl.ENDPOINT.url(), "2", first.encoded(one));
+    EncodedResponse written =
+        new EncodedResponse(after.version(), TypeUrl.ENDPOINT.url(), "2", first.encoded(one));
     DeltaDiscoveryResponse message = written.toDelta();
     assertThat(message.getResourcesList()).containsExactly(after.get("a").toResource(false));
     assertThat(message.getSystemVersionInfo()).isEqualTo(after.version());
@@ -182,19 +224,31 @@ class EncodedResponseTest {
 
   @Test
   void whatIsWrittenIsTheDeltaDiscoveryResponseItStandsFor() throws Exception {
-    List<Resource> resources = List.of(endpoints("a", 1).toResource(), endpoints("b", 1).toResource());
-    EncodedResponse response = new EncodedResponse("v1", TypeUrl.ENDPOINT.url(), "7",
-        EncodedResponse.deltaBody(resources, List.of("gone", "also-gone")));
+    List<Resource> resources =
+        List.of(endpoints("a", 1).toResource(), endpoints("b", 1).toResource());
+    EncodedResponse response =
+        new EncodedResponse(
+            "v1",
+            TypeUrl.ENDPOINT.url(),
+            "7",
+            EncodedResponse.deltaBody(resources, List.of("gone", "also-gone")));
 
-    DeltaDiscoveryResponse expected = DeltaDiscoveryResponse.newBuilder().setSystemVersionInfo("v1")
-        .setTypeUrl(TypeUrl.ENDPOINT.url()).setNonce("7").addAllResources(resources)
-        .addRemovedResources("gone").addRemovedResources("also-gone").build();
+    DeltaDiscoveryResponse expected =
+        DeltaDiscoveryResponse.newBuilder()
+            .setSystemVersionInfo("v1")
+            .setTypeUrl(TypeUrl.ENDPOINT.url())
+            .setNonce("7")
+            .addAllResources(resources)
+            .addRemovedResources("gone")
+            .addRemovedResources("also-gone")
+            .build();
     try (InputStream written = EncodedResponse.DELTA.stream(response)) {
       assertThat(written.available()).isEqualTo(expected.getSerializedSize());
       assertThat(DeltaDiscoveryResponse.parseFrom(written)).isEqualTo(expected);
     }
     assertThat(response.size()).isEqualTo(expected.getSerializedSize());
-    assertThat(EncodedResponse.DELTA.parse(expected.toByteString().newInput())).usingRecursiveComparison()
+    assertThat(EncodedResponse.DELTA.parse(expected.toByteString().newInput()))
+        .usingRecursiveComparison()
         .isEqualTo(response);
   }
 }

@@ -35,8 +35,12 @@ final class InProcessCall<Q> extends ServerCall<Q, Object> {
   private boolean ready = true;
   private boolean cancelled;
   private Status closedWith;
-  /** Whether the call was ended by gRPC for bytes that are not a request, rather than by the proxy. */
+
+  /**
+   * Whether the call was ended by gRPC for bytes that are not a request, rather than by the proxy.
+   */
   private boolean unreadable;
+
   private final List<byte[]> written = new ArrayList<>();
 
   private InProcessCall(MethodDescriptor<Q, Object> method, SocketAddress peer) {
@@ -45,7 +49,8 @@ final class InProcessCall<Q> extends ServerCall<Q, Object> {
   }
 
   /** A call of {@code definition}'s method from {@code peer}, started as a server starts one. */
-  static <Q> InProcessCall<Q> start(ServerMethodDefinition<Q, Object> definition, SocketAddress peer) {
+  static <Q> InProcessCall<Q> start(
+      ServerMethodDefinition<Q, Object> definition, SocketAddress peer) {
     InProcessCall<Q> call = new InProcessCall<>(definition.getMethodDescriptor(), peer);
     call.listener = definition.getServerCallHandler().startCall(call, new Metadata());
     call.listener.onReady();
@@ -61,7 +66,9 @@ final class InProcessCall<Q> extends ServerCall<Q, Object> {
       throw new IllegalStateException("the call is closed: " + closedWith);
     }
     if (requested == 0) {
-      throw new AssertionError(method.getFullMethodName() + ": the proxy has not asked for the next request: the stream stalls");
+      throw new AssertionError(
+          method.getFullMethodName()
+              + ": the proxy has not asked for the next request: the stream stalls");
     }
     requested--;
     Q message;
@@ -130,7 +137,8 @@ final class InProcessCall<Q> extends ServerCall<Q, Object> {
   @Override
   public void close(Status status, Metadata trailers) {
     if (closedWith != null) {
-      throw new IllegalStateException("the call was closed twice: " + closedWith + ", then " + status);
+      throw new IllegalStateException(
+          "the call was closed twice: " + closedWith + ", then " + status);
     }
     closedWith = status;
   }

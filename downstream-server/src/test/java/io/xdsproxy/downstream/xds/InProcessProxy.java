@@ -26,41 +26,67 @@ import java.util.concurrent.ScheduledExecutorService;
 final class InProcessProxy implements AutoCloseable {
 
   private static final Executor CALLING_THREAD = Runnable::run;
+
   /**
-   * Only idle groups are timed, minutes after a test is over: the timer is shut down with the proxy,
-   * so that nothing a fuzz input made outlives it.
+   * Only idle groups are timed, minutes after a test is over: the timer is shut down with the
+   * proxy, so that nothing a fuzz input made outlives it.
    */
-  private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(task -> {
-    Thread thread = new Thread(task, "in-process-proxy-timer");
-    thread.setDaemon(true);
-    return thread;
-  });
+  private final ScheduledExecutorService timer =
+      Executors.newSingleThreadScheduledExecutor(
+          task -> {
+            Thread thread = new Thread(task, "in-process-proxy-timer");
+            thread.setDaemon(true);
+            return thread;
+          });
+
   private final NodeGroups groups;
   private final ServerServiceDefinition ads;
   private int port = 40_000;
 
   InProcessProxy(MemoryUpstream upstream, Limits limits) {
     SimpleMeterRegistry meters = new SimpleMeterRegistry();
-    groups = new NodeGroups(NodeGroupRule.of(List.of("cluster")), NodeGroups.firstClientsNode(), upstream,
-        CALLING_THREAD, timer, Duration.ofMinutes(5), meters);
-    Serving serving = new Serving(groups, CALLING_THREAD, new StreamMetrics(meters), new Clients(), Clock.systemUTC(),
-        timer, limits);
-    ads = ServerInterceptors.intercept(AggregatedDiscoveryService.definition(serving), new PeerInterceptor());
+    groups =
+        new NodeGroups(
+            NodeGroupRule.of(List.of("cluster")),
+            NodeGroups.firstClientsNode(),
+            upstream,
+            CALLING_THREAD,
+            timer,
+            Duration.ofMinutes(5),
+            meters);
+    Serving serving =
+        new Serving(
+            groups,
+            CALLING_THREAD,
+            new StreamMetrics(meters),
+            new Clients(),
+            Clock.systemUTC(),
+            timer,
+            limits);
+    ads =
+        ServerInterceptors.intercept(
+            AggregatedDiscoveryService.definition(serving), new PeerInterceptor());
   }
 
   /** A new ADS State-of-the-World call, from a client of its own. */
   InProcessCall<DiscoveryRequest> sotw() {
-    return InProcessCall.start(method(AggregatedDiscoveryServiceGrpc.getStreamAggregatedResourcesMethod().getFullMethodName()),
+    return InProcessCall.start(
+        method(
+            AggregatedDiscoveryServiceGrpc.getStreamAggregatedResourcesMethod()
+                .getFullMethodName()),
         new InetSocketAddress("127.0.0.1", port++));
   }
 
   /** A new ADS incremental call, from a client of its own. */
   InProcessCall<DeltaDiscoveryRequest> delta() {
-    return InProcessCall.start(method(AggregatedDiscoveryServiceGrpc.getDeltaAggregatedResourcesMethod().getFullMethodName()),
+    return InProcessCall.start(
+        method(
+            AggregatedDiscoveryServiceGrpc.getDeltaAggregatedResourcesMethod().getFullMethodName()),
         new InetSocketAddress("127.0.0.1", port++));
   }
 
-  // The response type is the proxy's own pre-encoded form: a call only hands it to the method's marshaller.
+  // The response type is the proxy's own pre-encoded form: a call only hands it to the method's
+  // marshaller.
   @SuppressWarnings("unchecked")
   private <Q> ServerMethodDefinition<Q, Object> method(String fullName) {
     return (ServerMethodDefinition<Q, Object>) ads.getMethod(fullName);

@@ -2,11 +2,11 @@ package io.xdsproxy.downstream.xds;
 
 import com.google.protobuf.Any;
 import io.envoyproxy.envoy.config.cluster.v3.Cluster;
+import io.envoyproxy.envoy.config.core.v3.Node;
 import io.envoyproxy.envoy.config.endpoint.v3.ClusterLoadAssignment;
 import io.envoyproxy.envoy.config.endpoint.v3.LocalityLbEndpoints;
 import io.envoyproxy.envoy.config.listener.v3.Listener;
 import io.envoyproxy.envoy.config.route.v3.RouteConfiguration;
-import io.envoyproxy.envoy.config.core.v3.Node;
 import io.xdsproxy.core.Interest;
 import io.xdsproxy.core.NodeGroupKey;
 import io.xdsproxy.core.ResourceUpdate;
@@ -23,8 +23,8 @@ import java.util.TreeMap;
 /**
  * A control plane held in memory, answering on the caller's thread: a group that comes to want a
  * type, or wants more of it, is sent the type's whole state, as a SotW control plane answers a
- * request; a change reaches every group that wants its type at once, as a Delta control plane
- * sends it. Its state is what every downstream client should converge to.
+ * request; a change reaches every group that wants its type at once, as a Delta control plane sends
+ * it. Its state is what every downstream client should converge to.
  */
 final class MemoryUpstream implements UpstreamSource {
 
@@ -61,15 +61,27 @@ final class MemoryUpstream implements UpstreamSource {
   /** A body of {@code type} named {@code name}: field 1, as every xDS type keeps its name. */
   static Any body(TypeUrl type, String name, int revision) {
     if (type.equals(TypeUrl.CLUSTER)) {
-      return Any.pack(Cluster.newBuilder().setName(name).setType(Cluster.DiscoveryType.EDS).setAltStatName("revision " + revision)
-          .build());
+      return Any.pack(
+          Cluster.newBuilder()
+              .setName(name)
+              .setType(Cluster.DiscoveryType.EDS)
+              .setAltStatName("revision " + revision)
+              .build());
     } else if (type.equals(TypeUrl.LISTENER)) {
-      return Any.pack(Listener.newBuilder().setName(name).setStatPrefix("revision " + revision).build());
+      return Any.pack(
+          Listener.newBuilder().setName(name).setStatPrefix("revision " + revision).build());
     } else if (type.equals(TypeUrl.ENDPOINT)) {
-      return Any.pack(ClusterLoadAssignment.newBuilder().setClusterName(name)
-          .addEndpoints(LocalityLbEndpoints.newBuilder().setPriority(revision)).build());
+      return Any.pack(
+          ClusterLoadAssignment.newBuilder()
+              .setClusterName(name)
+              .addEndpoints(LocalityLbEndpoints.newBuilder().setPriority(revision))
+              .build());
     } else if (type.equals(TypeUrl.ROUTE)) {
-      return Any.pack(RouteConfiguration.newBuilder().setName(name).addInternalOnlyHeaders("revision-" + revision).build());
+      return Any.pack(
+          RouteConfiguration.newBuilder()
+              .setName(name)
+              .addInternalOnlyHeaders("revision-" + revision)
+              .build());
     }
     throw new IllegalArgumentException("no bodies of " + type);
   }
@@ -120,7 +132,9 @@ final class MemoryUpstream implements UpstreamSource {
     }
 
     private void sendAll(TypeUrl type) {
-      listener.onUpdate(ResourceUpdate.complete(type, List.copyOf(resources.getOrDefault(type, Map.of()).values())));
+      listener.onUpdate(
+          ResourceUpdate.complete(
+              type, List.copyOf(resources.getOrDefault(type, Map.of()).values())));
     }
 
     @Override

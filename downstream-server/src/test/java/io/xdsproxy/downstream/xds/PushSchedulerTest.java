@@ -21,15 +21,24 @@ import java.util.Set;
 import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
 
-/** When a stream writes what, alone: a transport that is ready or not, and the group's snapshots as the test sets them. */
+/**
+ * When a stream writes what, alone: a transport that is ready or not, and the group's snapshots as
+ * the test sets them.
+ */
 class PushSchedulerTest {
 
-  private static final TypeSnapshot CLUSTERS = Snapshots.complete(TypeUrl.CLUSTER, List.of(cluster("a")));
-  private static final TypeSnapshot ENDPOINTS = Snapshots.complete(TypeUrl.ENDPOINT, List.of(assignment("a", 1)));
-  private static final TypeSnapshot ENDPOINTS_CHANGED = Snapshots.next(ENDPOINTS,
-      ResourceUpdate.partial(TypeUrl.ENDPOINT, List.of(assignment("a", 2)), Set.of(), false));
-  private static final TypeSnapshot ENDPOINTS_CHANGED_AGAIN = Snapshots.next(ENDPOINTS_CHANGED,
-      ResourceUpdate.partial(TypeUrl.ENDPOINT, List.of(assignment("a", 3)), Set.of(), false));
+  private static final TypeSnapshot CLUSTERS =
+      Snapshots.complete(TypeUrl.CLUSTER, List.of(cluster("a")));
+  private static final TypeSnapshot ENDPOINTS =
+      Snapshots.complete(TypeUrl.ENDPOINT, List.of(assignment("a", 1)));
+  private static final TypeSnapshot ENDPOINTS_CHANGED =
+      Snapshots.next(
+          ENDPOINTS,
+          ResourceUpdate.partial(TypeUrl.ENDPOINT, List.of(assignment("a", 2)), Set.of(), false));
+  private static final TypeSnapshot ENDPOINTS_CHANGED_AGAIN =
+      Snapshots.next(
+          ENDPOINTS_CHANGED,
+          ResourceUpdate.partial(TypeUrl.ENDPOINT, List.of(assignment("a", 3)), Set.of(), false));
 
   /** A transport that records what is written, ready as the test says. */
   private static final class Recording implements PushScheduler.Transport {
@@ -49,13 +58,18 @@ class PushSchedulerTest {
 
     @Override
     public void fannedOut(TypeUrl type, long receivedAt) {
-      fannedOut.merge(type, receivedAt, (a, b) -> {
-        throw new AssertionError("fanned out twice: " + type);
-      });
+      fannedOut.merge(
+          type,
+          receivedAt,
+          (a, b) -> {
+            throw new AssertionError("fanned out twice: " + type);
+          });
     }
 
     List<String> types() {
-      return written.stream().map(response -> TypeUrl.parse(response.getTypeUrl()).shortName()).toList();
+      return written.stream()
+          .map(response -> TypeUrl.parse(response.getTypeUrl()).shortName())
+          .toList();
     }
   }
 
@@ -66,7 +80,8 @@ class PushSchedulerTest {
   /** The client asks for {@code type}'s resource "a", as SotwStream handles a first request. */
   private SotwTypeState ask(TypeUrl type, TypeSnapshot snapshot) {
     store.put(type, snapshot);
-    SotwTypeState state = ads.state(type, t -> new SotwTypeState(t, snapshot, false, Clock.systemUTC()));
+    SotwTypeState state =
+        ads.state(type, t -> new SotwTypeState(t, snapshot, false, Clock.systemUTC()));
     state.subscribe(List.of("a"));
     state.update(snapshot);
     ads.send(type);
@@ -101,7 +116,8 @@ class PushSchedulerTest {
     ads.flushBlocked();
 
     assertThat(transport.written).as("one response for the two changes, not a backlog").hasSize(2);
-    assertThat(transport.written.get(1).getVersionInfo()).isEqualTo(ENDPOINTS_CHANGED_AGAIN.version());
+    assertThat(transport.written.get(1).getVersionInfo())
+        .isEqualTo(ENDPOINTS_CHANGED_AGAIN.version());
     assertThat(transport.written.get(1).getNonce()).isEqualTo("2");
   }
 
@@ -110,15 +126,30 @@ class PushSchedulerTest {
     ask(TypeUrl.ENDPOINT, ENDPOINTS);
     ask(TypeUrl.CLUSTER, CLUSTERS);
     transport.written.clear();
-    TypeSnapshot clustersChanged = Snapshots.next(CLUSTERS,
-        ResourceUpdate.partial(TypeUrl.CLUSTER, List.of(XdsResource.of("a", Any.pack(Cluster.newBuilder().setName("a")
-            .setType(Cluster.DiscoveryType.EDS).setConnectTimeout(com.google.protobuf.Duration.newBuilder().setSeconds(2)).build()))), Set.of(), false));
+    TypeSnapshot clustersChanged =
+        Snapshots.next(
+            CLUSTERS,
+            ResourceUpdate.partial(
+                TypeUrl.CLUSTER,
+                List.of(
+                    XdsResource.of(
+                        "a",
+                        Any.pack(
+                            Cluster.newBuilder()
+                                .setName("a")
+                                .setType(Cluster.DiscoveryType.EDS)
+                                .setConnectTimeout(
+                                    com.google.protobuf.Duration.newBuilder().setSeconds(2))
+                                .build()))),
+                Set.of(),
+                false));
     store.put(TypeUrl.CLUSTER, clustersChanged);
     store.put(TypeUrl.ENDPOINT, ENDPOINTS_CHANGED);
 
     ads.changed(List.of(TypeUrl.CLUSTER, TypeUrl.ENDPOINT), store::get);
 
-    assertThat(transport.types()).containsExactly(TypeUrl.CLUSTER.shortName(), TypeUrl.ENDPOINT.shortName());
+    assertThat(transport.types())
+        .containsExactly(TypeUrl.CLUSTER.shortName(), TypeUrl.ENDPOINT.shortName());
   }
 
   @Test

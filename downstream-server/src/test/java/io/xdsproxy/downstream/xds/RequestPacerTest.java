@@ -11,17 +11,23 @@ import org.junit.jupiter.api.Test;
 class RequestPacerTest {
 
   private final ManualClock clock = new ManualClock();
+
   /** The delays the pacer asked the timer for, in order; the tasks are run by the test. */
   private final List<Long> delays = new ArrayList<>();
+
   private final List<Runnable> scheduled = new ArrayList<>();
   private final List<Integer> pacedAt = new ArrayList<>();
   private int reads;
 
   private RequestPacer pacer(int rate) {
-    return new RequestPacer(rate, clock, (task, millis) -> {
-      delays.add(millis);
-      scheduled.add(task);
-    }, pacedAt::add);
+    return new RequestPacer(
+        rate,
+        clock,
+        (task, millis) -> {
+          delays.add(millis);
+          scheduled.add(task);
+        },
+        pacedAt::add);
   }
 
   private void next(RequestPacer pacer, int times) {

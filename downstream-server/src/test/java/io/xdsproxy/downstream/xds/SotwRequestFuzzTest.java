@@ -48,10 +48,11 @@ import java.util.TreeMap;
  *   <li>every response decodes, has a fresh nonce, is of a type the stream asked for, and holds
  *       only resources of that type that the stream subscribes to;
  *   <li>the proxy's own request marshaller reads any bytes as protobuf's parser does;
- *   <li>after one well-formed ACK per type, and ACKs of whatever comes back, every open stream holds
- *       what the upstream holds of its subscription: all of it for Listener and Cluster (whatever is
- *       gone is gone), each subscribed resource's latest copy for the other types;
- *   <li>a well-behaved stream of the same group, watching all along, is never closed and converges too.
+ *   <li>after one well-formed ACK per type, and ACKs of whatever comes back, every open stream
+ *       holds what the upstream holds of its subscription: all of it for Listener and Cluster
+ *       (whatever is gone is gone), each subscribed resource's latest copy for the other types;
+ *   <li>a well-behaved stream of the same group, watching all along, is never closed and converges
+ *       too.
  * </ul>
  */
 class SotwRequestFuzzTest {
@@ -67,7 +68,9 @@ class SotwRequestFuzzTest {
       Run run = new Run(upstream, exchange);
       Client observer = run.open("observer", proxy, OBSERVER);
       run.send(observer, request(TypeUrl.CLUSTER.url(), List.of(), "", "", false, OBSERVER));
-      run.send(observer, request(TypeUrl.ENDPOINT.url(), List.of("e0", "e1", "e2"), "", "", false, null));
+      run.send(
+          observer,
+          request(TypeUrl.ENDPOINT.url(), List.of("e0", "e1", "e2"), "", "", false, null));
       List<Client> clients = new ArrayList<>();
       int count = data.consumeInt(1, 3);
       for (int i = 0; i < count; i++) {
@@ -123,7 +126,8 @@ class SotwRequestFuzzTest {
         }
       }
     } catch (AssertionError e) {
-      throw new AssertionError(e.getMessage() + "\nThe exchange, oldest first:\n  " + String.join("\n  ", exchange), e);
+      throw new AssertionError(
+          e.getMessage() + "\nThe exchange, oldest first:\n  " + String.join("\n  ", exchange), e);
     }
   }
 
@@ -135,19 +139,22 @@ class SotwRequestFuzzTest {
       names.add(data.pickValue(NAMES));
     }
     TypeView view = client.types.get(typeOf(typeUrl));
-    String nonce = switch (data.consumeInt(0, 3)) {
-      case 0 -> "";
-      case 1 -> view == null ? "" : view.lastNonce;
-      case 2 -> client.nonces.isEmpty() ? "1" : data.pickValue(client.nonces);
-      default -> data.consumeAsciiString(4);
-    };
-    String version = data.consumeBoolean() && view != null ? view.lastVersion : data.consumeAsciiString(4);
+    String nonce =
+        switch (data.consumeInt(0, 3)) {
+          case 0 -> "";
+          case 1 -> view == null ? "" : view.lastNonce;
+          case 2 -> client.nonces.isEmpty() ? "1" : data.pickValue(client.nonces);
+          default -> data.consumeAsciiString(4);
+        };
+    String version =
+        data.consumeBoolean() && view != null ? view.lastVersion : data.consumeAsciiString(4);
     boolean nack = data.consumeInt(0, 3) == 0;
-    Node node = switch (data.consumeInt(0, 3)) {
-      case 0 -> null;
-      case 1, 2 -> client.home;
-      default -> data.pickValue(NODES);
-    };
+    Node node =
+        switch (data.consumeInt(0, 3)) {
+          case 0 -> null;
+          case 1, 2 -> client.home;
+          default -> data.pickValue(NODES);
+        };
     return request(typeUrl, names, nonce, version, nack, node);
   }
 
@@ -164,7 +171,8 @@ class SotwRequestFuzzTest {
     for (int i = 0; i < count; i++) {
       names.add(data.pickValue(NAMES));
     }
-    byte[] encoded = request(data.pickValue(TYPE_URLS), names, "", "", false, client.home).toByteArray();
+    byte[] encoded =
+        request(data.pickValue(TYPE_URLS), names, "", "", false, client.home).toByteArray();
     int at = data.consumeInt(0, encoded.length);
     byte[] splice = data.consumeBytes(data.consumeInt(0, 8));
     byte[] spliced = new byte[encoded.length + splice.length];
@@ -174,9 +182,14 @@ class SotwRequestFuzzTest {
     return spliced;
   }
 
-  static DiscoveryRequest request(String typeUrl, List<String> names, String nonce, String version, boolean nack, Node node) {
-    DiscoveryRequest.Builder request = DiscoveryRequest.newBuilder().setTypeUrl(typeUrl).addAllResourceNames(names)
-        .setResponseNonce(nonce).setVersionInfo(version);
+  static DiscoveryRequest request(
+      String typeUrl, List<String> names, String nonce, String version, boolean nack, Node node) {
+    DiscoveryRequest.Builder request =
+        DiscoveryRequest.newBuilder()
+            .setTypeUrl(typeUrl)
+            .addAllResourceNames(names)
+            .setResponseNonce(nonce)
+            .setVersionInfo(version);
     if (nack) {
       request.setErrorDetail(Status.newBuilder().setCode(3).setMessage("rejected by the fuzzer"));
     }
@@ -186,12 +199,20 @@ class SotwRequestFuzzTest {
     return request.build();
   }
 
-  /** What one client was sent of one type, and what it holds: the model the proxy is checked against. */
+  /**
+   * What one client was sent of one type, and what it holds: the model the proxy is checked
+   * against.
+   */
   static final class TypeView {
     /** The resource_names of the last request the proxy took, or null before the first. */
     List<String> names;
-    /** Whether a request ever named resources: an empty list then means none, not the legacy wildcard. */
+
+    /**
+     * Whether a request ever named resources: an empty list then means none, not the legacy
+     * wildcard.
+     */
     boolean explicit;
+
     String lastNonce = "";
     String lastVersion = "";
     final Map<String, Any> held = new HashMap<>();
@@ -212,10 +233,13 @@ class SotwRequestFuzzTest {
     final String label;
     final Node home;
     final InProcessCall<DiscoveryRequest> call;
+
     /** The node the stream was placed with, once the proxy took its first request. */
     Node node;
+
     final Map<TypeUrl, TypeView> types = new HashMap<>();
     final List<String> nonces = new ArrayList<>();
+
     /** How the model expects the stream to have been closed; null while it should be open. */
     Code expectedClose;
 
@@ -272,25 +296,36 @@ class SotwRequestFuzzTest {
       }
       DiscoveryRequest read = MARSHALLER.parse(new ByteArrayInputStream(bytes));
       if (parsed.isPresent()) {
-        assertThat(read).as("the marshaller reads a request as protobuf does").isEqualTo(parsed.get());
+        assertThat(read)
+            .as("the marshaller reads a request as protobuf does")
+            .isEqualTo(parsed.get());
       } else {
-        assertThat(InvalidRequest.reason(read)).as("bytes protobuf cannot read are marked as no request").isPresent();
+        assertThat(InvalidRequest.reason(read))
+            .as("bytes protobuf cannot read are marked as no request")
+            .isPresent();
       }
       if (parsed.isPresent() && InvalidRequest.reason(parsed.get()).isEmpty()) {
         expect(client, parsed.get());
       } else if (client.open()) {
-        client.expectClose(Code.INVALID_ARGUMENT); // not a request (or one that carries the mark itself)
+        client.expectClose(
+            Code.INVALID_ARGUMENT); // not a request (or one that carries the mark itself)
       }
       client.call.receive(bytes);
       drainAll();
     }
 
-    /** ACKs the last response of each type the client was sent one of, as a client that accepts everything. */
+    /**
+     * ACKs the last response of each type the client was sent one of, as a client that accepts
+     * everything.
+     */
     void ackAll(Client client) {
       for (Map.Entry<TypeUrl, TypeView> entry : new TreeMap<>(client.types).entrySet()) {
         TypeView view = entry.getValue();
         if (client.open() && !view.lastNonce.isEmpty() && view.names != null) {
-          send(client, request(entry.getKey().url(), view.names, view.lastNonce, view.lastVersion, false, null));
+          send(
+              client,
+              request(
+                  entry.getKey().url(), view.names, view.lastNonce, view.lastVersion, false, null));
         }
       }
     }
@@ -355,7 +390,10 @@ class SotwRequestFuzzTest {
       return open;
     }
 
-    /** Reads every response written so far, checks it, and applies it to its client; checks how each stream stands. */
+    /**
+     * Reads every response written so far, checks it, and applies it to its client; checks how each
+     * stream stands.
+     */
     void drainAll() {
       for (Client client : clients) {
         for (byte[] bytes : client.call.takeWritten()) {
@@ -363,12 +401,17 @@ class SotwRequestFuzzTest {
         }
         io.grpc.Status closed = client.call.closedWith();
         if (client.expectedClose == null) {
-          assertThat(closed).as(client.label + " is closed after a request the rules allow").isNull();
+          assertThat(closed)
+              .as(client.label + " is closed after a request the rules allow")
+              .isNull();
         } else {
           assertThat(closed).as(client.label + " is closed").isNotNull();
-          assertThat(closed.getCode()).as(client.label + " is closed with " + closed).isEqualTo(client.expectedClose);
+          assertThat(closed.getCode())
+              .as(client.label + " is closed with " + closed)
+              .isEqualTo(client.expectedClose);
           assertThat(closed.getCode() != Code.INTERNAL || client.call.closedAsUnreadable())
-              .as("INTERNAL only from gRPC, for bytes that are not a request: " + closed).isTrue();
+              .as("INTERNAL only from gRPC, for bytes that are not a request: " + closed)
+              .isTrue();
         }
       }
     }
@@ -378,20 +421,29 @@ class SotwRequestFuzzTest {
       try {
         response = DiscoveryResponse.parseFrom(bytes);
       } catch (InvalidProtocolBufferException e) {
-        throw new AssertionError(client.label + " was written a response that is not a DiscoveryResponse", e);
+        throw new AssertionError(
+            client.label + " was written a response that is not a DiscoveryResponse", e);
       }
       exchange.add(client.label + " receives " + summary(response));
       TypeUrl type = typeOf(response.getTypeUrl());
       TypeView view = client.types.get(type);
-      assertThat(view != null && view.names != null).as("a response of a type the stream asked for").isTrue();
+      assertThat(view != null && view.names != null)
+          .as("a response of a type the stream asked for")
+          .isTrue();
       assertThat(response.getNonce()).as("a response has a nonce").isNotEmpty();
-      assertThat(client.nonces).as("a response's nonce is new on the stream").doesNotContain(response.getNonce());
+      assertThat(client.nonces)
+          .as("a response's nonce is new on the stream")
+          .doesNotContain(response.getNonce());
       Map<String, Any> resources = new HashMap<>();
       for (Any resource : response.getResourcesList()) {
-        assertThat(resource.getTypeUrl()).as("a resource of the response's type").isEqualTo(type.url());
+        assertThat(resource.getTypeUrl())
+            .as("a resource of the response's type")
+            .isEqualTo(type.url());
         String name = ResourceDecoder.nameOf(resource.getValue());
         assertThat(view.covers(name)).as("a resource the stream subscribes to: " + name).isTrue();
-        assertThat(resources.put(name, resource)).as("a resource once in a response: " + name).isNull();
+        assertThat(resources.put(name, resource))
+            .as("a resource once in a response: " + name)
+            .isNull();
       }
       if (type.isFullStateInSotw()) {
         view.held.clear();
@@ -402,7 +454,10 @@ class SotwRequestFuzzTest {
       client.nonces.add(response.getNonce());
     }
 
-    /** ACKs until the proxy has nothing more to say, then checks the client holds the upstream's state. */
+    /**
+     * ACKs until the proxy has nothing more to say, then checks the client holds the upstream's
+     * state.
+     */
     void converge(Client client) {
       exchange.add(client.label + ": transport ready; ACKs until quiet");
       client.call.ready(true);
@@ -410,7 +465,10 @@ class SotwRequestFuzzTest {
       for (Map.Entry<TypeUrl, TypeView> entry : new TreeMap<>(client.types).entrySet()) {
         if (client.open() && entry.getValue().names != null) {
           TypeView view = entry.getValue();
-          send(client, request(entry.getKey().url(), view.names, view.lastNonce, view.lastVersion, false, null));
+          send(
+              client,
+              request(
+                  entry.getKey().url(), view.names, view.lastNonce, view.lastVersion, false, null));
         }
       }
       for (int round = 0; round < 8 && client.open(); round++) {
@@ -420,7 +478,9 @@ class SotwRequestFuzzTest {
           break;
         }
       }
-      assertThat(client.call.closedWith()).as(client.label + " is open after well-formed ACKs").isNull();
+      assertThat(client.call.closedWith())
+          .as(client.label + " is open after well-formed ACKs")
+          .isNull();
       for (TypeUrl type : STORED) {
         TypeView view = client.types.get(type);
         if (view == null || view.names == null) {
@@ -433,12 +493,18 @@ class SotwRequestFuzzTest {
           }
         }
         if (type.isFullStateInSotw()) {
-          assertThat(new TreeMap<>(view.held)).as(client.label + " holds every " + type.shortName() + " it subscribes to")
+          assertThat(new TreeMap<>(view.held))
+              .as(client.label + " holds every " + type.shortName() + " it subscribes to")
               .isEqualTo(expected);
         } else {
           for (Map.Entry<String, Any> resource : expected.entrySet()) {
             assertThat(view.held.get(resource.getKey()))
-                .as(client.label + " holds the latest " + type.shortName() + " " + resource.getKey())
+                .as(
+                    client.label
+                        + " holds the latest "
+                        + type.shortName()
+                        + " "
+                        + resource.getKey())
                 .isEqualTo(resource.getValue());
           }
         }
@@ -448,8 +514,14 @@ class SotwRequestFuzzTest {
     private static String summary(DiscoveryResponse response) {
       List<String> names = new ArrayList<>();
       response.getResourcesList().forEach(any -> names.add(ResourceDecoder.nameOf(any.getValue())));
-      return "type " + response.getTypeUrl() + " version " + response.getVersionInfo() + " nonce " + response.getNonce()
-          + " " + names;
+      return "type "
+          + response.getTypeUrl()
+          + " version "
+          + response.getVersionInfo()
+          + " nonce "
+          + response.getNonce()
+          + " "
+          + names;
     }
   }
 }

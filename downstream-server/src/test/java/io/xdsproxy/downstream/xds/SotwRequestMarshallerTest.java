@@ -17,11 +17,13 @@ import org.junit.jupiter.api.Test;
 class SotwRequestMarshallerTest {
 
   private final SotwRequestMarshaller marshaller = new SotwRequestMarshaller();
-  private final List<String> names = IntStream.range(0, 500).mapToObj(i -> "outbound|8080||service-" + i).toList();
+  private final List<String> names =
+      IntStream.range(0, 500).mapToObj(i -> "outbound|8080||service-" + i).toList();
 
   private DiscoveryRequest ack(String nonce) {
     return DiscoveryRequest.newBuilder()
-        .setVersionInfo("v7").setNode(Node.newBuilder().setId("envoy-1").setCluster("fleet"))
+        .setVersionInfo("v7")
+        .setNode(Node.newBuilder().setId("envoy-1").setCluster("fleet"))
         .addAllResourceNames(names)
         .setTypeUrl("type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment")
         .setResponseNonce(nonce)
@@ -45,7 +47,8 @@ class SotwRequestMarshallerTest {
     assertThat(second.getResponseNonce()).isEqualTo("2");
     assertThat(second.getResourceNamesList()).isEqualTo(names);
     for (int i = 0; i < names.size(); i++) {
-      assertThat(second.getResourceNames(i)).as("name %d is the string decoded the first time", i)
+      assertThat(second.getResourceNames(i))
+          .as("name %d is the string decoded the first time", i)
           .isSameAs(first.getResourceNames(i));
     }
   }
@@ -55,8 +58,13 @@ class SotwRequestMarshallerTest {
     List<String> other = new java.util.ArrayList<>(names);
     other.set(250, "outbound|8080||service-X50");
     DiscoveryRequest first = marshaller.parse(ack("1").toByteArray());
-    DiscoveryRequest second = marshaller.parse(ack("2").toBuilder().clearResourceNames().addAllResourceNames(other)
-        .build().toByteArray());
+    DiscoveryRequest second =
+        marshaller.parse(
+            ack("2").toBuilder()
+                .clearResourceNames()
+                .addAllResourceNames(other)
+                .build()
+                .toByteArray());
 
     assertThat(first.getResourceNamesList()).isEqualTo(names);
     assertThat(second.getResourceNamesList()).isEqualTo(other);
@@ -70,7 +78,9 @@ class SotwRequestMarshallerTest {
     for (int i = 0; i < 20; i++) {
       out.writeString(DiscoveryRequest.RESOURCE_NAMES_FIELD_NUMBER, "a" + i);
     }
-    out.writeString(DiscoveryRequest.TYPE_URL_FIELD_NUMBER, "type.googleapis.com/envoy.config.cluster.v3.Cluster");
+    out.writeString(
+        DiscoveryRequest.TYPE_URL_FIELD_NUMBER,
+        "type.googleapis.com/envoy.config.cluster.v3.Cluster");
     for (int i = 0; i < 20; i++) {
       out.writeString(DiscoveryRequest.RESOURCE_NAMES_FIELD_NUMBER, "b" + i);
     }
@@ -80,7 +90,8 @@ class SotwRequestMarshallerTest {
 
     assertThat(split).isEqualTo(DiscoveryRequest.parseFrom(bytes.toByteArray()));
     assertThat(split.getResourceNamesCount()).isEqualTo(40);
-    DiscoveryRequest few = DiscoveryRequest.newBuilder().addResourceNames("x").setResponseNonce("n").build();
+    DiscoveryRequest few =
+        DiscoveryRequest.newBuilder().addResourceNames("x").setResponseNonce("n").build();
     assertThat(marshaller.parse(few.toByteArray())).isEqualTo(few);
   }
 
@@ -88,6 +99,7 @@ class SotwRequestMarshallerTest {
   void garbageIsRefusedAsTheProtobufParserRefusesIt() {
     byte[] garbage = ByteString.copyFromUtf8("\u0012\u00ffnot a request at all").toByteArray();
 
-    assertThatThrownBy(() -> marshaller.parse(garbage)).isInstanceOf(InvalidProtocolBufferException.class);
+    assertThatThrownBy(() -> marshaller.parse(garbage))
+        .isInstanceOf(InvalidProtocolBufferException.class);
   }
 }

@@ -13,20 +13,21 @@ import java.util.Set;
 import org.slf4j.event.KeyValuePair;
 
 /**
- * {@code --log-format json}: one flat JSON object per line, as Loki, Elasticsearch and Cloud Logging
- * ingest without a parsing rule: {@code time} (ISO-8601, UTC, milliseconds), {@code level},
- * {@code logger}, {@code thread}, {@code message} (formatted), each key-value pair of the event as a
- * field of its own ({@code node}, {@code group}, {@code type}, {@code peer}), and {@code exception},
- * the stack trace as one string, when there is one. Logback's own JSON encoder nests the pairs in a
- * list, which a pipeline cannot index by name.
+ * {@code --log-format json}: one flat JSON object per line, as Loki, Elasticsearch and Cloud
+ * Logging ingest without a parsing rule: {@code time} (ISO-8601, UTC, milliseconds), {@code level},
+ * {@code logger}, {@code thread}, {@code message} (formatted), each key-value pair of the event as
+ * a field of its own ({@code node}, {@code group}, {@code type}, {@code peer}), and {@code
+ * exception}, the stack trace as one string, when there is one. Logback's own JSON encoder nests
+ * the pairs in a list, which a pipeline cannot index by name.
  *
  * <p>A pair whose key is one of the line's own fields is written as {@code kv_<key>} rather than
- * overwrite it; of pairs with the same key, the last is kept. Numbers and booleans stay JSON numbers
- * and booleans; any other value is written as its string.
+ * overwrite it; of pairs with the same key, the last is kept. Numbers and booleans stay JSON
+ * numbers and booleans; any other value is written as its string.
  */
 public final class JsonLineEncoder extends LineEncoder {
 
-  private static final Set<String> OWN_FIELDS = Set.of("time", "level", "logger", "thread", "message", "exception");
+  private static final Set<String> OWN_FIELDS =
+      Set.of("time", "level", "logger", "thread", "message", "exception");
 
   @Override
   String line(ILoggingEvent event) {

@@ -14,8 +14,8 @@ import java.time.format.DateTimeFormatter;
 abstract class LineEncoder extends EncoderBase<ILoggingEvent> {
 
   /** ISO-8601 in UTC with milliseconds, as log pipelines parse without being told a format. */
-  private static final DateTimeFormatter TIME = DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSS'Z'")
-      .withZone(ZoneOffset.UTC);
+  private static final DateTimeFormatter TIME =
+      DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSS'Z'").withZone(ZoneOffset.UTC);
 
   static String time(ILoggingEvent event) {
     return TIME.format(Instant.ofEpochMilli(event.getTimeStamp()));

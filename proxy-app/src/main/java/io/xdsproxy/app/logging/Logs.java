@@ -18,19 +18,25 @@ import org.slf4j.LoggerFactory;
 /**
  * The proxy's logging as its flags and {@code /logging} set it: every line to stdout in one format,
  * and a level for the root logger and for any logger named. Logback is the SLF4J backend; grpc-java
- * logs through JUL, bridged to SLF4J in {@code Main}, and JUL's levels follow logback's so that a line
- * no one will see is dropped before the bridge formats it.
+ * logs through JUL, bridged to SLF4J in {@code Main}, and JUL's levels follow logback's so that a
+ * line no one will see is dropped before the bridge formats it.
  */
 public final class Logs {
 
-  /** How the root logger is named in {@code --log-level} (a bare level) and in {@link #levels()}. */
+  /**
+   * How the root logger is named in {@code --log-level} (a bare level) and in {@link #levels()}.
+   */
   public static final String ROOT = "root";
 
-  /** The levels of {@code --log-level} and {@code /logging}; logback knows more (all, off), which are not offered. */
+  /**
+   * The levels of {@code --log-level} and {@code /logging}; logback knows more (all, off), which
+   * are not offered.
+   */
   public static final List<String> LEVELS = List.of("error", "warn", "info", "debug", "trace");
 
   /** A Java logger name: package names and a class name, separated by dots. */
-  private static final Pattern LOGGER_NAME = Pattern.compile("[A-Za-z_$][\\w$]*(\\.[A-Za-z_$][\\w$]*)*");
+  private static final Pattern LOGGER_NAME =
+      Pattern.compile("[A-Za-z_$][\\w$]*(\\.[A-Za-z_$][\\w$]*)*");
 
   private Logs() {}
 
@@ -64,8 +70,8 @@ public final class Logs {
   }
 
   /**
-   * Sets {@code logger}'s level ({@link #ROOT} for the root's), which its descendants without a level
-   * of their own follow.
+   * Sets {@code logger}'s level ({@link #ROOT} for the root's), which its descendants without a
+   * level of their own follow.
    *
    * @throws IllegalArgumentException with {@link #problem}'s message, for a level not of {@link
    *     #LEVELS} or a malformed logger name
@@ -75,13 +81,21 @@ public final class Logs {
     if (problem.isPresent()) {
       throw new IllegalArgumentException(problem.get());
     }
-    context().getLogger(logger.equals(ROOT) ? org.slf4j.Logger.ROOT_LOGGER_NAME : logger).setLevel(level(level).orElseThrow());
+    context()
+        .getLogger(logger.equals(ROOT) ? org.slf4j.Logger.ROOT_LOGGER_NAME : logger)
+        .setLevel(level(level).orElseThrow());
   }
 
   /** What is wrong with setting {@code logger} to {@code level}, naming it; empty if nothing is. */
   public static Optional<String> problem(String logger, String level) {
     if (level(level).isEmpty()) {
-      return Optional.of("unknown log level '" + level + "' for " + logger + ": one of " + String.join(", ", LEVELS));
+      return Optional.of(
+          "unknown log level '"
+              + level
+              + "' for "
+              + logger
+              + ": one of "
+              + String.join(", ", LEVELS));
     }
     if (!logger.equals(ROOT) && !LOGGER_NAME.matcher(logger).matches()) {
       return Optional.of("'" + logger + "' is not a logger name (a package, or package.Class)");
@@ -95,12 +109,16 @@ public final class Logs {
     return LEVELS.contains(lower) ? Optional.of(Level.toLevel(lower)) : Optional.empty();
   }
 
-  /** Each logger with a level of its own, the root first, then by name: the others follow their parent's. */
+  /**
+   * Each logger with a level of its own, the root first, then by name: the others follow their
+   * parent's.
+   */
   public static Map<String, String> levels() {
     Map<String, String> levels = new LinkedHashMap<>();
     for (Logger logger : context().getLoggerList()) {
       if (logger.getLevel() != null) {
-        String name = logger.getName().equals(org.slf4j.Logger.ROOT_LOGGER_NAME) ? ROOT : logger.getName();
+        String name =
+            logger.getName().equals(org.slf4j.Logger.ROOT_LOGGER_NAME) ? ROOT : logger.getName();
         levels.put(name, logger.getLevel().toString().toLowerCase(Locale.ROOT));
       }
     }
@@ -109,15 +127,21 @@ public final class Logs {
 
   private static LoggerContext context() {
     if (!(LoggerFactory.getILoggerFactory() instanceof LoggerContext context)) {
-      throw new IllegalStateException("SLF4J is not bound to logback but to " + LoggerFactory.getILoggerFactory().getClass()
-          + ": is another SLF4J backend on the class path?");
+      throw new IllegalStateException(
+          "SLF4J is not bound to logback but to "
+              + LoggerFactory.getILoggerFactory().getClass()
+              + ": is another SLF4J backend on the class path?");
     }
     return context;
   }
 
-  /** JUL's levels follow logback's, whatever configuration file was read before (logback.xml has it too). */
+  /**
+   * JUL's levels follow logback's, whatever configuration file was read before (logback.xml has it
+   * too).
+   */
   private static void followedByJul(LoggerContext context) {
-    if (context.getCopyOfListenerList().stream().noneMatch(LevelChangePropagator.class::isInstance)) {
+    if (context.getCopyOfListenerList().stream()
+        .noneMatch(LevelChangePropagator.class::isInstance)) {
       LevelChangePropagator propagator = new LevelChangePropagator();
       propagator.setContext(context);
       propagator.setResetJUL(true);

@@ -7,24 +7,32 @@ import java.util.List;
 import org.slf4j.event.KeyValuePair;
 
 /**
- * {@code --log-format text}: {@code 2025-01-31T12:00:00.123Z WARN  [thread] i.x.d.xds.ClientStream -
- * message node=n1 group=g1}, then the stack trace on the lines below if there is one. A field's value
- * is quoted, logfmt's way, when a space, a quote or an equals sign in it would make the line
+ * {@code --log-format text}: {@code 2025-01-31T12:00:00.123Z WARN [thread] i.x.d.xds.ClientStream -
+ * message node=n1 group=g1}, then the stack trace on the lines below if there is one. A field's
+ * value is quoted, logfmt's way, when a space, a quote or an equals sign in it would make the line
  * ambiguous. Named in {@code logback.xml}: the format before {@code Main} applies the flags.
  */
 public final class TextLineEncoder extends LineEncoder {
 
-  /** Package names shortened to their initials until the name fits, the class's own name kept whole. */
-  private final TargetLengthBasedClassNameAbbreviator loggerNames = new TargetLengthBasedClassNameAbbreviator(36);
+  /**
+   * Package names shortened to their initials until the name fits, the class's own name kept whole.
+   */
+  private final TargetLengthBasedClassNameAbbreviator loggerNames =
+      new TargetLengthBasedClassNameAbbreviator(36);
 
   @Override
   String line(ILoggingEvent event) {
-    StringBuilder line = new StringBuilder(160)
-        .append(time(event)).append(' ')
-        .append(String.format("%-5s", event.getLevel())).append(" [")
-        .append(event.getThreadName()).append("] ")
-        .append(loggerNames.abbreviate(event.getLoggerName())).append(" - ")
-        .append(event.getFormattedMessage());
+    StringBuilder line =
+        new StringBuilder(160)
+            .append(time(event))
+            .append(' ')
+            .append(String.format("%-5s", event.getLevel()))
+            .append(" [")
+            .append(event.getThreadName())
+            .append("] ")
+            .append(loggerNames.abbreviate(event.getLoggerName()))
+            .append(" - ")
+            .append(event.getFormattedMessage());
     List<KeyValuePair> pairs = event.getKeyValuePairs();
     if (pairs != null) {
       for (KeyValuePair pair : pairs) {
@@ -39,7 +47,8 @@ public final class TextLineEncoder extends LineEncoder {
   }
 
   private static String value(String value) {
-    if (!value.isEmpty() && value.chars().noneMatch(c -> Character.isWhitespace(c) || c == '"' || c == '=')) {
+    if (!value.isEmpty()
+        && value.chars().noneMatch(c -> Character.isWhitespace(c) || c == '"' || c == '=')) {
       return value;
     }
     return '"' + value.replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n") + '"';

@@ -14,14 +14,20 @@ import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
 import org.slf4j.LoggerFactory;
 
-/** What the two encoders write for events logged through SLF4J's API onto logback, as the proxy logs them. */
+/**
+ * What the two encoders write for events logged through SLF4J's API onto logback, as the proxy logs
+ * them.
+ */
 class LineEncoderTest {
 
-  private static final String AWKWARD = "a \"quoted\" name,\na second line\tand a tab, a \\ backslash, \u0001, é, \u2028";
+  private static final String AWKWARD =
+      "a \"quoted\" name,\na second line\tand a tab, a \\ backslash, \u0001, é, \u2028";
 
   private final ByteArrayOutputStream written = new ByteArrayOutputStream();
 
-  /** A logger named {@code name} that writes only through {@code encoder}, into {@link #written}. */
+  /**
+   * A logger named {@code name} that writes only through {@code encoder}, into {@link #written}.
+   */
   private Logger loggerWritingWith(String name, LineEncoder encoder) {
     LoggerContext context = (LoggerContext) LoggerFactory.getILoggerFactory();
     encoder.setContext(context);
@@ -46,16 +52,21 @@ class LineEncoderTest {
   void aJsonLineEscapesQuotesNewlinesAndControlCharactersAndStaysOneLine() {
     Logger log = loggerWritingWith("io.xdsproxy.downstream.xds.SomeStream", new JsonLineEncoder());
 
-    log.atWarn().addKeyValue("node", AWKWARD).addKeyValue("group", "g1")
+    log.atWarn()
+        .addKeyValue("node", AWKWARD)
+        .addKeyValue("group", "g1")
         .setCause(new IllegalStateException("bad \"resource\"\nsecond line"))
         .log("NACK from node '{}': {}", "n1", AWKWARD);
 
     assertThat(output()).endsWith("\n");
     assertThat(output().lines()).as(output()).hasSize(1);
     JsonObject line = JsonParser.parseString(output()).getAsJsonObject();
-    assertThat(line.get("time").getAsString()).matches("\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z");
+    assertThat(line.get("time").getAsString())
+        .matches("\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z");
     assertThat(line.get("level").getAsString()).isEqualTo("WARN");
-    assertThat(line.get("logger").getAsString()).as("in full").isEqualTo("io.xdsproxy.downstream.xds.SomeStream");
+    assertThat(line.get("logger").getAsString())
+        .as("in full")
+        .isEqualTo("io.xdsproxy.downstream.xds.SomeStream");
     assertThat(line.get("thread").getAsString()).isEqualTo(Thread.currentThread().getName());
     assertThat(line.get("message").getAsString()).isEqualTo("NACK from node 'n1': " + AWKWARD);
     assertThat(line.get("node").getAsString()).isEqualTo(AWKWARD);
@@ -69,8 +80,13 @@ class LineEncoderTest {
   void aJsonLineKeepsItsOwnFieldsAndNumbersAndBooleansAsJsonHasThem() {
     Logger log = loggerWritingWith("io.xdsproxy.downstream.xds.SomeStream", new JsonLineEncoder());
 
-    log.atInfo().addKeyValue("message", "not the message").addKeyValue("streams", 42).addKeyValue("ready", true)
-        .addKeyValue("ratio", Double.NaN).addKeyValue("peer", (Object) null).log("the message");
+    log.atInfo()
+        .addKeyValue("message", "not the message")
+        .addKeyValue("streams", 42)
+        .addKeyValue("ready", true)
+        .addKeyValue("ratio", Double.NaN)
+        .addKeyValue("peer", (Object) null)
+        .log("the message");
 
     JsonObject line = JsonParser.parseString(output()).getAsJsonObject();
     assertThat(line.get("message").getAsString()).isEqualTo("the message");
@@ -87,12 +103,19 @@ class LineEncoderTest {
   void aTextLineHasTheUtcTimeLevelThreadLoggerMessageAndFieldsThenTheStackTrace() {
     Logger log = loggerWritingWith("io.xdsproxy.downstream.xds.SomeStream", new TextLineEncoder());
 
-    log.atError().addKeyValue("node", "n1").addKeyValue("group", "a \"b\" c").addKeyValue("type", "")
-        .setCause(new IllegalStateException("broken")).log("stream failed");
+    log.atError()
+        .addKeyValue("node", "n1")
+        .addKeyValue("group", "a \"b\" c")
+        .addKeyValue("type", "")
+        .setCause(new IllegalStateException("broken"))
+        .log("stream failed");
 
     String[] lines = output().split("\n");
-    assertThat(lines[0]).matches("\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z ERROR \\[" + Thread.currentThread().getName()
-        + "\\] i\\.xdsproxy\\.downstream\\.xds\\.SomeStream - stream failed node=n1 group=\"a \\\\\"b\\\\\" c\" type=\"\"");
+    assertThat(lines[0])
+        .matches(
+            "\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z ERROR \\["
+                + Thread.currentThread().getName()
+                + "\\] i\\.xdsproxy\\.downstream\\.xds\\.SomeStream - stream failed node=n1 group=\"a \\\\\"b\\\\\" c\" type=\"\"");
     assertThat(lines[1]).isEqualTo("java.lang.IllegalStateException: broken");
     assertThat(lines[2]).startsWith("\tat " + LineEncoderTest.class.getName());
   }

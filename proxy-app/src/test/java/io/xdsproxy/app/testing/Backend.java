@@ -26,13 +26,21 @@ public final class Backend implements AutoCloseable {
   private final Server server;
 
   public Backend(String name) throws IOException {
-    ServerServiceDefinition service = ServerServiceDefinition.builder("test.Greeter")
-        .addMethod(WHO_AM_I, ServerCalls.asyncUnaryCall((request, responses) -> {
-          responses.onNext(name);
-          responses.onCompleted();
-        }))
-        .build();
-    server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0)).addService(service).build().start();
+    ServerServiceDefinition service =
+        ServerServiceDefinition.builder("test.Greeter")
+            .addMethod(
+                WHO_AM_I,
+                ServerCalls.asyncUnaryCall(
+                    (request, responses) -> {
+                      responses.onNext(name);
+                      responses.onCompleted();
+                    }))
+            .build();
+    server =
+        NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
+            .addService(service)
+            .build()
+            .start();
   }
 
   public int port() {

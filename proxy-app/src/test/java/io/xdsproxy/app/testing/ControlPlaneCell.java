@@ -15,18 +15,30 @@ import java.util.stream.Stream;
  */
 public record ControlPlaneCell(ControlPlaneKind controlPlane, Protocol upstream) {
 
-  /** For {@code @MethodSource}: {@link #everyCell}, {@link #representativeCells}, {@link #sotwCells}. */
+  /**
+   * For {@code @MethodSource}: {@link #everyCell}, {@link #representativeCells}, {@link
+   * #sotwCells}.
+   */
   public static final String EVERY = "io.xdsproxy.app.testing.ControlPlaneCell#everyCell";
-  public static final String REPRESENTATIVE = "io.xdsproxy.app.testing.ControlPlaneCell#representativeCells";
+
+  public static final String REPRESENTATIVE =
+      "io.xdsproxy.app.testing.ControlPlaneCell#representativeCells";
   public static final String SOTW = "io.xdsproxy.app.testing.ControlPlaneCell#sotwCells";
 
   /** Every control plane, each over SotW and Delta. */
   public static Stream<ControlPlaneCell> everyCell() {
     return Arrays.stream(ControlPlaneKind.values())
-        .flatMap(kind -> Stream.of(new ControlPlaneCell(kind, Protocol.SOTW), new ControlPlaneCell(kind, Protocol.DELTA)));
+        .flatMap(
+            kind ->
+                Stream.of(
+                    new ControlPlaneCell(kind, Protocol.SOTW),
+                    new ControlPlaneCell(kind, Protocol.DELTA)));
   }
 
-  /** One cell per control plane, the upstream variant alternating: for the scenarios that take longer. */
+  /**
+   * One cell per control plane, the upstream variant alternating: for the scenarios that take
+   * longer.
+   */
   public static Stream<ControlPlaneCell> representativeCells() {
     ControlPlaneKind[] kinds = ControlPlaneKind.values();
     return IntStream.range(0, kinds.length)
@@ -35,7 +47,8 @@ public record ControlPlaneCell(ControlPlaneKind controlPlane, Protocol upstream)
 
   /** Every control plane, the proxy speaking SotW to it. */
   public static Stream<ControlPlaneCell> sotwCells() {
-    return Arrays.stream(ControlPlaneKind.values()).map(kind -> new ControlPlaneCell(kind, Protocol.SOTW));
+    return Arrays.stream(ControlPlaneKind.values())
+        .map(kind -> new ControlPlaneCell(kind, Protocol.SOTW));
   }
 
   /** A new control plane of this cell's kind, serving on a loopback port. */

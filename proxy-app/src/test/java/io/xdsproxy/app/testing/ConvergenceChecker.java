@@ -19,12 +19,12 @@ import org.awaitility.core.ConditionTimeoutException;
 
 /**
  * Invariant 2 of DESIGN.md as a test's last word: every client holds, for every type it subscribed
- * to, exactly what the upstream serves its node group (all of it for a wildcard, the names that exist
- * otherwise), byte for byte, and has ACKed it. The clients' responses are read and answered while it
- * waits. A client's node group is its node's cluster, the proxy's default key.
+ * to, exactly what the upstream serves its node group (all of it for a wildcard, the names that
+ * exist otherwise), byte for byte, and has ACKed it. The clients' responses are read and answered
+ * while it waits. A client's node group is its node's cluster, the proxy's default key.
  *
- * <p>When the bound passes, the failure names each client that differs (node id, group, variant) and
- * per type what is missing, extra or stale, with the end of what it exchanged with the proxy.
+ * <p>When the bound passes, the failure names each client that differs (node id, group, variant)
+ * and per type what is missing, extra or stale, with the end of what it exchanged with the proxy.
  */
 public final class ConvergenceChecker {
 
@@ -34,6 +34,7 @@ public final class ConvergenceChecker {
 
   /** What the upstream serves, per node group, per type, by name. */
   private final Map<String, Map<TypeUrl, Map<String, Any>>> upstream = new HashMap<>();
+
   private final List<VariantClient> clients = new ArrayList<>();
 
   /** The upstream serves {@code snapshot} to {@code group}. */
@@ -57,12 +58,18 @@ public final class ConvergenceChecker {
     return this;
   }
 
-  /** What java-control-plane serves from {@code snapshot}: its resources of the four types, packed as it packs them. */
+  /**
+   * What java-control-plane serves from {@code snapshot}: its resources of the four types, packed
+   * as it packs them.
+   */
   public static Map<TypeUrl, Map<String, Any>> state(Snapshot snapshot) {
     Map<TypeUrl, Map<String, Any>> state = new HashMap<>();
-    for (TypeUrl type : List.of(TypeUrl.CLUSTER, TypeUrl.ENDPOINT, TypeUrl.LISTENER, TypeUrl.ROUTE)) {
+    for (TypeUrl type :
+        List.of(TypeUrl.CLUSTER, TypeUrl.ENDPOINT, TypeUrl.LISTENER, TypeUrl.ROUTE)) {
       Map<String, Any> byName = new HashMap<>();
-      snapshot.resources(type.url()).forEach((name, versioned) -> byName.put(name, Any.pack((Message) versioned.resource())));
+      snapshot
+          .resources(type.url())
+          .forEach((name, versioned) -> byName.put(name, Any.pack((Message) versioned.resource())));
       state.put(type, byName);
     }
     return state;
@@ -74,11 +81,15 @@ public final class ConvergenceChecker {
    */
   public void awaitConverged(Duration bound) {
     try {
-      await().atMost(bound).pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(50))
-          .until(() -> {
-            clients.forEach(VariantClient::pump);
-            return differences().isEmpty();
-          });
+      await()
+          .atMost(bound)
+          .pollDelay(Duration.ZERO)
+          .pollInterval(Duration.ofMillis(50))
+          .until(
+              () -> {
+                clients.forEach(VariantClient::pump);
+                return differences().isEmpty();
+              });
     } catch (ConditionTimeoutException e) {
       clients.forEach(VariantClient::pump);
       List<ClientDifference> differences = differences();
@@ -88,7 +99,10 @@ public final class ConvergenceChecker {
     }
   }
 
-  /** What each client that has not converged lacks or has too much of, now; empty when all converged. */
+  /**
+   * What each client that has not converged lacks or has too much of, now; empty when all
+   * converged.
+   */
   public List<ClientDifference> differences() {
     List<ClientDifference> found = new ArrayList<>();
     for (VariantClient client : clients) {
@@ -98,16 +112,21 @@ public final class ConvergenceChecker {
       if (client.anyStreamEnded()) {
         lines.add("a stream of this client has ended");
       }
-      client.subscriptions().forEach((type, names) -> {
-        Map<String, Any> available = served.getOrDefault(type, Map.of());
-        Map<String, Any> expected = new TreeMap<>();
-        available.forEach((name, body) -> {
-          if (names.isEmpty() || names.contains(name)) {
-            expected.put(name, body);
-          }
-        });
-        typeDifference(type, names, expected, client.held(type), client.heldVersions(type)).ifPresent(lines::add);
-      });
+      client
+          .subscriptions()
+          .forEach(
+              (type, names) -> {
+                Map<String, Any> available = served.getOrDefault(type, Map.of());
+                Map<String, Any> expected = new TreeMap<>();
+                available.forEach(
+                    (name, body) -> {
+                      if (names.isEmpty() || names.contains(name)) {
+                        expected.put(name, body);
+                      }
+                    });
+                typeDifference(type, names, expected, client.held(type), client.heldVersions(type))
+                    .ifPresent(lines::add);
+              });
       if (!lines.isEmpty()) {
         found.add(new ClientDifference(client, group, lines));
       }
@@ -115,8 +134,12 @@ public final class ConvergenceChecker {
     return found;
   }
 
-  private static java.util.Optional<String> typeDifference(TypeUrl type, Set<String> names, Map<String, Any> expected,
-      Map<String, Any> held, Map<String, String> versions) {
+  private static java.util.Optional<String> typeDifference(
+      TypeUrl type,
+      Set<String> names,
+      Map<String, Any> expected,
+      Map<String, Any> held,
+      Map<String, String> versions) {
     Set<String> missing = new TreeSet<>(expected.keySet());
     missing.removeAll(held.keySet());
     Set<String> extra = new TreeSet<>(held.keySet());
@@ -125,16 +148,30 @@ public final class ConvergenceChecker {
     for (String name : new TreeSet<>(expected.keySet())) {
       Any have = held.get(name);
       if (have != null && !have.toByteString().equals(expected.get(name).toByteString())) {
-        stale.add(name + " (held at version " + versions.get(name) + ", " + have.getSerializedSize() + " bytes; upstream's "
-            + expected.get(name).getSerializedSize() + " bytes differ)");
+        stale.add(
+            name
+                + " (held at version "
+                + versions.get(name)
+                + ", "
+                + have.getSerializedSize()
+                + " bytes; upstream's "
+                + expected.get(name).getSerializedSize()
+                + " bytes differ)");
       }
     }
     if (missing.isEmpty() && extra.isEmpty() && stale.isEmpty()) {
       return java.util.Optional.empty();
     }
-    StringBuilder line = new StringBuilder(type.shortName())
-        .append(names.isEmpty() ? " (wildcard)" : " (names " + abbreviated(new TreeSet<>(names)) + ")")
-        .append(": holds ").append(held.size()).append(", upstream has ").append(expected.size());
+    StringBuilder line =
+        new StringBuilder(type.shortName())
+            .append(
+                names.isEmpty()
+                    ? " (wildcard)"
+                    : " (names " + abbreviated(new TreeSet<>(names)) + ")")
+            .append(": holds ")
+            .append(held.size())
+            .append(", upstream has ")
+            .append(expected.size());
     if (!missing.isEmpty()) {
       line.append("; missing ").append(abbreviated(missing));
     }
@@ -149,22 +186,35 @@ public final class ConvergenceChecker {
 
   private static String abbreviated(Collection<String> items) {
     List<String> shown = items.stream().limit(10).toList();
-    return shown + (items.size() > shown.size() ? " and " + (items.size() - shown.size()) + " more" : "");
+    return shown
+        + (items.size() > shown.size() ? " and " + (items.size() - shown.size()) + " more" : "");
   }
 
   private String report(List<ClientDifference> differences, Duration bound) {
-    StringBuilder report = new StringBuilder()
-        .append(differences.size()).append(" of ").append(clients.size())
-        .append(" clients did not converge within ").append(bound).append(" to what the upstream serves:\n");
+    StringBuilder report =
+        new StringBuilder()
+            .append(differences.size())
+            .append(" of ")
+            .append(clients.size())
+            .append(" clients did not converge within ")
+            .append(bound)
+            .append(" to what the upstream serves:\n");
     for (int i = 0; i < Math.min(CLIENTS_SHOWN, differences.size()); i++) {
       ClientDifference difference = differences.get(i);
       report.append("  ").append(difference.describe()).append('\n');
       if (i < TRANSCRIPTS_SHOWN) {
         for (TypeUrl type : difference.client().subscriptions().keySet()) {
           List<String> lines = difference.client().transcript(type).lines().toList();
-          report.append("    exchanged on the stream of ").append(type.shortName()).append(" (last ")
-              .append(Math.min(TRANSCRIPT_LINES, lines.size())).append(" of ").append(lines.size()).append("):\n");
-          lines.subList(Math.max(0, lines.size() - TRANSCRIPT_LINES), lines.size())
+          report
+              .append("    exchanged on the stream of ")
+              .append(type.shortName())
+              .append(" (last ")
+              .append(Math.min(TRANSCRIPT_LINES, lines.size()))
+              .append(" of ")
+              .append(lines.size())
+              .append("):\n");
+          lines
+              .subList(Math.max(0, lines.size() - TRANSCRIPT_LINES), lines.size())
               .forEach(line -> report.append("      ").append(line).append('\n'));
           if (difference.client().variant().ads()) {
             break;
@@ -181,7 +231,13 @@ public final class ConvergenceChecker {
   /** One client that has not converged, and what differs, a line per type. */
   public record ClientDifference(VariantClient client, String group, List<String> lines) {
     public String describe() {
-      return "client " + client.node().getId() + " (group " + group + ", " + client.variant() + "): "
+      return "client "
+          + client.node().getId()
+          + " (group "
+          + group
+          + ", "
+          + client.variant()
+          + "): "
           + String.join("\n    ", lines);
     }
   }

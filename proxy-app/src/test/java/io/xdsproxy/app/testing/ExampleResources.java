@@ -22,7 +22,10 @@ public final class ExampleResources {
       for (Path file : (Iterable<Path>) files::iterator) {
         String text = Files.readString(file).replace("port_value: 8080", "port_value: " + port);
         Path temporary = Files.writeString(target.resolve("." + file.getFileName() + ".tmp"), text);
-        Files.move(temporary, target.resolve(file.getFileName()), StandardCopyOption.REPLACE_EXISTING,
+        Files.move(
+            temporary,
+            target.resolve(file.getFileName()),
+            StandardCopyOption.REPLACE_EXISTING,
             StandardCopyOption.ATOMIC_MOVE);
       }
     }

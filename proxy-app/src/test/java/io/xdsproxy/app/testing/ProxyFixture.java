@@ -27,26 +27,29 @@ import org.junit.jupiter.api.extension.AfterEachCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
- * What an end-to-end test stands up: a control plane (java-control-plane, a scripted one, or one of a
- * {@link ControlPlaneCell}), a proxy started against it, clients of that proxy, and its HTTP listeners
- * ({@link #scrape()}, {@link #get(String)}). Everything it opens is closed after the test, last opened
- * first: the clients, then the proxy, then the control plane.
+ * What an end-to-end test stands up: a control plane (java-control-plane, a scripted one, or one of
+ * a {@link ControlPlaneCell}), a proxy started against it, clients of that proxy, and its HTTP
+ * listeners ({@link #scrape()}, {@link #get(String)}). Everything it opens is closed after the
+ * test, last opened first: the clients, then the proxy, then the control plane.
  *
- * <p>A JUnit extension rather than a try-with-resources builder, because most tests either share one
- * setup (made in {@code @BeforeEach}) or pick the control plane per parameter (a {@code
- * ControlPlaneCell}): either way the test opens what it needs when it knows it, and nobody writes the
- * teardown. Register it on an instance field:
+ * <p>A JUnit extension rather than a try-with-resources builder, because most tests either share
+ * one setup (made in {@code @BeforeEach}) or pick the control plane per parameter (a {@code
+ * ControlPlaneCell}): either way the test opens what it needs when it knows it, and nobody writes
+ * the teardown. Register it on an instance field:
  *
  * <pre>{@code
  * @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
  * }</pre>
  *
- * A client whose closing is part of what a test checks is still opened in the test's own {@code try}:
- * the fixture's clients live until the test ends.
+ * A client whose closing is part of what a test checks is still opened in the test's own {@code
+ * try}: the fixture's clients live until the test ends.
  */
 public final class ProxyFixture implements AfterEachCallback, AutoCloseable {
 
-  /** The paths served on the admin listener; everything else (metrics, health) is on the monitoring one. */
+  /**
+   * The paths served on the admin listener; everything else (metrics, health) is on the monitoring
+   * one.
+   */
   private static final Set<String> ADMIN_PATHS = Set.of("/clients", "/config_dump", "/logging");
 
   private final Opened opened = new Opened();
@@ -57,7 +60,10 @@ public final class ProxyFixture implements AfterEachCallback, AutoCloseable {
     return ProxyConfig.DEFAULTS.withUpstream(target).withPorts(0, 0, 0);
   }
 
-  /** A proxy config listening on free ports, fed by {@code controlPlane} over {@code cell}'s upstream variant. */
+  /**
+   * A proxy config listening on free ports, fed by {@code controlPlane} over {@code cell}'s
+   * upstream variant.
+   */
   public static ProxyConfig against(ControlPlaneCell cell, UpstreamControlPlane controlPlane) {
     return against(controlPlane.target()).withUpstreamProtocol(cell.upstream());
   }
@@ -82,7 +88,10 @@ public final class ProxyFixture implements AfterEachCallback, AutoCloseable {
     return add(new ScriptedControlPlane());
   }
 
-  /** A proxy started with {@code config}; from now on the one the clients and HTTP calls below go to. */
+  /**
+   * A proxy started with {@code config}; from now on the one the clients and HTTP calls below go
+   * to.
+   */
   public XdsProxy proxy(ProxyConfig config) throws IOException {
     proxy = add(XdsProxy.start(config));
     return proxy;
@@ -130,7 +139,8 @@ public final class ProxyFixture implements AfterEachCallback, AutoCloseable {
   public static String scrape(XdsProxy proxy) {
     HttpResponse<String> response = get(proxy, "/metrics");
     assertThat(response.statusCode()).isEqualTo(200);
-    assertThat(response.headers().firstValue("Content-Type")).hasValueSatisfying(type -> assertThat(type).startsWith("text/plain"));
+    assertThat(response.headers().firstValue("Content-Type"))
+        .hasValueSatisfying(type -> assertThat(type).startsWith("text/plain"));
     return response.body();
   }
 
@@ -139,13 +149,18 @@ public final class ProxyFixture implements AfterEachCallback, AutoCloseable {
     return get(proxy(), path);
   }
 
-  /** {@code GET path} of {@code proxy}: on the admin listener for its paths, else the monitoring one. */
+  /**
+   * {@code GET path} of {@code proxy}: on the admin listener for its paths, else the monitoring
+   * one.
+   */
   public static HttpResponse<String> get(XdsProxy proxy, String path) {
     String bare = path.replaceFirst("\\?.*", "");
     int port = ADMIN_PATHS.contains(bare) ? proxy.adminPort() : proxy.monitoringPort();
     try {
-      return HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).build(),
-          HttpResponse.BodyHandlers.ofString());
+      return HttpClient.newHttpClient()
+          .send(
+              HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).build(),
+              HttpResponse.BodyHandlers.ofString());
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     } catch (InterruptedException e) {

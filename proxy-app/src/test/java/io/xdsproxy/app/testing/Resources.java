@@ -5,9 +5,9 @@ import com.google.protobuf.UInt32Value;
 import com.google.protobuf.util.Durations;
 import io.envoyproxy.controlplane.cache.v3.Snapshot;
 import io.envoyproxy.envoy.config.cluster.v3.Cluster;
+import io.envoyproxy.envoy.config.core.v3.Address;
 import io.envoyproxy.envoy.config.core.v3.AggregatedConfigSource;
 import io.envoyproxy.envoy.config.core.v3.ApiVersion;
-import io.envoyproxy.envoy.config.core.v3.Address;
 import io.envoyproxy.envoy.config.core.v3.ConfigSource;
 import io.envoyproxy.envoy.config.core.v3.Locality;
 import io.envoyproxy.envoy.config.core.v3.SocketAddress;
@@ -48,7 +48,10 @@ public final class Resources {
         version);
   }
 
-  /** java-control-plane's snapshot of clusters named {@code clusters}, each with its endpoint on {@code port}. */
+  /**
+   * java-control-plane's snapshot of clusters named {@code clusters}, each with its endpoint on
+   * {@code port}.
+   */
   public static Snapshot clustersAt(int port, String version, String... clusters) {
     return Snapshot.create(
         Arrays.stream(clusters).map(Resources::cluster).toList(),
@@ -68,12 +71,14 @@ public final class Resources {
 
   /** A client-side (API) listener for {@code name}, its routes in RDS resource {@code route}. */
   public static Listener listener(String name, String route) {
-    HttpConnectionManager manager = HttpConnectionManager.newBuilder()
-        .setRds(Rds.newBuilder().setConfigSource(ads()).setRouteConfigName(route))
-        .addHttpFilters(HttpFilter.newBuilder()
-            .setName("envoy.filters.http.router")
-            .setTypedConfig(Any.pack(Router.getDefaultInstance())))
-        .build();
+    HttpConnectionManager manager =
+        HttpConnectionManager.newBuilder()
+            .setRds(Rds.newBuilder().setConfigSource(ads()).setRouteConfigName(route))
+            .addHttpFilters(
+                HttpFilter.newBuilder()
+                    .setName("envoy.filters.http.router")
+                    .setTypedConfig(Any.pack(Router.getDefaultInstance())))
+            .build();
     return Listener.newBuilder()
         .setName(name)
         .setApiListener(ApiListener.newBuilder().setApiListener(Any.pack(manager)))
@@ -84,12 +89,14 @@ public final class Resources {
   public static RouteConfiguration route(String name, String cluster) {
     return RouteConfiguration.newBuilder()
         .setName(name)
-        .addVirtualHosts(VirtualHost.newBuilder()
-            .setName(name + "-vhost")
-            .addDomains("*")
-            .addRoutes(Route.newBuilder()
-                .setMatch(RouteMatch.newBuilder().setPrefix(""))
-                .setRoute(RouteAction.newBuilder().setCluster(cluster))))
+        .addVirtualHosts(
+            VirtualHost.newBuilder()
+                .setName(name + "-vhost")
+                .addDomains("*")
+                .addRoutes(
+                    Route.newBuilder()
+                        .setMatch(RouteMatch.newBuilder().setPrefix(""))
+                        .setRoute(RouteAction.newBuilder().setCluster(cluster))))
         .build();
   }
 
@@ -109,13 +116,20 @@ public final class Resources {
     return ClusterLoadAssignment.newBuilder()
         .setClusterName(cluster)
         // grpc-java ignores a locality without a weight.
-        .addEndpoints(LocalityLbEndpoints.newBuilder()
-            .setLocality(Locality.newBuilder().setRegion("test").setZone("test-a"))
-            .setLoadBalancingWeight(UInt32Value.of(1))
-            .addLbEndpoints(LbEndpoint.newBuilder()
-                .setEndpoint(Endpoint.newBuilder()
-                    .setAddress(Address.newBuilder()
-                        .setSocketAddress(SocketAddress.newBuilder().setAddress("127.0.0.1").setPortValue(port))))))
+        .addEndpoints(
+            LocalityLbEndpoints.newBuilder()
+                .setLocality(Locality.newBuilder().setRegion("test").setZone("test-a"))
+                .setLoadBalancingWeight(UInt32Value.of(1))
+                .addLbEndpoints(
+                    LbEndpoint.newBuilder()
+                        .setEndpoint(
+                            Endpoint.newBuilder()
+                                .setAddress(
+                                    Address.newBuilder()
+                                        .setSocketAddress(
+                                            SocketAddress.newBuilder()
+                                                .setAddress("127.0.0.1")
+                                                .setPortValue(port))))))
         .build();
   }
 }

@@ -32,8 +32,10 @@ public final class TcpBalancer implements AutoCloseable {
 
   private final ServerSocket listener;
   private final List<InetSocketAddress> backends = new CopyOnWriteArrayList<>();
+
   /** Connections relayed to each backend so far, and open now. */
   private final Map<InetSocketAddress, AtomicInteger> routed = new ConcurrentHashMap<>();
+
   private final Map<InetSocketAddress, AtomicInteger> open = new ConcurrentHashMap<>();
   private final Set<Socket> sockets = ConcurrentHashMap.newKeySet();
   private final AtomicInteger accepted = new AtomicInteger();
@@ -65,7 +67,9 @@ public final class TcpBalancer implements AutoCloseable {
     return counts(routed);
   }
 
-  /** How many relayed connections each backend has open now, in the order the backends were added. */
+  /**
+   * How many relayed connections each backend has open now, in the order the backends were added.
+   */
   public Map<InetSocketAddress, Integer> openConnectionsPerBackend() {
     return counts(open);
   }
@@ -89,7 +93,8 @@ public final class TcpBalancer implements AutoCloseable {
       } catch (IOException e) {
         return; // closed
       }
-      // Counted before the relay starts, so a test that waits for the n-th connection knows where it went.
+      // Counted before the relay starts, so a test that waits for the n-th connection knows where
+      // it went.
       int index = accepted.getAndIncrement();
       List<InetSocketAddress> now = List.copyOf(backends);
       if (now.isEmpty()) {
@@ -100,7 +105,9 @@ public final class TcpBalancer implements AutoCloseable {
     }
   }
 
-  /** Connects to {@code backend} and copies bytes both ways; when either side ends, both are closed. */
+  /**
+   * Connects to {@code backend} and copies bytes both ways; when either side ends, both are closed.
+   */
   private void relay(Socket client, InetSocketAddress backend) {
     sockets.add(client);
     routed.get(backend).incrementAndGet();
@@ -122,27 +129,31 @@ public final class TcpBalancer implements AutoCloseable {
       return;
     }
     AtomicInteger directionsLeft = new AtomicInteger(2);
-    Runnable ended = () -> {
-      closeBoth(client, server);
-      if (directionsLeft.decrementAndGet() == 0) {
-        open.get(backend).decrementAndGet();
-      }
-    };
+    Runnable ended =
+        () -> {
+          closeBoth(client, server);
+          if (directionsLeft.decrementAndGet() == 0) {
+            open.get(backend).decrementAndGet();
+          }
+        };
     String name = client.getPort() + "-" + backend.getPort();
     start("tcp-balancer-up-" + name, () -> copy(client, server), ended);
     start("tcp-balancer-down-" + name, () -> copy(server, client), ended);
   }
 
   private static void start(String name, IoTask copy, Runnable ended) {
-    Thread thread = new Thread(() -> {
-      try {
-        copy.run();
-      } catch (IOException e) {
-        // a reset or a closed socket: the connection is over either way
-      } finally {
-        ended.run();
-      }
-    }, name);
+    Thread thread =
+        new Thread(
+            () -> {
+              try {
+                copy.run();
+              } catch (IOException e) {
+                // a reset or a closed socket: the connection is over either way
+              } finally {
+                ended.run();
+              }
+            },
+            name);
     thread.setDaemon(true);
     thread.start();
   }

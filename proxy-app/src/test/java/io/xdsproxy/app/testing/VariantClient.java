@@ -32,16 +32,19 @@ import java.util.function.Predicate;
 
 /**
  * An xDS client that speaks any of the four variants of the transport protocol and keeps what it
- * holds as a real client would: a SotW Listener or Cluster response replaces the type's resources, a
- * response of another type adds to them, a Delta response adds and removes. It ACKs every response
- * it applies, as Envoy does, or NACKs the next one when told to. The conformance suite states its
- * rules against this, once, for every variant.
+ * holds as a real client would: a SotW Listener or Cluster response replaces the type's resources,
+ * a response of another type adds to them, a Delta response adds and removes. It ACKs every
+ * response it applies, as Envoy does, or NACKs the next one when told to. The conformance suite
+ * states its rules against this, once, for every variant.
  */
 public final class VariantClient implements AutoCloseable {
 
   /** The four variants ("Variants of the xDS Transport Protocol"). */
   public enum Variant {
-    SOTW_ADS, SOTW_PER_TYPE, DELTA_ADS, DELTA_PER_TYPE;
+    SOTW_ADS,
+    SOTW_PER_TYPE,
+    DELTA_ADS,
+    DELTA_PER_TYPE;
 
     public boolean delta() {
       return this == DELTA_ADS || this == DELTA_PER_TYPE;
@@ -54,18 +57,36 @@ public final class VariantClient implements AutoCloseable {
 
   private final Variant variant;
   private final int port;
-  /** The channel every stream of this client goes on, shared with other clients; null: a channel per stream. */
+
+  /**
+   * The channel every stream of this client goes on, shared with other clients; null: a channel per
+   * stream.
+   */
   private Channel channel;
+
   private final Node node;
-  private final Map<TypeUrl, XdsTestClient<DiscoveryRequest, DiscoveryResponse>> sotw = new HashMap<>();
-  private final Map<TypeUrl, XdsTestClient<DeltaDiscoveryRequest, DeltaDiscoveryResponse>> delta = new HashMap<>();
+  private final Map<TypeUrl, XdsTestClient<DiscoveryRequest, DiscoveryResponse>> sotw =
+      new HashMap<>();
+  private final Map<TypeUrl, XdsTestClient<DeltaDiscoveryRequest, DeltaDiscoveryResponse>> delta =
+      new HashMap<>();
   private final Map<TypeUrl, Set<String>> subscribed = new HashMap<>();
-  /** What the client holds, as of the last response it ACKed: it ACKs before it takes the new state. */
+
+  /**
+   * What the client holds, as of the last response it ACKed: it ACKs before it takes the new state.
+   */
   private final Map<TypeUrl, Map<String, Any>> held = new HashMap<>();
-  /** The version of each resource held: Delta's per-resource version, or SotW's version_info of the response. */
+
+  /**
+   * The version of each resource held: Delta's per-resource version, or SotW's version_info of the
+   * response.
+   */
   private final Map<TypeUrl, Map<String, String>> heldVersions = new HashMap<>();
-  /** Every resource (name@version) received on the current streams, in order: what a reconnect cost. */
+
+  /**
+   * Every resource (name@version) received on the current streams, in order: what a reconnect cost.
+   */
   private final Map<TypeUrl, List<String>> receivedSinceConnect = new HashMap<>();
+
   private final Map<TypeUrl, String> lastVersion = new HashMap<>();
   private final Map<TypeUrl, String> lastNonce = new HashMap<>();
   private final Set<TypeUrl> rejectNext = new LinkedHashSet<>();
@@ -107,7 +128,8 @@ public final class VariantClient implements AutoCloseable {
     Set<String> now = subscribed.computeIfAbsent(type, t -> new LinkedHashSet<>());
     now.addAll(List.of(names));
     if (variant.delta()) {
-      sendDelta(type, DeltaDiscoveryRequest.newBuilder().addAllResourceNamesSubscribe(List.of(names)));
+      sendDelta(
+          type, DeltaDiscoveryRequest.newBuilder().addAllResourceNamesSubscribe(List.of(names)));
     } else {
       sendSotw(type, DiscoveryRequest.newBuilder().addAllResourceNames(now));
     }
@@ -118,7 +140,8 @@ public final class VariantClient implements AutoCloseable {
     Set<String> now = subscribed.computeIfAbsent(type, t -> new LinkedHashSet<>());
     now.removeAll(List.of(names));
     if (variant.delta()) {
-      sendDelta(type, DeltaDiscoveryRequest.newBuilder().addAllResourceNamesUnsubscribe(List.of(names)));
+      sendDelta(
+          type, DeltaDiscoveryRequest.newBuilder().addAllResourceNamesUnsubscribe(List.of(names)));
     } else {
       sendSotw(type, DiscoveryRequest.newBuilder().addAllResourceNames(now));
     }
@@ -141,9 +164,11 @@ public final class VariantClient implements AutoCloseable {
     for (Map.Entry<TypeUrl, Set<String>> subscription : subscribed.entrySet()) {
       TypeUrl type = subscription.getKey();
       if (variant.delta()) {
-        sendDelta(type, DeltaDiscoveryRequest.newBuilder()
-            .addAllResourceNamesSubscribe(subscription.getValue())
-            .putAllInitialResourceVersions(heldVersions.getOrDefault(type, Map.of())));
+        sendDelta(
+            type,
+            DeltaDiscoveryRequest.newBuilder()
+                .addAllResourceNamesSubscribe(subscription.getValue())
+                .putAllInitialResourceVersions(heldVersions.getOrDefault(type, Map.of())));
       } else {
         sendSotw(type, DiscoveryRequest.newBuilder().addAllResourceNames(subscription.getValue()));
       }
@@ -159,7 +184,10 @@ public final class VariantClient implements AutoCloseable {
     }
   }
 
-  /** The next response of {@code type} is rejected (NACKed with an error_detail) rather than applied. */
+  /**
+   * The next response of {@code type} is rejected (NACKed with an error_detail) rather than
+   * applied.
+   */
   public void rejectNext(TypeUrl type) {
     rejectNext.add(type);
   }
@@ -169,12 +197,18 @@ public final class VariantClient implements AutoCloseable {
     return Map.copyOf(held.getOrDefault(type, Map.of()));
   }
 
-  /** The version of each resource of {@code type} held: per resource for Delta, the response's version_info for SotW. */
+  /**
+   * The version of each resource of {@code type} held: per resource for Delta, the response's
+   * version_info for SotW.
+   */
   public Map<String, String> heldVersions(TypeUrl type) {
     return Map.copyOf(heldVersions.getOrDefault(type, Map.of()));
   }
 
-  /** Each resource of {@code type} received since the streams were (re)opened, as name@version, in order. */
+  /**
+   * Each resource of {@code type} received since the streams were (re)opened, as name@version, in
+   * order.
+   */
   public List<String> receivedSinceConnect(TypeUrl type) {
     return List.copyOf(receivedSinceConnect.getOrDefault(type, List.of()));
   }
@@ -187,13 +221,18 @@ public final class VariantClient implements AutoCloseable {
     Instant deadline = Instant.now().plus(timeout);
     while (!condition.test(held(type))) {
       Duration left = Duration.between(Instant.now(), deadline);
-      assertThat(left.isNegative()).as("%s: held %s never satisfied the condition; transcript:%n%s", variant,
-          held(type).keySet(), transcript(type)).isFalse();
+      assertThat(left.isNegative())
+          .as(
+              "%s: held %s never satisfied the condition; transcript:%n%s",
+              variant, held(type).keySet(), transcript(type))
+          .isFalse();
       receive(type, left);
     }
   }
 
-  /** Reads, applies and answers the next response of {@code type}. Returns whether it was applied. */
+  /**
+   * Reads, applies and answers the next response of {@code type}. Returns whether it was applied.
+   */
   public boolean receive(TypeUrl type, Duration timeout) {
     if (variant.delta()) {
       DeltaDiscoveryResponse response = deltaStream(type).next(timeout);
@@ -217,7 +256,8 @@ public final class VariantClient implements AutoCloseable {
         count++;
       }
     }
-    for (XdsTestClient<DeltaDiscoveryRequest, DeltaDiscoveryResponse> stream : List.copyOf(delta.values())) {
+    for (XdsTestClient<DeltaDiscoveryRequest, DeltaDiscoveryResponse> stream :
+        List.copyOf(delta.values())) {
       for (var next = stream.poll(); next.isPresent(); next = stream.poll()) {
         apply(TypeUrl.parse(next.get().getTypeUrl()), next.get());
         count++;
@@ -228,7 +268,8 @@ public final class VariantClient implements AutoCloseable {
 
   /** Whether a stream of this client has ended (an error from the proxy, or a cancel). */
   public boolean anyStreamEnded() {
-    return sotw.values().stream().anyMatch(XdsTestClient::ended) || delta.values().stream().anyMatch(XdsTestClient::ended);
+    return sotw.values().stream().anyMatch(XdsTestClient::ended)
+        || delta.values().stream().anyMatch(XdsTestClient::ended);
   }
 
   /**
@@ -255,7 +296,8 @@ public final class VariantClient implements AutoCloseable {
     }
     response.getRemovedResourcesList().forEach(resources::remove);
     response.getRemovedResourcesList().forEach(versions::remove);
-    DeltaDiscoveryRequest.Builder answer = DeltaDiscoveryRequest.newBuilder().setResponseNonce(response.getNonce());
+    DeltaDiscoveryRequest.Builder answer =
+        DeltaDiscoveryRequest.newBuilder().setResponseNonce(response.getNonce());
     if (reject) {
       answer.setErrorDetail(Status.newBuilder().setCode(3).setMessage("rejected by the test"));
     }
@@ -269,9 +311,14 @@ public final class VariantClient implements AutoCloseable {
 
   private boolean apply(TypeUrl type, DiscoveryResponse response) {
     boolean reject = rejectNext.remove(type);
-    Map<String, Any> resources = type.isFullStateInSotw() ? new HashMap<>() : new HashMap<>(held.getOrDefault(type, Map.of()));
-    Map<String, String> versions = type.isFullStateInSotw()
-        ? new HashMap<>() : new HashMap<>(heldVersions.getOrDefault(type, Map.of()));
+    Map<String, Any> resources =
+        type.isFullStateInSotw()
+            ? new HashMap<>()
+            : new HashMap<>(held.getOrDefault(type, Map.of()));
+    Map<String, String> versions =
+        type.isFullStateInSotw()
+            ? new HashMap<>()
+            : new HashMap<>(heldVersions.getOrDefault(type, Map.of()));
     List<String> received = receivedSinceConnect.computeIfAbsent(type, t -> new ArrayList<>());
     for (Any any : response.getResourcesList()) {
       String name = ResourceDecoder.nameOf(any.getValue());
@@ -283,8 +330,8 @@ public final class VariantClient implements AutoCloseable {
     if (!reject) {
       lastVersion.put(type, response.getVersionInfo());
     }
-    DiscoveryRequest.Builder answer = DiscoveryRequest.newBuilder()
-        .addAllResourceNames(subscribed.getOrDefault(type, Set.of()));
+    DiscoveryRequest.Builder answer =
+        DiscoveryRequest.newBuilder().addAllResourceNames(subscribed.getOrDefault(type, Set.of()));
     if (reject) {
       answer.setErrorDetail(Status.newBuilder().setCode(3).setMessage("rejected by the test"));
     }
@@ -307,7 +354,9 @@ public final class VariantClient implements AutoCloseable {
 
   /** How the stream of {@code type} ended. */
   public io.grpc.Status awaitEnd(TypeUrl type, Duration timeout) {
-    return variant.delta() ? deltaStream(type).awaitEnd(timeout) : sotwStream(type).awaitEnd(timeout);
+    return variant.delta()
+        ? deltaStream(type).awaitEnd(timeout)
+        : sotwStream(type).awaitEnd(timeout);
   }
 
   /** Sends a raw SotW request on the stream of {@code type}, as the test wrote it. */
@@ -321,7 +370,8 @@ public final class VariantClient implements AutoCloseable {
   }
 
   private void sendSotw(TypeUrl type, DiscoveryRequest.Builder request) {
-    request.setTypeUrl(type.url())
+    request
+        .setTypeUrl(type.url())
         .setVersionInfo(lastVersion.getOrDefault(type, ""))
         .setResponseNonce(lastNonce.getOrDefault(type, ""));
     XdsTestClient<DiscoveryRequest, DiscoveryResponse> stream = sotwStream(type);
@@ -352,18 +402,30 @@ public final class VariantClient implements AutoCloseable {
 
   private XdsTestClient<DiscoveryRequest, DiscoveryResponse> sotwStream(TypeUrl type) {
     TypeUrl key = variant.ads() ? null : type;
-    MethodDescriptor<DiscoveryRequest, DiscoveryResponse> method = variant.ads()
-        ? AggregatedDiscoveryServiceGrpc.getStreamAggregatedResourcesMethod()
-        : sotwMethod(type);
-    return sotw.computeIfAbsent(key, k -> channel != null ? new XdsTestClient<>(channel, method) : new XdsTestClient<>(port, method));
+    MethodDescriptor<DiscoveryRequest, DiscoveryResponse> method =
+        variant.ads()
+            ? AggregatedDiscoveryServiceGrpc.getStreamAggregatedResourcesMethod()
+            : sotwMethod(type);
+    return sotw.computeIfAbsent(
+        key,
+        k ->
+            channel != null
+                ? new XdsTestClient<>(channel, method)
+                : new XdsTestClient<>(port, method));
   }
 
   private XdsTestClient<DeltaDiscoveryRequest, DeltaDiscoveryResponse> deltaStream(TypeUrl type) {
     TypeUrl key = variant.ads() ? null : type;
-    MethodDescriptor<DeltaDiscoveryRequest, DeltaDiscoveryResponse> method = variant.ads()
-        ? AggregatedDiscoveryServiceGrpc.getDeltaAggregatedResourcesMethod()
-        : deltaMethod(type);
-    return delta.computeIfAbsent(key, k -> channel != null ? new XdsTestClient<>(channel, method) : new XdsTestClient<>(port, method));
+    MethodDescriptor<DeltaDiscoveryRequest, DeltaDiscoveryResponse> method =
+        variant.ads()
+            ? AggregatedDiscoveryServiceGrpc.getDeltaAggregatedResourcesMethod()
+            : deltaMethod(type);
+    return delta.computeIfAbsent(
+        key,
+        k ->
+            channel != null
+                ? new XdsTestClient<>(channel, method)
+                : new XdsTestClient<>(port, method));
   }
 
   private static MethodDescriptor<DiscoveryRequest, DiscoveryResponse> sotwMethod(TypeUrl type) {
@@ -379,7 +441,8 @@ public final class VariantClient implements AutoCloseable {
     throw new IllegalArgumentException("no per-type service in the test client for " + type);
   }
 
-  private static MethodDescriptor<DeltaDiscoveryRequest, DeltaDiscoveryResponse> deltaMethod(TypeUrl type) {
+  private static MethodDescriptor<DeltaDiscoveryRequest, DeltaDiscoveryResponse> deltaMethod(
+      TypeUrl type) {
     if (type.equals(TypeUrl.LISTENER)) {
       return ListenerDiscoveryServiceGrpc.getDeltaListenersMethod();
     } else if (type.equals(TypeUrl.ROUTE)) {

@@ -25,14 +25,20 @@ public final class XdsClientChannel implements AutoCloseable {
 
   public XdsClientChannel(int proxyPort, String nodeId, String nodeCluster, String service) {
     String scheme = "xds-test-" + SCHEMES.incrementAndGet();
-    Map<String, ?> bootstrap = Map.of(
-        "xds_servers", List.of(Map.of(
-            "server_uri", "127.0.0.1:" + proxyPort,
-            "channel_creds", List.of(Map.of("type", "insecure")),
-            "server_features", List.of("xds_v3"))),
-        "node", Map.of("id", nodeId, "cluster", nodeCluster));
-    NameResolverRegistry.getDefaultRegistry().register(XdsNameResolverProvider.createForTest(scheme, bootstrap));
-    channel = Grpc.newChannelBuilder(scheme + ":///" + service, InsecureChannelCredentials.create()).build();
+    Map<String, ?> bootstrap =
+        Map.of(
+            "xds_servers",
+                List.of(
+                    Map.of(
+                        "server_uri", "127.0.0.1:" + proxyPort,
+                        "channel_creds", List.of(Map.of("type", "insecure")),
+                        "server_features", List.of("xds_v3"))),
+            "node", Map.of("id", nodeId, "cluster", nodeCluster));
+    NameResolverRegistry.getDefaultRegistry()
+        .register(XdsNameResolverProvider.createForTest(scheme, bootstrap));
+    channel =
+        Grpc.newChannelBuilder(scheme + ":///" + service, InsecureChannelCredentials.create())
+            .build();
   }
 
   /** Calls the service; returns the name of the backend that answered. */

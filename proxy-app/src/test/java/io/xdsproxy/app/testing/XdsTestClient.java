@@ -31,8 +31,8 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 /**
- * A raw xDS client over a real gRPC channel, for any of the streaming methods (SotW or Delta, ADS or
- * per-type): the test decides every request and sees every response. Keeps a transcript of both,
+ * A raw xDS client over a real gRPC channel, for any of the streaming methods (SotW or Delta, ADS
+ * or per-type): the test decides every request and sees every response. Keeps a transcript of both,
  * printed when an expectation fails.
  *
  * @param <Q> the request message
@@ -40,8 +40,11 @@ import java.util.concurrent.TimeUnit;
  */
 public final class XdsTestClient<Q extends Message, R extends Message> implements AutoCloseable {
 
-  /** The channel this client made, shut down with it; null on a channel shared with other clients. */
+  /**
+   * The channel this client made, shut down with it; null on a channel shared with other clients.
+   */
   private final ManagedChannel ownChannel;
+
   private final ClientCallStreamObserver<Q> requests;
   private final BlockingQueue<R> responses = new LinkedBlockingQueue<>();
   private final CompletableFuture<Status> end = new CompletableFuture<>();
@@ -66,41 +69,50 @@ public final class XdsTestClient<Q extends Message, R extends Message> implement
 
   private XdsTestClient(Channel channel, boolean owned, MethodDescriptor<Q, R> method) {
     ownChannel = owned ? (ManagedChannel) channel : null;
-    requests = (ClientCallStreamObserver<Q>) ClientCalls.asyncBidiStreamingCall(channel.newCall(method, CallOptions.DEFAULT), new StreamObserver<R>() {
-      @Override
-      public void onNext(R response) {
-        transcript.add("<- " + oneLine(response));
-        responses.add(response);
-      }
+    requests =
+        (ClientCallStreamObserver<Q>)
+            ClientCalls.asyncBidiStreamingCall(
+                channel.newCall(method, CallOptions.DEFAULT),
+                new StreamObserver<R>() {
+                  @Override
+                  public void onNext(R response) {
+                    transcript.add("<- " + oneLine(response));
+                    responses.add(response);
+                  }
 
-      @Override
-      public void onError(Throwable t) {
-        transcript.add("<- error " + Status.fromThrowable(t));
-        end.complete(Status.fromThrowable(t));
-      }
+                  @Override
+                  public void onError(Throwable t) {
+                    transcript.add("<- error " + Status.fromThrowable(t));
+                    end.complete(Status.fromThrowable(t));
+                  }
 
-      @Override
-      public void onCompleted() {
-        end.complete(Status.OK);
-      }
-    });
+                  @Override
+                  public void onCompleted() {
+                    end.complete(Status.OK);
+                  }
+                });
   }
 
   public static XdsTestClient<DiscoveryRequest, DiscoveryResponse> sotwAds(int port) {
-    return new XdsTestClient<>(port, AggregatedDiscoveryServiceGrpc.getStreamAggregatedResourcesMethod());
+    return new XdsTestClient<>(
+        port, AggregatedDiscoveryServiceGrpc.getStreamAggregatedResourcesMethod());
   }
 
   public static XdsTestClient<DeltaDiscoveryRequest, DeltaDiscoveryResponse> deltaAds(int port) {
-    return new XdsTestClient<>(port, AggregatedDiscoveryServiceGrpc.getDeltaAggregatedResourcesMethod());
+    return new XdsTestClient<>(
+        port, AggregatedDiscoveryServiceGrpc.getDeltaAggregatedResourcesMethod());
   }
 
-  public static XdsTestClient<DiscoveryRequest, DiscoveryResponse> sotwAds(int port, ChannelCredentials credentials) {
-    return new XdsTestClient<>(port, credentials, AggregatedDiscoveryServiceGrpc.getStreamAggregatedResourcesMethod());
+  public static XdsTestClient<DiscoveryRequest, DiscoveryResponse> sotwAds(
+      int port, ChannelCredentials credentials) {
+    return new XdsTestClient<>(
+        port, credentials, AggregatedDiscoveryServiceGrpc.getStreamAggregatedResourcesMethod());
   }
 
-  public static XdsTestClient<DeltaDiscoveryRequest, DeltaDiscoveryResponse> deltaAds(int port,
-      ChannelCredentials credentials) {
-    return new XdsTestClient<>(port, credentials, AggregatedDiscoveryServiceGrpc.getDeltaAggregatedResourcesMethod());
+  public static XdsTestClient<DeltaDiscoveryRequest, DeltaDiscoveryResponse> deltaAds(
+      int port, ChannelCredentials credentials) {
+    return new XdsTestClient<>(
+        port, credentials, AggregatedDiscoveryServiceGrpc.getDeltaAggregatedResourcesMethod());
   }
 
   public static Node node(String id, String cluster) {
@@ -116,7 +128,9 @@ public final class XdsTestClient<Q extends Message, R extends Message> implement
   public R next(Duration timeout) {
     try {
       R response = responses.poll(timeout.toMillis(), TimeUnit.MILLISECONDS);
-      assertThat(response).as("a response within %s; transcript:%n%s", timeout, transcript()).isNotNull();
+      assertThat(response)
+          .as("a response within %s; transcript:%n%s", timeout, transcript())
+          .isNotNull();
       return response;
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -184,7 +198,8 @@ public final class XdsTestClient<Q extends Message, R extends Message> implement
     try {
       return end.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
     } catch (Exception e) {
-      throw new AssertionError("the stream did not end within " + timeout + "; transcript:\n" + transcript(), e);
+      throw new AssertionError(
+          "the stream did not end within " + timeout + "; transcript:\n" + transcript(), e);
     }
   }
 
@@ -202,7 +217,8 @@ public final class XdsTestClient<Q extends Message, R extends Message> implement
     if (count > 0) {
       shown.clearField(resources);
     }
-    return shown.build().toString().replaceAll("\\s+", " ") + (count > 0 ? " (" + count + " resources)" : "");
+    return shown.build().toString().replaceAll("\\s+", " ")
+        + (count > 0 ? " (" + count + " resources)" : "");
   }
 
   @Override

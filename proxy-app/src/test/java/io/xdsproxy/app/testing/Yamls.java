@@ -31,9 +31,13 @@ public final class Yamls {
   public static Object get(Object node, String... path) {
     Object at = node;
     for (int i = 0; i < path.length; i++) {
-      assertThat(at).as("%s is a mapping", String.join(".", Arrays.asList(path).subList(0, i))).isInstanceOf(Map.class);
+      assertThat(at)
+          .as("%s is a mapping", String.join(".", Arrays.asList(path).subList(0, i)))
+          .isInstanceOf(Map.class);
       Map<String, Object> mapping = cast(at);
-      assertThat(mapping).as("%s", String.join(".", Arrays.asList(path).subList(0, i + 1))).containsKey(path[i]);
+      assertThat(mapping)
+          .as("%s", String.join(".", Arrays.asList(path).subList(0, i + 1)))
+          .containsKey(path[i]);
       at = mapping.get(path[i]);
     }
     return at;

@@ -42,8 +42,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A directory of DiscoveryResponse files served as the upstream: the proxy's embedded default, and
- * the spec's filesystem subscription. Every node group gets the same resources. What a type holds is
- * the union of the files of that type.
+ * the spec's filesystem subscription. Every node group gets the same resources. What a type holds
+ * is the union of the files of that type.
  *
  * <p>The directory is watched: an edit, a new file or a removed file reaches every group within a
  * second (inotify where the platform has it, and a rescan every {@link #RESCAN} regardless, which
@@ -57,6 +57,7 @@ public final class FileSystemSource implements UpstreamSource {
 
   private static final Logger log = LoggerFactory.getLogger(FileSystemSource.class);
   static final Duration RESCAN = Duration.ofMillis(500);
+
   /** Scans of one rescan before the directory is taken as it is, should it never hold still. */
   private static final int MAX_SCANS = 5;
 
@@ -76,22 +77,27 @@ public final class FileSystemSource implements UpstreamSource {
    */
   public FileSystemSource(Path directory) throws IOException {
     if (!Files.isDirectory(directory)) {
-      throw new IOException("resources directory " + directory + " does not exist or is not a directory");
+      throw new IOException(
+          "resources directory " + directory + " does not exist or is not a directory");
     }
     this.directory = directory;
-    this.thread = Executors.newSingleThreadScheduledExecutor(task -> {
-      Thread t = new Thread(task, "xds-proxy-fs-source");
-      t.setDaemon(true);
-      return t;
-    });
+    this.thread =
+        Executors.newSingleThreadScheduledExecutor(
+            task -> {
+              Thread t = new Thread(task, "xds-proxy-fs-source");
+              t.setDaemon(true);
+              return t;
+            });
     this.watcher = directory.getFileSystem().newWatchService();
     directory.register(watcher, ENTRY_CREATE, ENTRY_MODIFY, ENTRY_DELETE);
     try {
       thread.submit(this::rescan).get();
     } catch (Exception e) {
-      throw new IOException("cannot read resources directory " + directory + ": " + e.getMessage(), e);
+      throw new IOException(
+          "cannot read resources directory " + directory + ": " + e.getMessage(), e);
     }
-    thread.scheduleWithFixedDelay(this::rescan, RESCAN.toMillis(), RESCAN.toMillis(), TimeUnit.MILLISECONDS);
+    thread.scheduleWithFixedDelay(
+        this::rescan, RESCAN.toMillis(), RESCAN.toMillis(), TimeUnit.MILLISECONDS);
     Thread events = new Thread(this::watchEvents, "xds-proxy-fs-watch");
     events.setDaemon(true);
     events.start();
@@ -100,12 +106,14 @@ public final class FileSystemSource implements UpstreamSource {
   @Override
   public UpstreamSession open(NodeGroupKey group, Node node, UpstreamListener listener) {
     Session session = new Session(listener);
-    thread.execute(() -> {
-      sessions.add(session);
-      List<ResourceUpdate> everything = new ArrayList<>();
-      served.forEach((type, resources) -> everything.add(ResourceUpdate.complete(type, resources)));
-      listener.onUpdates(everything);
-    });
+    thread.execute(
+        () -> {
+          sessions.add(session);
+          List<ResourceUpdate> everything = new ArrayList<>();
+          served.forEach(
+              (type, resources) -> everything.add(ResourceUpdate.complete(type, resources)));
+          listener.onUpdates(everything);
+        });
     return session;
   }
 
@@ -130,7 +138,10 @@ public final class FileSystemSource implements UpstreamSource {
     }
   }
 
-  /** Waits for inotify's word that something changed, and rescans at once rather than at the next tick. */
+  /**
+   * Waits for inotify's word that something changed, and rescans at once rather than at the next
+   * tick.
+   */
   private void watchEvents() {
     try {
       while (true) {
@@ -142,7 +153,11 @@ public final class FileSystemSource implements UpstreamSource {
     } catch (InterruptedException | ClosedWatchServiceException e) {
       // The source is closed.
     } catch (RuntimeException e) {
-      log.warn("watching {} stopped ({}); changes are still picked up every {} ms", directory, e, RESCAN.toMillis());
+      log.warn(
+          "watching {} stopped ({}); changes are still picked up every {} ms",
+          directory,
+          e,
+          RESCAN.toMillis());
     }
   }
 
@@ -162,13 +177,17 @@ public final class FileSystemSource implements UpstreamSource {
         return;
       }
       Map<Path, FileState> current = seen;
-      files.keySet().stream().filter(file -> !current.containsKey(file))
+      files.keySet().stream()
+          .filter(file -> !current.containsKey(file))
           .forEach(file -> log.info("resources file {} removed", file));
       files.clear();
       files.putAll(seen);
       publish();
     } catch (IOException | RuntimeException e) {
-      log.warn("cannot scan resources directory {}: {}; the last good state stays", directory, e.toString());
+      log.warn(
+          "cannot scan resources directory {}: {}; the last good state stays",
+          directory,
+          e.toString());
     }
   }
 
@@ -183,7 +202,9 @@ public final class FileSystemSource implements UpstreamSource {
   /** The resource files in the directory now. */
   private List<Path> listFiles() throws IOException {
     try (Stream<Path> listing = Files.list(directory)) {
-      return listing.filter(file -> ResponseFile.formatOf(file).isPresent() && Files.isRegularFile(file)).toList();
+      return listing
+          .filter(file -> ResponseFile.formatOf(file).isPresent() && Files.isRegularFile(file))
+          .toList();
     }
   }
 
@@ -212,10 +233,17 @@ public final class FileSystemSource implements UpstreamSource {
     Optional<Contents> good = previous == null ? Optional.empty() : previous.good();
     try {
       Contents contents = ResponseFile.read(file, format);
-      log.info("resources file {}: {} {} resource(s)", file, contents.resources().size(), contents.type().shortName());
+      log.info(
+          "resources file {}: {} {} resource(s)",
+          file,
+          contents.resources().size(),
+          contents.type().shortName());
       good = Optional.of(contents);
     } catch (InvalidFileException | IOException e) {
-      log.warn("resources file {} is not served: {}; {}", file, e.getMessage(),
+      log.warn(
+          "resources file {} is not served: {}; {}",
+          file,
+          e.getMessage(),
           good.isPresent() ? "its last good contents stay" : "it had no good contents yet");
     }
     return new FileState(stamp, good);
@@ -225,19 +253,30 @@ public final class FileSystemSource implements UpstreamSource {
   private void publish() {
     Map<TypeUrl, Map<String, XdsResource>> byType = new TreeMap<>();
     Map<String, Path> origin = new HashMap<>();
-    files.forEach((file, state) -> state.good().ifPresent(contents -> {
-      Map<String, XdsResource> resources = byType.computeIfAbsent(contents.type(), t -> new LinkedHashMap<>());
-      for (XdsResource resource : contents.resources()) {
-        String key = contents.type() + "/" + resource.name();
-        Path first = origin.putIfAbsent(key, file);
-        if (first == null) {
-          resources.put(resource.name(), resource);
-        } else if (!first.equals(file)) {
-          log.warn("{} '{}' is in both {} and {}; the one in {} is served",
-              contents.type().shortName(), resource.name(), first, file, first);
-        }
-      }
-    }));
+    files.forEach(
+        (file, state) ->
+            state
+                .good()
+                .ifPresent(
+                    contents -> {
+                      Map<String, XdsResource> resources =
+                          byType.computeIfAbsent(contents.type(), t -> new LinkedHashMap<>());
+                      for (XdsResource resource : contents.resources()) {
+                        String key = contents.type() + "/" + resource.name();
+                        Path first = origin.putIfAbsent(key, file);
+                        if (first == null) {
+                          resources.put(resource.name(), resource);
+                        } else if (!first.equals(file)) {
+                          log.warn(
+                              "{} '{}' is in both {} and {}; the one in {} is served",
+                              contents.type().shortName(),
+                              resource.name(),
+                              first,
+                              file,
+                              first);
+                        }
+                      }
+                    }));
     Map<TypeUrl, List<XdsResource>> next = new TreeMap<>();
     byType.forEach((type, resources) -> next.put(type, List.copyOf(resources.values())));
     Set<TypeUrl> types = new HashSet<>(served.keySet());
@@ -257,7 +296,10 @@ public final class FileSystemSource implements UpstreamSource {
     }
   }
 
-  /** What tells one version of a file from another: its inode (a swapped symlink changes it), time and size. */
+  /**
+   * What tells one version of a file from another: its inode (a swapped symlink changes it), time
+   * and size.
+   */
   private record Stamp(Object fileKey, FileTime modified, long size) {
     static Stamp of(Path file) throws IOException {
       BasicFileAttributes attributes = Files.readAttributes(file, BasicFileAttributes.class);
@@ -282,7 +324,10 @@ public final class FileSystemSource implements UpstreamSource {
 
     @Override
     public void refetch(TypeUrl type) {
-      thread.execute(() -> listener.onUpdate(ResourceUpdate.complete(type, served.getOrDefault(type, List.of()))));
+      thread.execute(
+          () ->
+              listener.onUpdate(
+                  ResourceUpdate.complete(type, served.getOrDefault(type, List.of()))));
     }
 
     @Override

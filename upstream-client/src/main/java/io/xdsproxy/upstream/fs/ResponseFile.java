@@ -34,11 +34,16 @@ import org.yaml.snakeyaml.error.YAMLException;
  */
 final class ResponseFile {
 
-  /** A file bigger than this is refused rather than read: resource files are kilobytes to megabytes. */
+  /**
+   * A file bigger than this is refused rather than read: resource files are kilobytes to megabytes.
+   */
   static final long MAX_BYTES = 64L * 1024 * 1024;
 
   enum Format {
-    JSON, YAML, TEXT, BINARY
+    JSON,
+    YAML,
+    TEXT,
+    BINARY
   }
 
   /** What a file holds: resources of one type. */
@@ -65,20 +70,23 @@ final class ResponseFile {
 
   /**
    * Reads and checks {@code file}. A response without a type_url takes its type from its first
-   * resource (inside its {@code Resource} wrapper, if it has one), as Envoy's example files leave it out.
+   * resource (inside its {@code Resource} wrapper, if it has one), as Envoy's example files leave
+   * it out.
    *
    * @throws InvalidFileException with a reason a person can act on
    */
   static Contents read(Path file, Format format) throws IOException, InvalidFileException {
     long size = Files.size(file);
     if (size > MAX_BYTES) {
-      throw new InvalidFileException(size + " bytes is more than the " + MAX_BYTES + " a resource file may have");
+      throw new InvalidFileException(
+          size + " bytes is more than the " + MAX_BYTES + " a resource file may have");
     }
     DiscoveryResponse response = parse(Files.readAllBytes(file), format);
     String typeUrl = response.getTypeUrl();
     if (typeUrl.isEmpty()) {
       if (response.getResourcesCount() == 0) {
-        throw new InvalidFileException("neither type_url nor resources: the type of the file is unknown");
+        throw new InvalidFileException(
+            "neither type_url nor resources: the type of the file is unknown");
       }
       typeUrl = typeOf(response.getResources(0));
     }
@@ -89,7 +97,8 @@ final class ResponseFile {
       throw new InvalidFileException(e.getMessage());
     }
     try {
-      return new Contents(type, ResourceDecoder.decode(type, response.getResourcesList()).resources());
+      return new Contents(
+          type, ResourceDecoder.decode(type, response.getResourcesList()).resources());
     } catch (InvalidResourceException e) {
       throw new InvalidFileException(e.getMessage());
     }
@@ -107,7 +116,8 @@ final class ResponseFile {
     }
   }
 
-  private static final String RESOURCE_WRAPPER = TypeUrl.PREFIX + Resource.getDescriptor().getFullName();
+  private static final String RESOURCE_WRAPPER =
+      TypeUrl.PREFIX + Resource.getDescriptor().getFullName();
 
   private static DiscoveryResponse parse(byte[] bytes, Format format) throws InvalidFileException {
     DiscoveryResponse.Builder response = DiscoveryResponse.newBuilder();
@@ -116,13 +126,22 @@ final class ResponseFile {
       switch (format) {
         case BINARY -> response.mergeFrom(bytes);
         case JSON -> JsonFormat.parser().usingTypeRegistry(ApiTypes.json()).merge(text, response);
-        case YAML -> JsonFormat.parser().usingTypeRegistry(ApiTypes.json()).merge(yamlToJson(text), response);
-        case TEXT -> TextFormat.Parser.newBuilder().setTypeRegistry(ApiTypes.text()).build().merge(text, response);
+        case YAML ->
+            JsonFormat.parser()
+                .usingTypeRegistry(ApiTypes.json())
+                .merge(yamlToJson(text), response);
+        case TEXT ->
+            TextFormat.Parser.newBuilder()
+                .setTypeRegistry(ApiTypes.text())
+                .build()
+                .merge(text, response);
       }
     } catch (InvalidProtocolBufferException | TextFormat.ParseException e) {
-      throw new InvalidFileException("not a DiscoveryResponse in " + format + ": " + e.getMessage());
+      throw new InvalidFileException(
+          "not a DiscoveryResponse in " + format + ": " + e.getMessage());
     } catch (RuntimeException e) {
-      // JsonFormat reports some malformed input (bad numbers, bad JSON syntax) as unchecked exceptions.
+      // JsonFormat reports some malformed input (bad numbers, bad JSON syntax) as unchecked
+      // exceptions.
       throw new InvalidFileException("not a DiscoveryResponse in " + format + ": " + e);
     }
     return response.build();
@@ -138,7 +157,10 @@ final class ResponseFile {
     if (tree != null && !(tree instanceof java.util.Map)) {
       throw new InvalidFileException("the YAML document is not a mapping (a DiscoveryResponse)");
     }
-    checkExpansion(tree, Collections.newSetFromMap(new IdentityHashMap<>()), new int[] {4 * yaml.length() + 100_000});
+    checkExpansion(
+        tree,
+        Collections.newSetFromMap(new IdentityHashMap<>()),
+        new int[] {4 * yaml.length() + 100_000});
     return new Gson().toJson(tree == null ? java.util.Map.of() : tree);
   }
 
@@ -150,7 +172,8 @@ final class ResponseFile {
    * @param enclosing the collections {@code node} is inside of
    * @param budget the nodes the expanded tree may still have
    */
-  private static void checkExpansion(Object node, Set<Object> enclosing, int[] budget) throws InvalidFileException {
+  private static void checkExpansion(Object node, Set<Object> enclosing, int[] budget)
+      throws InvalidFileException {
     if (--budget[0] < 0) {
       throw new InvalidFileException("YAML aliases expand the document to far more than its size");
     }
@@ -158,9 +181,11 @@ final class ResponseFile {
       return;
     }
     if (!enclosing.add(node)) {
-      throw new InvalidFileException("a YAML alias refers to a collection it is inside of: the document is cyclic");
+      throw new InvalidFileException(
+          "a YAML alias refers to a collection it is inside of: the document is cyclic");
     }
-    Collection<?> children = node instanceof java.util.Map<?, ?> map ? map.values() : (Collection<?>) node;
+    Collection<?> children =
+        node instanceof java.util.Map<?, ?> map ? map.values() : (Collection<?>) node;
     for (Object child : children) {
       checkExpansion(child, enclosing, budget);
     }

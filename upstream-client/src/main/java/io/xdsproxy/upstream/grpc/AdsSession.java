@@ -46,12 +46,12 @@ import org.slf4j.event.Level;
  * after the not-found timeout. {@link SotwUpstreamSession} and {@link DeltaUpstreamSession} add the
  * protocol.
  *
- * <p>The store mirrors what the upstream believes the group subscribes to (DESIGN, "Data flow"), not
- * what the group's clients want at the moment: a subscription the protocol cannot take back (a
+ * <p>The store mirrors what the upstream believes the group subscribes to (DESIGN, "Data flow"),
+ * not what the group's clients want at the moment: a subscription the protocol cannot take back (a
  * wildcard; in SotW, the last names of a type, since an empty list means "everything" to
  * java-control-plane and "nothing" or "wildcard" to others) stays asked for, and its resources stay
- * in the store and up to date, so a client that comes back is served at once. Nothing here relies on
- * the upstream reading {@code version_info}, which istiod never does (interop.md rules 5 to 14).
+ * in the store and up to date, so a client that comes back is served at once. Nothing here relies
+ * on the upstream reading {@code version_info}, which istiod never does (interop.md rules 5 to 14).
  *
  * <p>All state is confined to the session's {@link SerialExecutor}; gRPC callbacks and timers only
  * enqueue onto it.
@@ -63,25 +63,37 @@ import org.slf4j.event.Level;
 abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements UpstreamSession {
 
   private static final Logger log = LoggerFactory.getLogger(AdsSession.class);
-  // A control plane that fails or misbehaves does so for every group at once: the lines are limited.
-  private static final LimitedLog limitedWarnings = LimitedLog.of(log, Level.WARN, 100, Duration.ofSeconds(10));
-  private static final LimitedLog streamEnds = LimitedLog.of(log, Level.WARN, 100, Duration.ofSeconds(10));
-  private static final LimitedLog notFound = LimitedLog.of(log, Level.INFO, 100, Duration.ofSeconds(10));
+  // A control plane that fails or misbehaves does so for every group at once: the lines are
+  // limited.
+  private static final LimitedLog limitedWarnings =
+      LimitedLog.of(log, Level.WARN, 100, Duration.ofSeconds(10));
+  private static final LimitedLog streamEnds =
+      LimitedLog.of(log, Level.WARN, 100, Duration.ofSeconds(10));
+  private static final LimitedLog notFound =
+      LimitedLog.of(log, Level.INFO, 100, Duration.ofSeconds(10));
 
   /** What every variant keeps of one type. */
   static class TypeState {
     final TypeUrl type;
+
     /** What the group wants. */
     Interest interest = Interest.NONE;
+
     /**
-     * What the current stream asked the upstream for, which it believes the group subscribes to: the
-     * interest, and what the protocol could not take back of an earlier one ({@link #expressible}).
+     * What the current stream asked the upstream for, which it believes the group subscribes to:
+     * the interest, and what the protocol could not take back of an earlier one ({@link
+     * #expressible}).
      */
     Interest wire = Interest.NONE;
-    /** do_not_cache resources the group asked the upstream to send again, until a fresh copy comes. */
+
+    /**
+     * do_not_cache resources the group asked the upstream to send again, until a fresh copy comes.
+     */
     final Set<String> awaitingFresh = new HashSet<>();
+
     /** Names the upstream has sent and not deleted since. */
     final Set<String> received = new HashSet<>();
+
     /**
      * What the upstream last sent of each name received, as decoded: a SotW upstream resends every
      * resource on each change of one, and a body equal to the one held is not decoded again.
@@ -110,26 +122,37 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
   final NodeGroupKey group;
   final Node node;
   private final Context context;
+
   /** Where the current or next stream goes: an index into the context's targets. */
   private int targetIndex;
+
   private String target;
   private final UpstreamListener listener;
   private final SerialExecutor executor;
+
   /** NACKs sent upstream: each a response the control plane should not have sent. */
   private final Counter nacks;
+
   /** Streams that ended and were reopened. */
   private final Counter reconnects;
+
   /** Streams the proxy abandoned for a new one, to ask for what no request on the stream could. */
   private final Counter abandoned;
-  /** 1 while the current stream has answered, 0 while connecting or backing off; read by the gauge. */
+
+  /**
+   * 1 while the current stream has answered, 0 while connecting or backing off; read by the gauge.
+   */
   private final AtomicInteger connected = new AtomicInteger();
+
   private final Gauge connectedGauge;
 
   // Confined to the executor.
   private final Map<TypeUrl, S> types = new TreeMap<>();
   private ClientCallStreamObserver<Q> stream;
+
   /** Counts streams, so callbacks of an abandoned stream are told apart and ignored. */
   private int generation;
+
   private int failedAttempts;
   private boolean closed;
 
@@ -140,23 +163,30 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
     this.context = context;
     this.listener = listener;
     this.executor = new SerialExecutor(context.pool(), "upstream session of group " + group);
-    this.nacks = Counter.builder("xds.upstream.nacks")
-        .description("Responses from the control plane NACKed by the proxy (malformed or invalid)")
-        .tag("group", group.value())
-        .register(context.meters());
-    this.reconnects = Counter.builder("xds.upstream.reconnects")
-        .description("Upstream streams that ended and were reopened")
-        .tag("group", group.value())
-        .register(context.meters());
-    this.abandoned = Counter.builder("xds.upstream.streams.abandoned")
-        .description("Upstream streams the proxy replaced by a new one because no request on the stream could ask for"
-            + " what the group needed (a wildcard after names; a do_not_cache copy the upstream did not resend)")
-        .tag("group", group.value())
-        .register(context.meters());
-    this.connectedGauge = Gauge.builder("xds.upstream.connected", connected, AtomicInteger::get)
-        .description("1 while the group's upstream stream is open and has answered, 0 while connecting or backing off")
-        .tag("group", group.value())
-        .register(context.meters());
+    this.nacks =
+        Counter.builder("xds.upstream.nacks")
+            .description(
+                "Responses from the control plane NACKed by the proxy (malformed or invalid)")
+            .tag("group", group.value())
+            .register(context.meters());
+    this.reconnects =
+        Counter.builder("xds.upstream.reconnects")
+            .description("Upstream streams that ended and were reopened")
+            .tag("group", group.value())
+            .register(context.meters());
+    this.abandoned =
+        Counter.builder("xds.upstream.streams.abandoned")
+            .description(
+                "Upstream streams the proxy replaced by a new one because no request on the stream could ask for"
+                    + " what the group needed (a wildcard after names; a do_not_cache copy the upstream did not resend)")
+            .tag("group", group.value())
+            .register(context.meters());
+    this.connectedGauge =
+        Gauge.builder("xds.upstream.connected", connected, AtomicInteger::get)
+            .description(
+                "1 while the group's upstream stream is open and has answered, 0 while connecting or backing off")
+            .tag("group", group.value())
+            .register(context.meters());
     executor.execute(this::openStream);
   }
 
@@ -171,8 +201,8 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
 
   /**
    * What the stream can be asked for of {@code type} when the group wants {@code interest} and the
-   * stream was asked for {@code wire}: {@code interest}, but for what the variant cannot take back on
-   * a stream.
+   * stream was asked for {@code wire}: {@code interest}, but for what the variant cannot take back
+   * on a stream.
    */
   abstract Interest expressible(TypeUrl type, Interest interest, Interest wire);
 
@@ -183,31 +213,34 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
   abstract void onResponse(R response);
 
   /**
-   * Asks the upstream to send {@code state}'s {@link TypeState#awaitingFresh} again, unchanged or not,
-   * with requests every modelled control plane answers one of; if none does, {@link #refetch} falls
-   * back to a new stream.
+   * Asks the upstream to send {@code state}'s {@link TypeState#awaitingFresh} again, unchanged or
+   * not, with requests every modelled control plane answers one of; if none does, {@link #refetch}
+   * falls back to a new stream.
    */
   abstract void askAgain(S state);
 
   @Override
   public final void updateInterest(TypeUrl type, Interest interest) {
-    executor.execute(() -> {
-      if (closed) {
-        return;
-      }
-      S state = types.computeIfAbsent(type, this::newTypeState);
-      Interest previous = state.interest;
-      state.interest = interest;
-      for (String name : interest.names()) {
-        if (!previous.names().contains(name) && !state.received.contains(name)) {
-          armNotFoundTimer(state, name);
-        }
-      }
-      rewire(state);
-    });
+    executor.execute(
+        () -> {
+          if (closed) {
+            return;
+          }
+          S state = types.computeIfAbsent(type, this::newTypeState);
+          Interest previous = state.interest;
+          state.interest = interest;
+          for (String name : interest.names()) {
+            if (!previous.names().contains(name) && !state.received.contains(name)) {
+              armNotFoundTimer(state, name);
+            }
+          }
+          rewire(state);
+        });
   }
 
-  /** Asks the upstream for what {@code state}'s type should now be subscribed to, if that changed. */
+  /**
+   * Asks the upstream for what {@code state}'s type should now be subscribed to, if that changed.
+   */
   private void rewire(S state) {
     Interest previousWire = state.wire;
     Interest wanted = upstreamInterest(state);
@@ -231,16 +264,19 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
    * the assignments those clusters take their endpoints from. go-control-plane in ADS mode drops a
    * request that leaves out an assignment it holds ({@code createResponse}, superset rule), and
    * java-control-plane answers none while one asked for is missing ({@code SimpleCache.respond}). A
-   * name the group's clients ask for that no cluster references (a cluster a reconnecting Envoy still
-   * warms, gone upstream) is not asked for and does not exist, as istiod answers it
-   * ({@code buildEmptyClusterLoadAssignment}). Every other type, or before the clusters are known:
-   * the group's interest, as it is.
+   * name the group's clients ask for that no cluster references (a cluster a reconnecting Envoy
+   * still warms, gone upstream) is not asked for and does not exist, as istiod answers it ({@code
+   * buildEmptyClusterLoadAssignment}). Every other type, or before the clusters are known: the
+   * group's interest, as it is.
    */
   private Interest upstreamInterest(S state) {
     Interest interest = state.interest;
     S clusters = types.get(TypeUrl.CLUSTER);
-    if (!state.type.equals(TypeUrl.ENDPOINT) || interest.wildcard() || interest.isEmpty()
-        || clusters == null || clusters.received.isEmpty()) {
+    if (!state.type.equals(TypeUrl.ENDPOINT)
+        || interest.wildcard()
+        || interest.isEmpty()
+        || clusters == null
+        || clusters.received.isEmpty()) {
       return interest;
     }
     Set<String> names = new HashSet<>();
@@ -253,44 +289,58 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
   /**
    * Invariant 3: a client came for do_not_cache resources the store holds, which it may not be
    * served from there. The upstream is asked to send them again; should it not within the not-found
-   * timeout (a request shape it ignores), a new stream asks, which every control plane answers in full.
+   * timeout (a request shape it ignores), a new stream asks, which every control plane answers in
+   * full.
    */
   @Override
   public final void refetch(TypeUrl type) {
-    executor.execute(() -> {
-      S state = types.get(type);
-      if (closed || state == null) {
-        return;
-      }
-      state.decoded.values().stream().filter(XdsResource::doNotCache).map(XdsResource::name)
-          .forEach(state.awaitingFresh::add);
-      if (state.awaitingFresh.isEmpty() || !isStreamOpen()) {
-        return; // nothing to ask again, or the next stream's first request asks for everything
-      }
-      askAgain(state);
-      int streamGeneration = generation;
-      later(context.notFoundTimeout(), () -> {
-        if (!closed && streamGeneration == generation && isStreamOpen() && !state.awaitingFresh.isEmpty()) {
-          reopenStream("the upstream did not resend " + state.type.shortName() + " " + new TreeSet<>(state.awaitingFresh)
-              + " (do_not_cache) when asked again");
-        }
-      });
-    });
+    executor.execute(
+        () -> {
+          S state = types.get(type);
+          if (closed || state == null) {
+            return;
+          }
+          state.decoded.values().stream()
+              .filter(XdsResource::doNotCache)
+              .map(XdsResource::name)
+              .forEach(state.awaitingFresh::add);
+          if (state.awaitingFresh.isEmpty() || !isStreamOpen()) {
+            return; // nothing to ask again, or the next stream's first request asks for everything
+          }
+          askAgain(state);
+          int streamGeneration = generation;
+          later(
+              context.notFoundTimeout(),
+              () -> {
+                if (!closed
+                    && streamGeneration == generation
+                    && isStreamOpen()
+                    && !state.awaitingFresh.isEmpty()) {
+                  reopenStream(
+                      "the upstream did not resend "
+                          + state.type.shortName()
+                          + " "
+                          + new TreeSet<>(state.awaitingFresh)
+                          + " (do_not_cache) when asked again");
+                }
+              });
+        });
   }
 
   @Override
   public final void close() {
-    executor.execute(() -> {
-      closed = true;
-      context.meters().remove(nacks);
-      context.meters().remove(reconnects);
-      context.meters().remove(abandoned);
-      context.meters().remove(connectedGauge);
-      if (stream != null) {
-        stream.cancel("node group " + group + " closed", null);
-        stream = null;
-      }
-    });
+    executor.execute(
+        () -> {
+          closed = true;
+          context.meters().remove(nacks);
+          context.meters().remove(reconnects);
+          context.meters().remove(abandoned);
+          context.meters().remove(connectedGauge);
+          if (stream != null) {
+            stream.cancel("node group " + group + " closed", null);
+            stream = null;
+          }
+        });
   }
 
   /** The state of {@code type}, if the group ever wanted it. */
@@ -314,7 +364,9 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
    * it. The last resort, counted, since the upstream then sends the group everything again.
    */
   final void reopenStream(String why) {
-    fields().addTo(log.atInfo()).log("group {}: reopening the stream to {}: {}", group, target, why);
+    fields()
+        .addTo(log.atInfo())
+        .log("group {}: reopening the stream to {}: {}", group, target, why);
     abandoned.increment();
     connected.set(0);
     if (stream != null) {
@@ -353,7 +405,9 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
     connected.set(1);
   }
 
-  /** The error detail of a NACK, naming what was rejected and why, for the control plane's operator. */
+  /**
+   * The error detail of a NACK, naming what was rejected and why, for the control plane's operator.
+   */
   static com.google.rpc.Status rejection(TypeUrl type, String what, String why) {
     return com.google.rpc.Status.newBuilder()
         .setCode(Status.Code.INVALID_ARGUMENT.value())
@@ -364,7 +418,12 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
   /** Logs a NACK of {@code type} sent upstream. */
   final void logNack(TypeUrl type, com.google.rpc.Status detail) {
     nacks.increment();
-    limitedWarnings.log(fields().type(type), "group {}: NACK to upstream {}: {}", group, target, detail.getMessage());
+    limitedWarnings.log(
+        fields().type(type),
+        "group {}: NACK to upstream {}: {}",
+        group,
+        target,
+        detail.getMessage());
   }
 
   /**
@@ -381,14 +440,22 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
     try {
       type = TypeUrl.parse(typeUrl);
     } catch (IllegalArgumentException e) {
-      limitedWarnings.log(fields(), "group {}: upstream {} sent a response with a bad type_url, ignored: {}", group, target,
+      limitedWarnings.log(
+          fields(),
+          "group {}: upstream {} sent a response with a bad type_url, ignored: {}",
+          group,
+          target,
           e.getMessage());
       return Optional.empty();
     }
     S state = types.get(type);
     if (state == null) {
-      limitedWarnings.log(fields().type(type), "group {}: upstream {} sent {} which the proxy never asked for; ignored",
-          group, target, type);
+      limitedWarnings.log(
+          fields().type(type),
+          "group {}: upstream {} sent {} which the proxy never asked for; ignored",
+          group,
+          target,
+          type);
     }
     return Optional.ofNullable(state);
   }
@@ -399,34 +466,42 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
     }
     int streamGeneration = ++generation;
     target = context.targets().get(targetIndex);
-    startCall(context.channels().get(targetIndex), new ClientResponseObserver<Q, R>() {
-      @Override
-      public void beforeStart(ClientCallStreamObserver<Q> requests) {
-        stream = requests;
-      }
+    startCall(
+        context.channels().get(targetIndex),
+        new ClientResponseObserver<Q, R>() {
+          @Override
+          public void beforeStart(ClientCallStreamObserver<Q> requests) {
+            stream = requests;
+          }
 
-      @Override
-      public void onNext(R response) {
-        executor.execute(() -> {
-          if (streamGeneration == generation && !closed) {
-            onResponse(response);
+          @Override
+          public void onNext(R response) {
+            executor.execute(
+                () -> {
+                  if (streamGeneration == generation && !closed) {
+                    onResponse(response);
+                  }
+                });
+          }
+
+          @Override
+          public void onError(Throwable t) {
+            executor.execute(() -> onStreamEnd(streamGeneration, Status.fromThrowable(t)));
+          }
+
+          @Override
+          public void onCompleted() {
+            executor.execute(
+                () ->
+                    onStreamEnd(
+                        streamGeneration,
+                        Status.UNAVAILABLE.withDescription("closed by the server")));
           }
         });
-      }
-
-      @Override
-      public void onError(Throwable t) {
-        executor.execute(() -> onStreamEnd(streamGeneration, Status.fromThrowable(t)));
-      }
-
-      @Override
-      public void onCompleted() {
-        executor.execute(() -> onStreamEnd(streamGeneration, Status.UNAVAILABLE.withDescription("closed by the server")));
-      }
-    });
     for (S state : types.values()) {
       Interest previousWire = state.wire;
-      // A new stream has been asked nothing: what could not be taken back on the old one can be now.
+      // A new stream has been asked nothing: what could not be taken back on the old one can be
+      // now.
       state.wire = expressible(state.type, upstreamInterest(state), Interest.NONE);
       forgetWhatLeftTheWire(state, previousWire);
     }
@@ -444,22 +519,33 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
     Duration delay = context.backoff().delay(failedAttempts, context.random());
     // Failover: the next stream goes to the control plane's next address, round the list.
     targetIndex = (targetIndex + 1) % context.targets().size();
-    streamEnds.log(fields(), "group {}: upstream stream to {} ended ({}: {}); reconnecting to {} in {} ms, the last good state"
-            + " is served meanwhile", group, target, status.getCode(), status.getDescription(), context.targets().get(targetIndex),
+    streamEnds.log(
+        fields(),
+        "group {}: upstream stream to {} ended ({}: {}); reconnecting to {} in {} ms, the last good state"
+            + " is served meanwhile",
+        group,
+        target,
+        status.getCode(),
+        status.getDescription(),
+        context.targets().get(targetIndex),
         delay.toMillis());
     later(delay, this::openStream);
   }
 
   /**
    * Runs {@code task} on the session's executor after {@code delay}. The proxy's timer ends before
-   * its sessions' last callbacks when it shuts down (a stream ending as its channel closes): nothing
-   * is left to do then.
+   * its sessions' last callbacks when it shuts down (a stream ending as its channel closes):
+   * nothing is left to do then.
    */
   private void later(Duration delay, Runnable task) {
     try {
-      context.timer().schedule(() -> executor.execute(task), delay.toMillis(), TimeUnit.MILLISECONDS);
+      context
+          .timer()
+          .schedule(() -> executor.execute(task), delay.toMillis(), TimeUnit.MILLISECONDS);
     } catch (RejectedExecutionException shuttingDown) {
-      fields().addTo(log.atDebug()).log("group {}: not scheduled, the proxy is shutting down", group);
+      fields()
+          .addTo(log.atDebug())
+          .log("group {}: not scheduled, the proxy is shutting down", group);
     }
   }
 
@@ -471,21 +557,33 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
     if (state.wire.wildcard()) {
       return;
     }
-    Set<String> unwanted = new HashSet<>(previousWire.wildcard() ? state.received : previousWire.names());
+    Set<String> unwanted =
+        new HashSet<>(previousWire.wildcard() ? state.received : previousWire.names());
     unwanted.removeAll(state.wire.names());
     if (!unwanted.isEmpty()) {
       publish(state, ResourceUpdate.forget(state.type, unwanted));
     }
   }
 
-  /** "Knowing When a Requested Resource Does Not Exist": the spec's client-side timeout, kept for the group. */
+  /**
+   * "Knowing When a Requested Resource Does Not Exist": the spec's client-side timeout, kept for
+   * the group.
+   */
   private void armNotFoundTimer(S state, String name) {
-    later(context.notFoundTimeout(), () -> {
-      if (!closed && state.interest.names().contains(name) && !state.received.contains(name)) {
-        notFound.log(fields().type(state.type), "group {}: upstream {} has not sent {} '{}' within {}; it is taken not to exist",
-            group, target, state.type.shortName(), name, context.notFoundTimeout());
-        publish(state, ResourceUpdate.partial(state.type, List.of(), Set.of(name), false));
-      }
-    });
+    later(
+        context.notFoundTimeout(),
+        () -> {
+          if (!closed && state.interest.names().contains(name) && !state.received.contains(name)) {
+            notFound.log(
+                fields().type(state.type),
+                "group {}: upstream {} has not sent {} '{}' within {}; it is taken not to exist",
+                group,
+                target,
+                state.type.shortName(),
+                name,
+                context.notFoundTimeout());
+            publish(state, ResourceUpdate.partial(state.type, List.of(), Set.of(name), false));
+          }
+        });
   }
 }

@@ -28,23 +28,31 @@ import java.util.concurrent.atomic.AtomicBoolean;
  */
 public final class AdsUpstream implements UpstreamSource {
 
-  /** Largest response accepted from the control plane: a big mesh's full CDS runs to tens of MiB. */
+  /**
+   * Largest response accepted from the control plane: a big mesh's full CDS runs to tens of MiB.
+   */
   static final int MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
 
   /**
    * HTTP/2 keepalive on the channels to the control plane: a PING after {@code time} without reads,
-   * and the connection given up when its ack takes longer than {@code timeout}. It is what notices a
-   * control plane that went silent without closing the connection (a dead host, a black-holing
-   * network), so that the sessions reconnect or fail over. grpc-java raises a time under 10 s to 10 s.
+   * and the connection given up when its ack takes longer than {@code timeout}. It is what notices
+   * a control plane that went silent without closing the connection (a dead host, a black-holing
+   * network), so that the sessions reconnect or fail over. grpc-java raises a time under 10 s to 10
+   * s.
    */
   public record Keepalive(Duration time, Duration timeout) {
-    /** The spec's advice for ADS connections, at intervals a control plane's ping policy usually allows. */
-    public static final Keepalive DEFAULT = new Keepalive(Duration.ofSeconds(30), Duration.ofSeconds(10));
+    /**
+     * The spec's advice for ADS connections, at intervals a control plane's ping policy usually
+     * allows.
+     */
+    public static final Keepalive DEFAULT =
+        new Keepalive(Duration.ofSeconds(30), Duration.ofSeconds(10));
   }
 
   /** The variant of ADS spoken to the control plane. */
   public enum Protocol {
-    SOTW, DELTA
+    SOTW,
+    DELTA
   }
 
   private final List<String> targets;
@@ -55,7 +63,10 @@ public final class AdsUpstream implements UpstreamSource {
   private final Transport transport;
 
   /** How the channels connect, and the TLS files watched for it. */
-  private record Transport(ChannelCredentials credentials, Optional<String> authority, List<TlsFiles.Watched<?>> watched) {}
+  private record Transport(
+      ChannelCredentials credentials,
+      Optional<String> authority,
+      List<TlsFiles.Watched<?>> watched) {}
 
   /**
    * @param targets the control plane's addresses, {@code host:port} each, tried in turn when a
@@ -73,8 +84,16 @@ public final class AdsUpstream implements UpstreamSource {
       Backoff backoff,
       Duration notFoundTimeout,
       MeterRegistry meters) {
-    this(targets, protocol, pool, timer, backoff, notFoundTimeout, meters,
-        new Transport(InsecureChannelCredentials.create(), Optional.empty(), List.of()), Keepalive.DEFAULT);
+    this(
+        targets,
+        protocol,
+        pool,
+        timer,
+        backoff,
+        notFoundTimeout,
+        meters,
+        new Transport(InsecureChannelCredentials.create(), Optional.empty(), List.of()),
+        Keepalive.DEFAULT);
   }
 
   /**
@@ -92,8 +111,18 @@ public final class AdsUpstream implements UpstreamSource {
       Duration notFoundTimeout,
       MeterRegistry meters,
       UpstreamTls tls,
-      Keepalive keepalive) throws IOException {
-    this(targets, protocol, pool, timer, backoff, notFoundTimeout, meters, transport(tls, timer, meters), keepalive);
+      Keepalive keepalive)
+      throws IOException {
+    this(
+        targets,
+        protocol,
+        pool,
+        timer,
+        backoff,
+        notFoundTimeout,
+        meters,
+        transport(tls, timer, meters),
+        keepalive);
   }
 
   private AdsUpstream(
@@ -112,22 +141,39 @@ public final class AdsUpstream implements UpstreamSource {
     this.targets = List.copyOf(targets);
     this.protocol = protocol;
     this.transport = transport;
-    this.channels = this.targets.stream().map(target -> channel(target, transport)
-        .executor(pool)
-        .maxInboundMessageSize(MAX_RESPONSE_BYTES)
-        // The spec's advice for ADS connections: HTTP/2 keepalive detects a peer that went silent.
-        .keepAliveTime(keepalive.time().toMillis(), TimeUnit.MILLISECONDS)
-        .keepAliveTimeout(keepalive.timeout().toMillis(), TimeUnit.MILLISECONDS)
-        // A session's stream waits on a connection that has not finished its HTTP/2 handshake (an
-        // address that accepts TCP and never answers): no call is on it yet, and only pings sent
-        // without calls notice that it never will, so the stream fails and goes to the next address.
-        .keepAliveWithoutCalls(true)
-        .build()).toList();
+    this.channels =
+        this.targets.stream()
+            .map(
+                target ->
+                    channel(target, transport)
+                        .executor(pool)
+                        .maxInboundMessageSize(MAX_RESPONSE_BYTES)
+                        // The spec's advice for ADS connections: HTTP/2 keepalive detects a peer
+                        // that went silent.
+                        .keepAliveTime(keepalive.time().toMillis(), TimeUnit.MILLISECONDS)
+                        .keepAliveTimeout(keepalive.timeout().toMillis(), TimeUnit.MILLISECONDS)
+                        // A session's stream waits on a connection that has not finished its HTTP/2
+                        // handshake (an
+                        // address that accepts TCP and never answers): no call is on it yet, and
+                        // only pings sent
+                        // without calls notice that it never will, so the stream fails and goes to
+                        // the next address.
+                        .keepAliveWithoutCalls(true)
+                        .build())
+            .toList();
     // Readiness cannot wait for a session, which only the first client opens: each channel is
     // asked to connect at once, and watched until it first is READY.
     channels.forEach(this::watchUntilReady);
-    this.context = new AdsSession.Context(
-        List.copyOf(channels), this.targets, pool, timer, backoff, notFoundTimeout, new Random(), meters);
+    this.context =
+        new AdsSession.Context(
+            List.copyOf(channels),
+            this.targets,
+            pool,
+            timer,
+            backoff,
+            notFoundTimeout,
+            new Random(),
+            meters);
   }
 
   private static NettyChannelBuilder channel(String target, Transport transport) {
@@ -136,25 +182,31 @@ public final class AdsUpstream implements UpstreamSource {
     return builder;
   }
 
-  private static Transport transport(UpstreamTls tls, ScheduledExecutorService timer, MeterRegistry meters)
-      throws IOException {
+  private static Transport transport(
+      UpstreamTls tls, ScheduledExecutorService timer, MeterRegistry meters) throws IOException {
     if (!tls.enabled()) {
       return new Transport(InsecureChannelCredentials.create(), tls.authority(), List.of());
     }
     if (tls.cert().isPresent() != tls.key().isPresent()) {
-      throw new IllegalArgumentException("an upstream client certificate needs its key, and a key its certificate");
+      throw new IllegalArgumentException(
+          "an upstream client certificate needs its key, and a key its certificate");
     }
     List<TlsFiles.Watched<?>> watched = new ArrayList<>();
     TlsChannelCredentials.Builder credentials = TlsChannelCredentials.newBuilder();
     try {
       if (tls.ca().isPresent()) {
-        var trust = TlsFiles.trust(tls.ca().get(), true, timer, new TlsMetrics(meters, "upstream-ca"));
+        var trust =
+            TlsFiles.trust(tls.ca().get(), true, timer, new TlsMetrics(meters, "upstream-ca"));
         watched.add(trust);
         credentials.trustManager(trust.manager());
       }
       if (tls.cert().isPresent()) {
-        var identity = TlsFiles.identity(tls.cert().get(), tls.key().get(), timer,
-            new TlsMetrics(meters, "upstream-client"));
+        var identity =
+            TlsFiles.identity(
+                tls.cert().get(),
+                tls.key().get(),
+                timer,
+                new TlsMetrics(meters, "upstream-client"));
         watched.add(identity);
         credentials.keyManager(identity.manager());
       }
@@ -178,12 +230,13 @@ public final class AdsUpstream implements UpstreamSource {
    * {@code node}, announcing the client features the proxy reads whatever the group's first client
    * does: TTLs and heartbeats, and SotW resources wrapped in {@code Resource}. The proxy hands each
    * client only what that client announced; and when the upstream is another proxy (tiers), this is
-   * what carries TTLs and {@code do_not_cache} across: a SotW upstream can mark do_not_cache only on a
-   * wrapped resource.
+   * what carries TTLs and {@code do_not_cache} across: a SotW upstream can mark do_not_cache only
+   * on a wrapped resource.
    */
   private static Node announcingWhatTheProxyReads(Node node) {
     Node.Builder announcing = node.toBuilder();
-    for (String feature : List.of(ClientFeatures.SUPPORTS_TTL, ClientFeatures.SUPPORTS_RESOURCE_IN_SOTW)) {
+    for (String feature :
+        List.of(ClientFeatures.SUPPORTS_TTL, ClientFeatures.SUPPORTS_RESOURCE_IN_SOTW)) {
       if (!node.getClientFeaturesList().contains(feature)) {
         announcing.addClientFeatures(feature);
       }
@@ -207,9 +260,14 @@ public final class AdsUpstream implements UpstreamSource {
 
   @Override
   public String describe() {
-    return "control plane " + String.join(", ", targets) + " (" + (protocol == Protocol.SOTW ? "SotW" : "Delta") + " ADS"
+    return "control plane "
+        + String.join(", ", targets)
+        + " ("
+        + (protocol == Protocol.SOTW ? "SotW" : "Delta")
+        + " ADS"
         + (transport.credentials() instanceof TlsChannelCredentials ? " over TLS" : "")
-        + transport.authority().map(name -> ", as " + name).orElse("") + ")";
+        + transport.authority().map(name -> ", as " + name).orElse("")
+        + ")";
   }
 
   @Override

@@ -16,11 +16,13 @@ import java.util.random.RandomGenerator;
 public record Backoff(Duration initial, Duration max, double multiplier, double jitter) {
 
   /** Envoy's and grpc-java's order of magnitude: half a second, doubling, up to 30 s, ±20 %. */
-  public static final Backoff DEFAULT = new Backoff(Duration.ofMillis(500), Duration.ofSeconds(30), 2.0, 0.2);
+  public static final Backoff DEFAULT =
+      new Backoff(Duration.ofMillis(500), Duration.ofSeconds(30), 2.0, 0.2);
 
   public Backoff {
     if (initial.isNegative() || initial.isZero() || max.compareTo(initial) < 0) {
-      throw new IllegalArgumentException("backoff needs 0 < initial <= max, got " + initial + " and " + max);
+      throw new IllegalArgumentException(
+          "backoff needs 0 < initial <= max, got " + initial + " and " + max);
     }
     if (multiplier < 1.0 || jitter < 0.0 || jitter >= 1.0) {
       throw new IllegalArgumentException("backoff needs multiplier >= 1 and jitter in [0, 1)");

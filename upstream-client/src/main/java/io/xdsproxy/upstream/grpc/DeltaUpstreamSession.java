@@ -26,19 +26,21 @@ import java.util.Set;
 import java.util.TreeSet;
 
 /**
- * One node group's incremental (Delta) ADS session with the control plane: a single
- * {@code DeltaAggregatedResources} stream that subscribes and unsubscribes names as the group's
- * interest changes, tells the upstream on reconnect which versions it holds
- * ({@code initial_resource_versions}, "Incremental reconnect"), and carries the upstream's
- * per-resource versions into the store, so Delta clients downstream see the upstream's own versions.
+ * One node group's incremental (Delta) ADS session with the control plane: a single {@code
+ * DeltaAggregatedResources} stream that subscribes and unsubscribes names as the group's interest
+ * changes, tells the upstream on reconnect which versions it holds ({@code
+ * initial_resource_versions}, "Incremental reconnect"), and carries the upstream's per-resource
+ * versions into the store, so Delta clients downstream see the upstream's own versions.
  */
 final class DeltaUpstreamSession
-    extends AdsSession<DeltaDiscoveryRequest, DeltaDiscoveryResponse, DeltaUpstreamSession.DeltaTypeState> {
+    extends AdsSession<
+        DeltaDiscoveryRequest, DeltaDiscoveryResponse, DeltaUpstreamSession.DeltaTypeState> {
 
   /** One type's logical stream within the Delta ADS stream. */
   static final class DeltaTypeState extends AdsSession.TypeState {
     /** Name to version of every resource held, for initial_resource_versions on reconnect. */
     final Map<String, String> held = new HashMap<>();
+
     // What the upstream was told on this stream:
     boolean requestedOnStream;
     boolean wildcardOnStream;
@@ -59,7 +61,9 @@ final class DeltaUpstreamSession
   }
 
   @Override
-  void startCall(Channel channel, ClientResponseObserver<DeltaDiscoveryRequest, DeltaDiscoveryResponse> observer) {
+  void startCall(
+      Channel channel,
+      ClientResponseObserver<DeltaDiscoveryRequest, DeltaDiscoveryResponse> observer) {
     AggregatedDiscoveryServiceGrpc.newStub(channel).deltaAggregatedResources(observer);
   }
 
@@ -79,9 +83,9 @@ final class DeltaUpstreamSession
    * whatever is sent ({@code DeltaDiscoveryRequestStreamObserver}). Nor are the last names of a
    * type, nor Listener and Cluster names: go-control-plane up to v0.13.4 does not send again a name
    * unsubscribed and subscribed again while its version is unchanged, java-control-plane a Listener
-   * or Cluster, so a client coming back for one would be told it does not exist. They stay asked for,
-   * and in the store, until the stream ends (Listeners and Clusters asked by name are few: a gRPC
-   * group's). Other names are taken back as the group drops them.
+   * or Cluster, so a client coming back for one would be told it does not exist. They stay asked
+   * for, and in the store, until the stream ends (Listeners and Clusters asked by name are few: a
+   * gRPC group's). Other names are taken back as the group drops them.
    */
   @Override
   Interest expressible(TypeUrl type, Interest interest, Interest wire) {
@@ -106,9 +110,9 @@ final class DeltaUpstreamSession
   }
 
   /**
-   * Tells the upstream how {@link TypeState#wire} differs from what the stream is subscribed to. The
-   * first request of a type subscribes to a wildcard the legacy way (no names), which every control
-   * plane understands, and carries the versions held from earlier streams.
+   * Tells the upstream how {@link TypeState#wire} differs from what the stream is subscribed to.
+   * The first request of a type subscribes to a wildcard the legacy way (no names), which every
+   * control plane understands, and carries the versions held from earlier streams.
    */
   private void subscriptionChanged(DeltaTypeState state) {
     if (!isStreamOpen()) {
@@ -127,10 +131,11 @@ final class DeltaUpstreamSession
     if (subscribe.isEmpty() && unsubscribe.isEmpty() && !legacyWildcard) {
       return;
     }
-    DeltaDiscoveryRequest.Builder request = DeltaDiscoveryRequest.newBuilder()
-        .setTypeUrl(state.type.url())
-        .addAllResourceNamesSubscribe(subscribe)
-        .addAllResourceNamesUnsubscribe(unsubscribe);
+    DeltaDiscoveryRequest.Builder request =
+        DeltaDiscoveryRequest.newBuilder()
+            .setTypeUrl(state.type.url())
+            .addAllResourceNamesSubscribe(subscribe)
+            .addAllResourceNamesUnsubscribe(unsubscribe);
     if (!state.requestedOnStream) {
       request.putAllInitialResourceVersions(state.held);
       // A copy the group waits for must come again, unchanged or not.
@@ -149,8 +154,8 @@ final class DeltaUpstreamSession
    * Rule 14: a name is sent again when it is unsubscribed and subscribed again, in two requests.
    * Subscribing alone to a name already subscribed changes nothing to istiod and go-control-plane
    * ({@code shouldRespondDelta}, {@code UpdateResourceSubscriptions}), and one request doing both
-   * leaves them unsubscribed. A name the wildcard covers is named in both: go-control-plane resends a
-   * wildcard's name unsubscribed, istiod answers a subscription that changed with everything.
+   * leaves them unsubscribed. A name the wildcard covers is named in both: go-control-plane resends
+   * a wildcard's name unsubscribed, istiod answers a subscription that changed with everything.
    */
   @Override
   void askAgain(DeltaTypeState state) {
@@ -158,10 +163,18 @@ final class DeltaUpstreamSession
       return;
     }
     List<String> names = List.copyOf(new TreeSet<>(state.awaitingFresh));
-    send(DeltaDiscoveryRequest.newBuilder().setTypeUrl(state.type.url()).addAllResourceNamesUnsubscribe(names)
-        .setNode(node).build());
-    send(DeltaDiscoveryRequest.newBuilder().setTypeUrl(state.type.url()).addAllResourceNamesSubscribe(names)
-        .setNode(node).build());
+    send(
+        DeltaDiscoveryRequest.newBuilder()
+            .setTypeUrl(state.type.url())
+            .addAllResourceNamesUnsubscribe(names)
+            .setNode(node)
+            .build());
+    send(
+        DeltaDiscoveryRequest.newBuilder()
+            .setTypeUrl(state.type.url())
+            .addAllResourceNamesSubscribe(names)
+            .setNode(node)
+            .build());
   }
 
   @Override
@@ -184,37 +197,45 @@ final class DeltaUpstreamSession
         }
         XdsResource resource = ResourceDecoder.decodeWrapped(state.type, i, wrapper);
         if (!names.add(resource.name())) {
-          throw new InvalidResourceException("resource #" + i + ": name '" + resource.name() + "' appears twice in one response");
+          throw new InvalidResourceException(
+              "resource #" + i + ": name '" + resource.name() + "' appears twice in one response");
         }
         resources.add(resource);
       }
     } catch (InvalidResourceException e) {
-      com.google.rpc.Status detail = rejection(state.type, "response " + response.getNonce(), e.getMessage());
+      com.google.rpc.Status detail =
+          rejection(state.type, "response " + response.getNonce(), e.getMessage());
       logNack(state.type, detail);
-      send(DeltaDiscoveryRequest.newBuilder()
-          .setTypeUrl(state.type.url())
-          .setResponseNonce(response.getNonce())
-          .setErrorDetail(detail)
-          .setNode(node)
-          .build());
+      send(
+          DeltaDiscoveryRequest.newBuilder()
+              .setTypeUrl(state.type.url())
+              .setResponseNonce(response.getNonce())
+              .setErrorDetail(detail)
+              .setNode(node)
+              .build());
       return;
     }
     healthy();
     Set<String> removed = new HashSet<>(response.getRemovedResourcesList());
-    // What the upstream removes of a name the proxy unsubscribed only to ask for it again answers the
+    // What the upstream removes of a name the proxy unsubscribed only to ask for it again answers
+    // the
     // unsubscription, and says nothing of whether the resource exists.
     removed.removeAll(state.awaitingFresh);
     for (XdsResource resource : resources) {
       state.held.put(resource.name(), resource.version());
     }
     state.held.keySet().removeAll(removed);
-    send(DeltaDiscoveryRequest.newBuilder()
-        .setTypeUrl(state.type.url())
-        .setResponseNonce(response.getNonce())
-        .setNode(node)
-        .build());
+    send(
+        DeltaDiscoveryRequest.newBuilder()
+            .setTypeUrl(state.type.url())
+            .setResponseNonce(response.getNonce())
+            .setNode(node)
+            .build());
     // A wildcard answer names every resource the upstream has and removes the rest, so from then on
     // a name the store lacks does not exist.
-    publish(state, ResourceUpdate.partial(state.type, resources, removed, state.wildcardOnStream).withHeartbeats(heartbeats));
+    publish(
+        state,
+        ResourceUpdate.partial(state.type, resources, removed, state.wildcardOnStream)
+            .withHeartbeats(heartbeats));
   }
 }

@@ -14,24 +14,36 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * Unencrypted private keys in the PEM encodings operators' tools write: PKCS#8 ({@code BEGIN PRIVATE
- * KEY}), and the traditional ones that are cert-manager's default and openssl's older output, PKCS#1
- * for RSA ({@code BEGIN RSA PRIVATE KEY}, RFC 8017 A.1.2) and SEC1 for EC ({@code BEGIN EC PRIVATE
- * KEY}, RFC 5915). The JDK reads PKCS#8 only: a traditional key is wrapped into the PKCS#8 structure
- * (RFC 5208 {@code PrivateKeyInfo}) that carries it unchanged, naming its algorithm, and for EC its
- * curve, taken from the key's own parameters.
+ * Unencrypted private keys in the PEM encodings operators' tools write: PKCS#8 ({@code BEGIN
+ * PRIVATE KEY}), and the traditional ones that are cert-manager's default and openssl's older
+ * output, PKCS#1 for RSA ({@code BEGIN RSA PRIVATE KEY}, RFC 8017 A.1.2) and SEC1 for EC ({@code
+ * BEGIN EC PRIVATE KEY}, RFC 5915). The JDK reads PKCS#8 only: a traditional key is wrapped into
+ * the PKCS#8 structure (RFC 5208 {@code PrivateKeyInfo}) that carries it unchanged, naming its
+ * algorithm, and for EC its curve, taken from the key's own parameters.
  */
 final class PemKeys {
 
-  private static final Pattern BLOCK = Pattern.compile(
-      "-----BEGIN ([A-Z ]+)-----\\R(.*?)-----END \\1-----", Pattern.DOTALL);
-  /** rsaEncryption (RFC 8017), with its NULL parameters, as a DER AlgorithmIdentifier's contents. */
-  private static final byte[] RSA_ALGORITHM = concat(oid(new byte[] {
-      (byte) 0x2a, (byte) 0x86, 0x48, (byte) 0x86, (byte) 0xf7, 0x0d, 0x01, 0x01, 0x01}), new byte[] {0x05, 0x00});
+  private static final Pattern BLOCK =
+      Pattern.compile("-----BEGIN ([A-Z ]+)-----\\R(.*?)-----END \\1-----", Pattern.DOTALL);
+
+  /**
+   * rsaEncryption (RFC 8017), with its NULL parameters, as a DER AlgorithmIdentifier's contents.
+   */
+  private static final byte[] RSA_ALGORITHM =
+      concat(
+          oid(
+              new byte[] {
+                (byte) 0x2a, (byte) 0x86, 0x48, (byte) 0x86, (byte) 0xf7, 0x0d, 0x01, 0x01, 0x01
+              }),
+          new byte[] {0x05, 0x00});
+
   /** id-ecPublicKey (RFC 5480), without the curve that follows it. */
-  private static final byte[] EC_ALGORITHM = oid(new byte[] {0x2a, (byte) 0x86, 0x48, (byte) 0xce, 0x3d, 0x02, 0x01});
+  private static final byte[] EC_ALGORITHM =
+      oid(new byte[] {0x2a, (byte) 0x86, 0x48, (byte) 0xce, 0x3d, 0x02, 0x01});
+
   /** cert-manager's Certificate field that makes it write PKCS#8: the one line to change. */
-  static final String CERT_MANAGER_HINT = "in a cert-manager Certificate, set spec.privateKey.encoding: PKCS8";
+  static final String CERT_MANAGER_HINT =
+      "in a cert-manager Certificate, set spec.privateKey.encoding: PKCS8";
 
   private PemKeys() {}
 
@@ -55,28 +67,36 @@ final class PemKeys {
           byte[] der = decode(file, body);
           return switch (label) {
             case "RSA PRIVATE KEY" -> generate(file, "RSA", pkcs8(RSA_ALGORITHM, der));
-            case "EC PRIVATE KEY" -> generate(file, "EC", pkcs8(concat(EC_ALGORITHM, curveOf(file, der)), der));
+            case "EC PRIVATE KEY" ->
+                generate(file, "EC", pkcs8(concat(EC_ALGORITHM, curveOf(file, der)), der));
             default -> pkcs8Key(file, der);
           };
         }
         case "ENCRYPTED PRIVATE KEY" -> throw encrypted(file);
-        default -> { }
+        default -> {}
       }
     }
-    throw new IOException(file + " holds no PEM private key (-----BEGIN PRIVATE KEY-----, or RSA PRIVATE KEY"
-        + " or EC PRIVATE KEY)");
+    throw new IOException(
+        file
+            + " holds no PEM private key (-----BEGIN PRIVATE KEY-----, or RSA PRIVATE KEY"
+            + " or EC PRIVATE KEY)");
   }
 
   private static IOException encrypted(Path file) {
-    return new IOException(file + " holds an encrypted private key; the proxy reads unencrypted keys (keep the file"
-        + " in a Kubernetes Secret): decrypt it with openssl pkey -in " + file + " -out <new file>");
+    return new IOException(
+        file
+            + " holds an encrypted private key; the proxy reads unencrypted keys (keep the file"
+            + " in a Kubernetes Secret): decrypt it with openssl pkey -in "
+            + file
+            + " -out <new file>");
   }
 
   private static byte[] decode(Path file, String body) throws IOException {
     try {
       return Base64.getMimeDecoder().decode(body);
     } catch (IllegalArgumentException e) {
-      throw new IOException(file + " holds a private key whose base64 cannot be read: " + e.getMessage(), e);
+      throw new IOException(
+          file + " holds a private key whose base64 cannot be read: " + e.getMessage(), e);
     }
   }
 
@@ -96,15 +116,23 @@ final class PemKeys {
     try {
       return KeyFactory.getInstance(algorithm).generatePrivate(new PKCS8EncodedKeySpec(pkcs8));
     } catch (GeneralSecurityException e) {
-      throw new IOException(file + " holds an " + algorithm + " private key that cannot be read (" + e.getMessage()
-          + "); write it as PKCS#8: " + CERT_MANAGER_HINT + ", or convert it with openssl pkcs8 -topk8 -nocrypt -in "
-          + file, e);
+      throw new IOException(
+          file
+              + " holds an "
+              + algorithm
+              + " private key that cannot be read ("
+              + e.getMessage()
+              + "); write it as PKCS#8: "
+              + CERT_MANAGER_HINT
+              + ", or convert it with openssl pkcs8 -topk8 -nocrypt -in "
+              + file,
+          e);
     }
   }
 
   /**
-   * The named curve of a SEC1 {@code ECPrivateKey}: its {@code [0] parameters}, an OBJECT IDENTIFIER,
-   * as DER. A key without them (RFC 5915 makes them optional) cannot be converted here.
+   * The named curve of a SEC1 {@code ECPrivateKey}: its {@code [0] parameters}, an OBJECT
+   * IDENTIFIER, as DER. A key without them (RFC 5915 makes them optional) cannot be converted here.
    */
   private static byte[] curveOf(Path file, byte[] sec1) throws IOException {
     try {
@@ -122,10 +150,15 @@ final class PemKeys {
         key.skip(key.tag());
       }
     } catch (IndexOutOfBoundsException | IllegalArgumentException e) {
-      throw new IOException(file + " holds an EC PRIVATE KEY that is not valid DER (" + e.getMessage() + ")", e);
+      throw new IOException(
+          file + " holds an EC PRIVATE KEY that is not valid DER (" + e.getMessage() + ")", e);
     }
-    throw new IOException(file + " holds an EC PRIVATE KEY that does not name its curve; write it as PKCS#8: "
-        + CERT_MANAGER_HINT + ", or convert it with openssl pkcs8 -topk8 -nocrypt -in " + file);
+    throw new IOException(
+        file
+            + " holds an EC PRIVATE KEY that does not name its curve; write it as PKCS#8: "
+            + CERT_MANAGER_HINT
+            + ", or convert it with openssl pkcs8 -topk8 -nocrypt -in "
+            + file);
   }
 
   /** {@code PrivateKeyInfo ::= SEQUENCE { version 0, AlgorithmIdentifier, OCTET STRING key }}. */
@@ -162,7 +195,9 @@ final class PemKeys {
     return out.toByteArray();
   }
 
-  /** A cursor over the DER elements of one constructed value: just what reading SEC1's curve takes. */
+  /**
+   * A cursor over the DER elements of one constructed value: just what reading SEC1's curve takes.
+   */
   private static final class Der {
     private final byte[] bytes;
     private int at;
@@ -212,7 +247,10 @@ final class PemKeys {
       }
     }
 
-    /** The contents of the element at the cursor, which must be {@code tag}; the cursor moves past it. */
+    /**
+     * The contents of the element at the cursor, which must be {@code tag}; the cursor moves past
+     * it.
+     */
     Der enter(int tag) {
       expect(tag);
       int[] header = header();

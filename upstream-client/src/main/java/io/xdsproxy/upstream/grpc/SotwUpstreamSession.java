@@ -22,9 +22,9 @@ import java.util.Set;
 import java.util.TreeSet;
 
 /**
- * One node group's State-of-the-World ADS session with the control plane: a single
- * {@code StreamAggregatedResources} stream that asks for the union of what the group's clients want
- * and ACKs or NACKs every response.
+ * One node group's State-of-the-World ADS session with the control plane: a single {@code
+ * StreamAggregatedResources} stream that asks for the union of what the group's clients want and
+ * ACKs or NACKs every response.
  */
 final class SotwUpstreamSession
     extends AdsSession<DiscoveryRequest, DiscoveryResponse, SotwUpstreamSession.SotwTypeState> {
@@ -33,6 +33,7 @@ final class SotwUpstreamSession
   static final class SotwTypeState extends AdsSession.TypeState {
     /** The version_info of the last response accepted; sent again on reconnect. */
     String acceptedVersion = "";
+
     // Per stream:
     String nonce = "";
     boolean requestedOnStream;
@@ -55,7 +56,8 @@ final class SotwUpstreamSession
   }
 
   @Override
-  void startCall(Channel channel, ClientResponseObserver<DiscoveryRequest, DiscoveryResponse> observer) {
+  void startCall(
+      Channel channel, ClientResponseObserver<DiscoveryRequest, DiscoveryResponse> observer) {
     AggregatedDiscoveryServiceGrpc.newStub(channel).streamAggregatedResources(observer);
   }
 
@@ -68,7 +70,8 @@ final class SotwUpstreamSession
       state.answeredOnStream = false;
       state.firstRequest = Set.of();
       if (!state.awaitingFresh.isEmpty()) {
-        // java-control-plane and go-control-plane up to v0.13 answer a wildcard on a new stream only
+        // java-control-plane and go-control-plane up to v0.13 answer a wildcard on a new stream
+        // only
         // when its version is not theirs: a do_not_cache copy the group waits for must come again.
         state.acceptedVersion = "";
       }
@@ -80,8 +83,8 @@ final class SotwUpstreamSession
    * A SotW stream cannot take back a wildcard (istiod answers Listener and Cluster with everything
    * whatever the names, {@code IsWildcardTypeURL}), nor its last names: an empty list means every
    * resource of the type to java-control-plane ({@code SimpleCache.createResponse}), none to
-   * go-control-plane ({@code Subscription}), and an unsubscription or a wildcard to istiod. Both stay
-   * asked for, and the store keeps what they bring (interop.md rule 10).
+   * go-control-plane ({@code Subscription}), and an unsubscription or a wildcard to istiod. Both
+   * stay asked for, and the store keeps what they bring (interop.md rule 10).
    */
   @Override
   Interest expressible(TypeUrl type, Interest interest, Interest wire) {
@@ -97,17 +100,21 @@ final class SotwUpstreamSession
   @Override
   void wireChanged(SotwTypeState state, Interest previous) {
     Interest wire = state.wire;
-    boolean asksForMore = wire.wildcard() && !previous.wildcard()
-        || wire.names().stream().anyMatch(name -> !previous.names().contains(name));
+    boolean asksForMore =
+        wire.wildcard() && !previous.wildcard()
+            || wire.names().stream().anyMatch(name -> !previous.names().contains(name));
     if (asksForMore) {
       // Rule 9: java-control-plane and go-control-plane up to v0.13 answer names asked for again,
       // after being dropped, and a wildcard on a new stream, only when the version differs from
-      // theirs. istiod answers added names whatever the version; every one answers an empty version.
+      // theirs. istiod answers added names whatever the version; every one answers an empty
+      // version.
       state.acceptedVersion = "";
     }
     if (isStreamOpen() && wire.wildcard() && !previous.wildcard() && state.explicitOnStream) {
-      // Names were sent on this stream, so an empty list would now mean "nothing" to go-control-plane,
-      // and java-control-plane takes "*" for a name: only a new stream's first request is a wildcard.
+      // Names were sent on this stream, so an empty list would now mean "nothing" to
+      // go-control-plane,
+      // and java-control-plane takes "*" for a name: only a new stream's first request is a
+      // wildcard.
       reopenStream("subscribing to every " + state.type.shortName() + " needs a new stream");
       return;
     }
@@ -119,8 +126,8 @@ final class SotwUpstreamSession
    * nonce with an empty version_info is a version mismatch to go-control-plane and
    * java-control-plane, which answer it, and an ACK to istiod, which never reads version_info
    * ({@code ShouldRespond}). An empty nonce is a new watch to istiod, which answers it with
-   * everything asked for, and a stale request to the others, which ignore it
-   * ({@code sotw/v3/xds.go process}, {@code DiscoveryRequestStreamObserver.onNext}). Each answers one.
+   * everything asked for, and a stale request to the others, which ignore it ({@code sotw/v3/xds.go
+   * process}, {@code DiscoveryRequestStreamObserver.onNext}). Each answers one.
    */
   @Override
   void askAgain(SotwTypeState state) {
@@ -143,7 +150,8 @@ final class SotwUpstreamSession
     try {
       decoded = ResourceDecoder.decode(state.type, response.getResourcesList(), state.decoded::get);
     } catch (InvalidResourceException e) {
-      com.google.rpc.Status detail = rejection(state.type, "version " + response.getVersionInfo(), e.getMessage());
+      com.google.rpc.Status detail =
+          rejection(state.type, "version " + response.getVersionInfo(), e.getMessage());
       logNack(state.type, detail);
       state.nonce = response.getNonce();
       request(state, detail);
@@ -161,15 +169,17 @@ final class SotwUpstreamSession
   /**
    * What a response means for the store. Listener and Cluster responses are complete ("Grouping
    * Resources into Responses"): for a wildcard, everything else is gone; for names, a name the
-   * upstream had given and now leaves out is deleted, and so is one it leaves out of its first answer
-   * on a stream, which can only answer the stream's first request. Other names it leaves out may just
-   * not have been asked for yet when it answered ("Knowing When a Requested Resource Does Not Exist"):
-   * the not-found timer decides them. A heartbeat stands for its resource ("SotW TTL"), and a
-   * response of heartbeats alone only refreshes TTLs.
+   * upstream had given and now leaves out is deleted, and so is one it leaves out of its first
+   * answer on a stream, which can only answer the stream's first request. Other names it leaves out
+   * may just not have been asked for yet when it answered ("Knowing When a Requested Resource Does
+   * Not Exist"): the not-found timer decides them. A heartbeat stands for its resource ("SotW
+   * TTL"), and a response of heartbeats alone only refreshes TTLs.
    */
-  private static ResourceUpdate toUpdate(SotwTypeState state, List<XdsResource> resources, Set<String> heartbeats) {
+  private static ResourceUpdate toUpdate(
+      SotwTypeState state, List<XdsResource> resources, Set<String> heartbeats) {
     if (!state.type.isFullStateInSotw() || resources.isEmpty() && !heartbeats.isEmpty()) {
-      return ResourceUpdate.partial(state.type, resources, Set.of(), false).withHeartbeats(heartbeats);
+      return ResourceUpdate.partial(state.type, resources, Set.of(), false)
+          .withHeartbeats(heartbeats);
     }
     if (state.wire.wildcard()) {
       return ResourceUpdate.complete(state.type, resources).withHeartbeats(heartbeats);
@@ -178,7 +188,9 @@ final class SotwUpstreamSession
     resources.forEach(resource -> names.add(resource.name()));
     Set<String> removed = new HashSet<>();
     for (String name : state.wire.names()) {
-      boolean answered = state.received.contains(name) || (!state.answeredOnStream && state.firstRequest.contains(name));
+      boolean answered =
+          state.received.contains(name)
+              || (!state.answeredOnStream && state.firstRequest.contains(name));
       if (answered && !names.contains(name)) {
         removed.add(name);
       }
@@ -187,11 +199,12 @@ final class SotwUpstreamSession
   }
 
   /**
-   * Sends the request that states {@code state}'s {@link TypeState#wire}: an ACK when {@code error} is null, a
-   * NACK otherwise. A wildcard is sent the legacy way, with no names ("How the client specifies what
-   * resources to return"): every control plane understands it, where some (java-control-plane) take
-   * {@code *} for a resource name. Names asked for beside a wildcard are not sent: for Listener and
-   * Cluster the wildcard is everything the node may have, and a name it leaves out does not exist.
+   * Sends the request that states {@code state}'s {@link TypeState#wire}: an ACK when {@code error}
+   * is null, a NACK otherwise. A wildcard is sent the legacy way, with no names ("How the client
+   * specifies what resources to return"): every control plane understands it, where some
+   * (java-control-plane) take {@code *} for a resource name. Names asked for beside a wildcard are
+   * not sent: for Listener and Cluster the wildcard is everything the node may have, and a name it
+   * leaves out does not exist.
    */
   private void request(SotwTypeState state, com.google.rpc.Status error) {
     if (!isStreamOpen()) {
@@ -204,14 +217,17 @@ final class SotwUpstreamSession
       // list once names were sent).
       return;
     }
-    DiscoveryRequest.Builder request = DiscoveryRequest.newBuilder()
-        .setTypeUrl(state.type.url())
-        .setVersionInfo(state.acceptedVersion)
-        .setResponseNonce(state.nonce)
-        .addAllResourceNames(names)
-        // Only the first request must carry the node, but some control planes (java-control-plane
-        // among them) read it from every request; one session per group makes the bytes negligible.
-        .setNode(node);
+    DiscoveryRequest.Builder request =
+        DiscoveryRequest.newBuilder()
+            .setTypeUrl(state.type.url())
+            .setVersionInfo(state.acceptedVersion)
+            .setResponseNonce(state.nonce)
+            .addAllResourceNames(names)
+            // Only the first request must carry the node, but some control planes
+            // (java-control-plane
+            // among them) read it from every request; one session per group makes the bytes
+            // negligible.
+            .setNode(node);
     if (error != null) {
       request.setErrorDetail(error);
     }

@@ -35,6 +35,7 @@ public final class TlsFiles {
 
   /** How often the files are read: a few KiB a second, compared with what was last loaded. */
   public static final Duration POLL = Duration.ofSeconds(1);
+
   private static final Logger log = LoggerFactory.getLogger(TlsFiles.class);
 
   private TlsFiles() {}
@@ -44,7 +45,8 @@ public final class TlsFiles {
    *
    * @param pollNow reads the files now, as the timer does every {@link #POLL}
    */
-  public record Watched<M>(M manager, Runnable pollNow, ScheduledFuture<?> polling) implements AutoCloseable {
+  public record Watched<M>(M manager, Runnable pollNow, ScheduledFuture<?> polling)
+      implements AutoCloseable {
     @Override
     public void close() {
       polling.cancel(false);
@@ -57,13 +59,14 @@ public final class TlsFiles {
    */
   public interface Listener {
     /** Tells nothing. */
-    Listener NONE = new Listener() {
-      @Override
-      public void loaded(List<X509Certificate> certificates) {}
+    Listener NONE =
+        new Listener() {
+          @Override
+          public void loaded(List<X509Certificate> certificates) {}
 
-      @Override
-      public void failed() {}
-    };
+          @Override
+          public void failed() {}
+        };
 
     /** {@code certificates} are in use from now on: at start, and after each change that loaded. */
     void loaded(List<X509Certificate> certificates);
@@ -73,8 +76,8 @@ public final class TlsFiles {
   }
 
   /** {@link #identity(Path, Path, ScheduledExecutorService, Listener)}, telling no one. */
-  public static Watched<AdvancedTlsX509KeyManager> identity(Path certFile, Path keyFile, ScheduledExecutorService timer)
-      throws IOException {
+  public static Watched<AdvancedTlsX509KeyManager> identity(
+      Path certFile, Path keyFile, ScheduledExecutorService timer) throws IOException {
     return identity(certFile, keyFile, timer, Listener.NONE);
   }
 
@@ -83,24 +86,30 @@ public final class TlsFiles {
    * {@code keyFile} (PEM: PKCS#8, PKCS#1 or SEC1, see {@link PemKeys}), re-read every {@link #POLL}
    * on {@code timer}; {@code listener} hears of the chain in use and of changes that did not load.
    *
-   * @throws IOException naming the file that cannot be read or parsed, or both when they do not match
+   * @throws IOException naming the file that cannot be read or parsed, or both when they do not
+   *     match
    */
-  public static Watched<AdvancedTlsX509KeyManager> identity(Path certFile, Path keyFile, ScheduledExecutorService timer,
-      Listener listener) throws IOException {
+  public static Watched<AdvancedTlsX509KeyManager> identity(
+      Path certFile, Path keyFile, ScheduledExecutorService timer, Listener listener)
+      throws IOException {
     AdvancedTlsX509KeyManager manager = new AdvancedTlsX509KeyManager();
-    Poller poller = new Poller(List.of(certFile, keyFile), listener, contents -> {
-      X509Certificate[] chain = certificates(certFile, contents.get(0));
-      PrivateKey key = privateKey(keyFile, contents.get(1));
-      checkPair(chain[0], key, certFile, keyFile);
-      manager.updateIdentityCredentials(chain, key);
-      return List.of(chain);
-    });
+    Poller poller =
+        new Poller(
+            List.of(certFile, keyFile),
+            listener,
+            contents -> {
+              X509Certificate[] chain = certificates(certFile, contents.get(0));
+              PrivateKey key = privateKey(keyFile, contents.get(1));
+              checkPair(chain[0], key, certFile, keyFile);
+              manager.updateIdentityCredentials(chain, key);
+              return List.of(chain);
+            });
     return new Watched<>(manager, poller, poller.start(timer));
   }
 
   /** {@link #trust(Path, boolean, ScheduledExecutorService, Listener)}, telling no one. */
-  public static Watched<AdvancedTlsX509TrustManager> trust(Path caFile, boolean checkHostName,
-      ScheduledExecutorService timer) throws IOException {
+  public static Watched<AdvancedTlsX509TrustManager> trust(
+      Path caFile, boolean checkHostName, ScheduledExecutorService timer) throws IOException {
     return trust(caFile, checkHostName, timer, Listener.NONE);
   }
 
@@ -112,27 +121,35 @@ public final class TlsFiles {
    *
    * @throws IOException naming the file when it cannot be read or holds no certificate
    */
-  public static Watched<AdvancedTlsX509TrustManager> trust(Path caFile, boolean checkHostName,
-      ScheduledExecutorService timer, Listener listener) throws IOException {
+  public static Watched<AdvancedTlsX509TrustManager> trust(
+      Path caFile, boolean checkHostName, ScheduledExecutorService timer, Listener listener)
+      throws IOException {
     AdvancedTlsX509TrustManager manager;
     try {
-      manager = AdvancedTlsX509TrustManager.newBuilder()
-          .setVerification(checkHostName
-              ? AdvancedTlsX509TrustManager.Verification.CERTIFICATE_AND_HOST_NAME_VERIFICATION
-              : AdvancedTlsX509TrustManager.Verification.CERTIFICATE_ONLY_VERIFICATION)
-          .build();
+      manager =
+          AdvancedTlsX509TrustManager.newBuilder()
+              .setVerification(
+                  checkHostName
+                      ? AdvancedTlsX509TrustManager.Verification
+                          .CERTIFICATE_AND_HOST_NAME_VERIFICATION
+                      : AdvancedTlsX509TrustManager.Verification.CERTIFICATE_ONLY_VERIFICATION)
+              .build();
     } catch (GeneralSecurityException e) {
       throw new IOException("cannot make a trust manager: " + e.getMessage(), e);
     }
-    Poller poller = new Poller(List.of(caFile), listener, contents -> {
-      X509Certificate[] cas = certificates(caFile, contents.get(0));
-      try {
-        manager.updateTrustCredentials(cas);
-      } catch (GeneralSecurityException e) {
-        throw new IOException(caFile + ": " + e.getMessage(), e);
-      }
-      return List.of(cas);
-    });
+    Poller poller =
+        new Poller(
+            List.of(caFile),
+            listener,
+            contents -> {
+              X509Certificate[] cas = certificates(caFile, contents.get(0));
+              try {
+                manager.updateTrustCredentials(cas);
+              } catch (GeneralSecurityException e) {
+                throw new IOException(caFile + ": " + e.getMessage(), e);
+              }
+              return List.of(cas);
+            });
     return new Watched<>(manager, poller, poller.start(timer));
   }
 
@@ -168,8 +185,15 @@ public final class TlsFiles {
     try {
       return Files.readAllBytes(file);
     } catch (IOException e) {
-      throw new IOException("cannot read " + file + ": " + e.getClass().getSimpleName()
-          + (e.getMessage() == null || e.getMessage().equals(file.toString()) ? "" : " " + e.getMessage()), e);
+      throw new IOException(
+          "cannot read "
+              + file
+              + ": "
+              + e.getClass().getSimpleName()
+              + (e.getMessage() == null || e.getMessage().equals(file.toString())
+                  ? ""
+                  : " " + e.getMessage()),
+          e);
     }
   }
 
@@ -194,12 +218,14 @@ public final class TlsFiles {
   }
 
   /** Signs with {@code key} and verifies with {@code leaf}'s public key: they belong together. */
-  private static void checkPair(X509Certificate leaf, PrivateKey key, Path certFile, Path keyFile) throws IOException {
-    String algorithm = switch (key.getAlgorithm()) {
-      case "RSA" -> "SHA256withRSA";
-      case "EC" -> "SHA256withECDSA";
-      default -> null;
-    };
+  private static void checkPair(X509Certificate leaf, PrivateKey key, Path certFile, Path keyFile)
+      throws IOException {
+    String algorithm =
+        switch (key.getAlgorithm()) {
+          case "RSA" -> "SHA256withRSA";
+          case "EC" -> "SHA256withECDSA";
+          default -> null;
+        };
     if (algorithm == null) {
       return;
     }
@@ -218,12 +244,21 @@ public final class TlsFiles {
       matches = false;
     }
     if (!matches) {
-      throw new IOException("the key in " + keyFile + " is not the key of the certificate in " + certFile
-          + " (" + leaf.getSubjectX500Principal().getName() + ")");
+      throw new IOException(
+          "the key in "
+              + keyFile
+              + " is not the key of the certificate in "
+              + certFile
+              + " ("
+              + leaf.getSubjectX500Principal().getName()
+              + ")");
     }
   }
 
-  /** What to do with the files' contents; returns the certificates now in use, throws when they do not load. */
+  /**
+   * What to do with the files' contents; returns the certificates now in use, throws when they do
+   * not load.
+   */
   private interface Load {
     List<X509Certificate> load(List<byte[]> contents) throws IOException;
   }
@@ -233,8 +268,10 @@ public final class TlsFiles {
     private final List<Path> files;
     private final Listener listener;
     private final Load load;
+
     /** The contents last tried, loaded or not: a bad change is logged once, not every second. */
     private List<byte[]> tried;
+
     /** The last problem logged, so that a file missing for a while is logged once too. */
     private String reported;
 
@@ -248,7 +285,8 @@ public final class TlsFiles {
     ScheduledFuture<?> start(ScheduledExecutorService timer) throws IOException {
       tried = readAll();
       listener.loaded(load.load(tried));
-      return timer.scheduleWithFixedDelay(this, POLL.toMillis(), POLL.toMillis(), TimeUnit.MILLISECONDS);
+      return timer.scheduleWithFixedDelay(
+          this, POLL.toMillis(), POLL.toMillis(), TimeUnit.MILLISECONDS);
     }
 
     /** Synchronized: the timer and {@link Watched#pollNow} may both call it. */
@@ -284,7 +322,8 @@ public final class TlsFiles {
         return false;
       }
       reported = String.valueOf(e.getMessage());
-      log.warn("TLS files {} changed but do not load, keeping the previous ones: {}", files, reported);
+      log.warn(
+          "TLS files {} changed but do not load, keeping the previous ones: {}", files, reported);
       return true;
     }
 

@@ -22,18 +22,25 @@ public final class TlsMetrics implements TlsFiles.Listener {
   /** {@code use}: what the files are for, the meters' {@code use} label. */
   public TlsMetrics(MeterRegistry meters, String use) {
     Gauge.builder("xds.tls.certificate.expiration.timestamp.seconds", expiresAt, AtomicLong::get)
-        .description("When the earliest of the certificates in use expires (its notAfter), in Unix seconds")
+        .description(
+            "When the earliest of the certificates in use expires (its notAfter), in Unix seconds")
         .tag("use", use)
         .register(meters);
-    this.failures = Counter.builder("xds.tls.reload.failures")
-        .description("Changes to TLS files that did not load; the previous certificates stay in use")
-        .tag("use", use)
-        .register(meters);
+    this.failures =
+        Counter.builder("xds.tls.reload.failures")
+            .description(
+                "Changes to TLS files that did not load; the previous certificates stay in use")
+            .tag("use", use)
+            .register(meters);
   }
 
   @Override
   public void loaded(List<X509Certificate> certificates) {
-    expiresAt.set(certificates.stream().mapToLong(c -> c.getNotAfter().toInstant().getEpochSecond()).min().orElse(0));
+    expiresAt.set(
+        certificates.stream()
+            .mapToLong(c -> c.getNotAfter().toInstant().getEpochSecond())
+            .min()
+            .orElse(0));
   }
 
   @Override

@@ -13,10 +13,15 @@ import java.util.Optional;
  * @param cert with {@code key}, both or neither
  */
 public record UpstreamTls(
-    boolean enabled, Optional<Path> ca, Optional<Path> cert, Optional<Path> key, Optional<String> authority) {
+    boolean enabled,
+    Optional<Path> ca,
+    Optional<Path> cert,
+    Optional<Path> key,
+    Optional<String> authority) {
 
   public static final UpstreamTls PLAINTEXT =
-      new UpstreamTls(false, Optional.empty(), Optional.empty(), Optional.empty(), Optional.empty());
+      new UpstreamTls(
+          false, Optional.empty(), Optional.empty(), Optional.empty(), Optional.empty());
 
   public UpstreamTls {
     enabled = enabled || ca.isPresent() || cert.isPresent();
@@ -24,7 +29,8 @@ public record UpstreamTls(
 
   /** TLS trusting the JVM's trust store. */
   public static UpstreamTls systemTrust() {
-    return new UpstreamTls(true, Optional.empty(), Optional.empty(), Optional.empty(), Optional.empty());
+    return new UpstreamTls(
+        true, Optional.empty(), Optional.empty(), Optional.empty(), Optional.empty());
   }
 
   public UpstreamTls withCa(Path file) {

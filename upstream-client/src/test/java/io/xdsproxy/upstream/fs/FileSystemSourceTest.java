@@ -32,10 +32,10 @@ class FileSystemSourceTest {
 
   private static final Duration WAIT = Duration.ofSeconds(5);
 
-  @TempDir
-  Path dir;
+  @TempDir Path dir;
 
   private FileSystemSource source;
+
   /** The last complete state the session announced, per type. */
   private final Map<TypeUrl, List<XdsResource>> served = new ConcurrentHashMap<>();
 
@@ -48,7 +48,8 @@ class FileSystemSourceTest {
 
   private UpstreamSession open() throws Exception {
     source = new FileSystemSource(dir);
-    return source.open(new NodeGroupKey("g"), Node.newBuilder().setId("n").setCluster("g").build(), this::record);
+    return source.open(
+        new NodeGroupKey("g"), Node.newBuilder().setId("n").setCluster("g").build(), this::record);
   }
 
   private void record(ResourceUpdate update) {
@@ -61,7 +62,8 @@ class FileSystemSourceTest {
   }
 
   private static DiscoveryResponse response(TypeUrl type, Message... resources) {
-    DiscoveryResponse.Builder response = DiscoveryResponse.newBuilder().setTypeUrl(type.url()).setVersionInfo("1");
+    DiscoveryResponse.Builder response =
+        DiscoveryResponse.newBuilder().setTypeUrl(type.url()).setVersionInfo("1");
     for (Message resource : resources) {
       response.addResources(Any.pack(resource));
     }
@@ -73,31 +75,50 @@ class FileSystemSourceTest {
   }
 
   private void writeJson(String file, DiscoveryResponse response) throws Exception {
-    Files.writeString(dir.resolve(file), JsonFormat.printer().usingTypeRegistry(ApiTypes.json()).print(response));
+    Files.writeString(
+        dir.resolve(file), JsonFormat.printer().usingTypeRegistry(ApiTypes.json()).print(response));
   }
 
   @Test
   void everyFormatIsReadByItsExtension() throws Exception {
     writeJson("clusters.json", response(TypeUrl.CLUSTER, cluster("from-json")));
-    Files.writeString(dir.resolve("endpoints.yaml"), """
+    Files.writeString(
+        dir.resolve("endpoints.yaml"),
+        """
         resources:
         - "@type": type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment
           cluster_name: from-yaml
         """);
-    Files.writeString(dir.resolve("routes.textproto"), TextFormat.printer().usingTypeRegistry(ApiTypes.text())
-        .printToString(response(TypeUrl.ROUTE, RouteConfiguration.newBuilder().setName("from-text").build())));
-    Files.write(dir.resolve("listeners.pb"), response(TypeUrl.LISTENER,
-        io.envoyproxy.envoy.config.listener.v3.Listener.newBuilder().setName("from-binary").build()).toByteArray());
+    Files.writeString(
+        dir.resolve("routes.textproto"),
+        TextFormat.printer()
+            .usingTypeRegistry(ApiTypes.text())
+            .printToString(
+                response(
+                    TypeUrl.ROUTE, RouteConfiguration.newBuilder().setName("from-text").build())));
+    Files.write(
+        dir.resolve("listeners.pb"),
+        response(
+                TypeUrl.LISTENER,
+                io.envoyproxy.envoy.config.listener.v3.Listener.newBuilder()
+                    .setName("from-binary")
+                    .build())
+            .toByteArray());
     Files.writeString(dir.resolve("README.md"), "not a resource file: ignored");
 
     open();
 
-    await().atMost(WAIT).untilAsserted(() -> {
-      assertThat(names(TypeUrl.CLUSTER)).containsExactly("from-json");
-      assertThat(names(TypeUrl.ENDPOINT)).as("type taken from the resources").containsExactly("from-yaml");
-      assertThat(names(TypeUrl.ROUTE)).containsExactly("from-text");
-      assertThat(names(TypeUrl.LISTENER)).containsExactly("from-binary");
-    });
+    await()
+        .atMost(WAIT)
+        .untilAsserted(
+            () -> {
+              assertThat(names(TypeUrl.CLUSTER)).containsExactly("from-json");
+              assertThat(names(TypeUrl.ENDPOINT))
+                  .as("type taken from the resources")
+                  .containsExactly("from-yaml");
+              assertThat(names(TypeUrl.ROUTE)).containsExactly("from-text");
+              assertThat(names(TypeUrl.LISTENER)).containsExactly("from-binary");
+            });
   }
 
   @Test
@@ -130,7 +151,9 @@ class FileSystemSourceTest {
     Files.writeString(dir.resolve("clusters.json"), "{ \"resources\": [ { \"@type\": ");
     writeJson("other.json", response(TypeUrl.CLUSTER, cluster("other2")));
     await().atMost(WAIT).until(() -> names(TypeUrl.CLUSTER).contains("other2"));
-    assertThat(names(TypeUrl.CLUSTER)).as("the broken file's last good cluster stays").containsExactlyInAnyOrder("good", "other2");
+    assertThat(names(TypeUrl.CLUSTER))
+        .as("the broken file's last good cluster stays")
+        .containsExactlyInAnyOrder("good", "other2");
 
     writeJson("clusters.json", response(TypeUrl.CLUSTER, cluster("fixed")));
     await().atMost(WAIT).until(() -> names(TypeUrl.CLUSTER).contains("fixed"));
@@ -141,7 +164,9 @@ class FileSystemSourceTest {
   void aBrokenFileNeverServesAnythingAndTheRestIsServed() throws Exception {
     Files.writeString(dir.resolve("bad.yaml"), "resources: [ {");
     // A resource of another type than the response's: refused like an upstream's would be.
-    writeJson("mixed.json", response(TypeUrl.CLUSTER, ClusterLoadAssignment.newBuilder().setClusterName("x").build()));
+    writeJson(
+        "mixed.json",
+        response(TypeUrl.CLUSTER, ClusterLoadAssignment.newBuilder().setClusterName("x").build()));
     writeJson("good.json", response(TypeUrl.CLUSTER, cluster("good")));
 
     open();
@@ -152,14 +177,23 @@ class FileSystemSourceTest {
 
   @Test
   void aNameInTwoFilesIsServedOnceFromTheFirstFile() throws Exception {
-    writeJson("1.json", response(TypeUrl.CLUSTER, cluster("dup").toBuilder().setConnectTimeout(
-        com.google.protobuf.util.Durations.fromSeconds(1)).build()));
+    writeJson(
+        "1.json",
+        response(
+            TypeUrl.CLUSTER,
+            cluster("dup").toBuilder()
+                .setConnectTimeout(com.google.protobuf.util.Durations.fromSeconds(1))
+                .build()));
     writeJson("2.json", response(TypeUrl.CLUSTER, cluster("dup"), cluster("other")));
 
     open();
 
     await().atMost(WAIT).until(() -> names(TypeUrl.CLUSTER).size() == 2);
-    XdsResource dup = served.get(TypeUrl.CLUSTER).stream().filter(r -> r.name().equals("dup")).findFirst().orElseThrow();
+    XdsResource dup =
+        served.get(TypeUrl.CLUSTER).stream()
+            .filter(r -> r.name().equals("dup"))
+            .findFirst()
+            .orElseThrow();
     assertThat(dup.body().unpack(Cluster.class).getConnectTimeout().getSeconds()).isEqualTo(1);
   }
 
@@ -170,7 +204,10 @@ class FileSystemSourceTest {
     await().atMost(WAIT).until(() -> names(TypeUrl.CLUSTER).equals(List.of("a")));
 
     Map<TypeUrl, List<XdsResource>> second = new ConcurrentHashMap<>();
-    source.open(new NodeGroupKey("g2"), Node.getDefaultInstance(), update -> second.put(update.type(), update.resources()));
+    source.open(
+        new NodeGroupKey("g2"),
+        Node.getDefaultInstance(),
+        update -> second.put(update.type(), update.resources()));
 
     await().atMost(WAIT).until(() -> second.containsKey(TypeUrl.CLUSTER));
     assertThat(second.get(TypeUrl.CLUSTER)).extracting(XdsResource::name).containsExactly("a");

@@ -45,19 +45,32 @@ import org.yaml.snakeyaml.Yaml;
  */
 class ResponseFileFuzzTest {
 
-  /** Inputs beyond this are cut off: a parser must be fast on kilobytes, and the source caps files anyway. */
+  /**
+   * Inputs beyond this are cut off: a parser must be fast on kilobytes, and the source caps files
+   * anyway.
+   */
   private static final int MAX_INPUT = 64 * 1024;
 
   private static final Map<Format, String> EXTENSIONS =
-      Map.of(Format.JSON, ".json", Format.YAML, ".yaml", Format.TEXT, ".textproto", Format.BINARY, ".pb");
+      Map.of(
+          Format.JSON,
+          ".json",
+          Format.YAML,
+          ".yaml",
+          Format.TEXT,
+          ".textproto",
+          Format.BINARY,
+          ".pb");
 
   private static final Path DIRECTORY = temporaryDirectory();
 
   @FuzzTest(maxDuration = "8s")
-  void anyFileIsReadAsResourcesOfItsTypeOrRefusedWithAReason(FuzzedDataProvider data) throws IOException {
+  void anyFileIsReadAsResourcesOfItsTypeOrRefusedWithAReason(FuzzedDataProvider data)
+      throws IOException {
     Format format = data.pickValue(Format.values());
     byte[] bytes = data.consumeRemainingAsBytes();
-    Path file = write(format, bytes.length > MAX_INPUT ? java.util.Arrays.copyOf(bytes, MAX_INPUT) : bytes);
+    Path file =
+        write(format, bytes.length > MAX_INPUT ? java.util.Arrays.copyOf(bytes, MAX_INPUT) : bytes);
     assertThat(ResponseFile.formatOf(file)).contains(format);
     Contents contents;
     try {
@@ -68,15 +81,20 @@ class ResponseFileFuzzTest {
     }
     Set<String> names = new HashSet<>();
     for (XdsResource resource : contents.resources()) {
-      assertThat(names.add(resource.name())).as("resource names of one file are unique: %s", resource.name()).isTrue();
+      assertThat(names.add(resource.name()))
+          .as("resource names of one file are unique: %s", resource.name())
+          .isTrue();
       assertThat(resource.name()).isNotEmpty();
-      assertThat(resource.body().getTypeUrl()).as("every resource is of the file's type").isEqualTo(contents.type().url());
+      assertThat(resource.body().getTypeUrl())
+          .as("every resource is of the file's type")
+          .isEqualTo(contents.type().url());
     }
   }
 
   @FuzzTest(maxDuration = "8s")
   void resourcesWrittenInEachFormatReadBackTheSame(FuzzedDataProvider data) throws Exception {
-    TypeUrl type = data.pickValue(List.of(TypeUrl.CLUSTER, TypeUrl.LISTENER, TypeUrl.ENDPOINT, TypeUrl.ROUTE));
+    TypeUrl type =
+        data.pickValue(List.of(TypeUrl.CLUSTER, TypeUrl.LISTENER, TypeUrl.ENDPOINT, TypeUrl.ROUTE));
     boolean wrapped = data.consumeBoolean();
     boolean typeUrlGiven = data.consumeBoolean();
     Map<String, Message> resources = new LinkedHashMap<>();
@@ -84,20 +102,31 @@ class ResponseFileFuzzTest {
     for (int i = 0; i < count && data.remainingBytes() > 0; i++) {
       String name = printable(data.consumeString(40));
       if (!name.isEmpty()) {
-        resources.putIfAbsent(name, resource(type, name, printable(data.consumeString(40)), data.consumeLong(0, 315_576_000_000L),
-            data.consumeInt(0, 999_999_999)));
+        resources.putIfAbsent(
+            name,
+            resource(
+                type,
+                name,
+                printable(data.consumeString(40)),
+                data.consumeLong(0, 315_576_000_000L),
+                data.consumeInt(0, 999_999_999)));
       }
     }
     if (resources.isEmpty()) {
       return;
     }
-    DiscoveryResponse.Builder response = DiscoveryResponse.newBuilder().setVersionInfo(printable(data.consumeString(20)));
+    DiscoveryResponse.Builder response =
+        DiscoveryResponse.newBuilder().setVersionInfo(printable(data.consumeString(20)));
     if (typeUrlGiven) {
       response.setTypeUrl(type.url());
     }
-    resources.forEach((name, body) -> response.addResources(wrapped
-        ? Any.pack(Resource.newBuilder().setName(name).setResource(Any.pack(body)).build())
-        : Any.pack(body)));
+    resources.forEach(
+        (name, body) ->
+            response.addResources(
+                wrapped
+                    ? Any.pack(
+                        Resource.newBuilder().setName(name).setResource(Any.pack(body)).build())
+                    : Any.pack(body)));
 
     for (Format format : Format.values()) {
       Path file = write(format, encode(response.build(), format));
@@ -105,10 +134,14 @@ class ResponseFileFuzzTest {
       try {
         contents = ResponseFile.read(file, format);
       } catch (InvalidFileException e) {
-        throw new AssertionError(format + " written from " + response.build() + " does not read back: " + e.getMessage(), e);
+        throw new AssertionError(
+            format + " written from " + response.build() + " does not read back: " + e.getMessage(),
+            e);
       }
       assertThat(contents.type()).as(format.toString()).isEqualTo(type);
-      assertThat(contents.resources()).extracting(XdsResource::name).as(format.toString())
+      assertThat(contents.resources())
+          .extracting(XdsResource::name)
+          .as(format.toString())
           .containsExactlyElementsOf(resources.keySet());
       List<Message> bodies = new ArrayList<>();
       for (XdsResource resource : contents.resources()) {
@@ -121,12 +154,22 @@ class ResponseFileFuzzTest {
   private static Message resource(TypeUrl type, String name, String text, long seconds, int nanos) {
     Duration duration = Duration.newBuilder().setSeconds(seconds).setNanos(nanos).build();
     if (type.equals(TypeUrl.CLUSTER)) {
-      return Cluster.newBuilder().setName(name).setAltStatName(text).setConnectTimeout(duration).build();
+      return Cluster.newBuilder()
+          .setName(name)
+          .setAltStatName(text)
+          .setConnectTimeout(duration)
+          .build();
     } else if (type.equals(TypeUrl.LISTENER)) {
-      return Listener.newBuilder().setName(name).setStatPrefix(text).setListenerFiltersTimeout(duration).build();
+      return Listener.newBuilder()
+          .setName(name)
+          .setStatPrefix(text)
+          .setListenerFiltersTimeout(duration)
+          .build();
     } else if (type.equals(TypeUrl.ENDPOINT)) {
-      return ClusterLoadAssignment.newBuilder().setClusterName(name)
-          .setPolicy(ClusterLoadAssignment.Policy.newBuilder().setEndpointStaleAfter(duration)).build();
+      return ClusterLoadAssignment.newBuilder()
+          .setClusterName(name)
+          .setPolicy(ClusterLoadAssignment.Policy.newBuilder().setEndpointStaleAfter(duration))
+          .build();
     }
     return RouteConfiguration.newBuilder().setName(name).addInternalOnlyHeaders(text).build();
   }
@@ -134,13 +177,25 @@ class ResponseFileFuzzTest {
   private static byte[] encode(DiscoveryResponse response, Format format) throws IOException {
     return switch (format) {
       case BINARY -> response.toByteArray();
-      case JSON -> JsonFormat.printer().usingTypeRegistry(ApiTypes.json()).print(response).getBytes(StandardCharsets.UTF_8);
-      case TEXT -> TextFormat.printer().usingTypeRegistry(ApiTypes.text()).printToString(response)
-          .getBytes(StandardCharsets.UTF_8);
+      case JSON ->
+          JsonFormat.printer()
+              .usingTypeRegistry(ApiTypes.json())
+              .print(response)
+              .getBytes(StandardCharsets.UTF_8);
+      case TEXT ->
+          TextFormat.printer()
+              .usingTypeRegistry(ApiTypes.text())
+              .printToString(response)
+              .getBytes(StandardCharsets.UTF_8);
       // YAML as a person would write it from the JSON: the same tree, in block style.
-      case YAML -> new Yaml().dump(new Gson().fromJson(
-          JsonFormat.printer().usingTypeRegistry(ApiTypes.json()).print(response), Object.class))
-          .getBytes(StandardCharsets.UTF_8);
+      case YAML ->
+          new Yaml()
+              .dump(
+                  new Gson()
+                      .fromJson(
+                          JsonFormat.printer().usingTypeRegistry(ApiTypes.json()).print(response),
+                          Object.class))
+              .getBytes(StandardCharsets.UTF_8);
     };
   }
 
@@ -150,8 +205,13 @@ class ResponseFileFuzzTest {
    */
   private static String printable(String text) {
     StringBuilder kept = new StringBuilder(text.length());
-    text.codePoints().filter(c -> !Character.isISOControl(c) && Character.isDefined(c)
-        && Character.getType(c) != Character.SURROGATE).forEach(kept::appendCodePoint);
+    text.codePoints()
+        .filter(
+            c ->
+                !Character.isISOControl(c)
+                    && Character.isDefined(c)
+                    && Character.getType(c) != Character.SURROGATE)
+        .forEach(kept::appendCodePoint);
     return kept.toString();
   }
 
@@ -168,7 +228,9 @@ class ResponseFileFuzzTest {
       Path directory = Files.createTempDirectory("response-file-fuzz");
       // Deleted last to first: the files each input is written to, then the directory.
       directory.toFile().deleteOnExit();
-      EXTENSIONS.values().forEach(extension -> directory.resolve("resources" + extension).toFile().deleteOnExit());
+      EXTENSIONS
+          .values()
+          .forEach(extension -> directory.resolve("resources" + extension).toFile().deleteOnExit());
       return directory;
     } catch (IOException e) {
       throw new UncheckedIOException(e);

@@ -23,14 +23,14 @@ import org.junit.jupiter.api.io.TempDir;
 /** Files the fuzz tests found read wrongly, read as they should be. */
 class ResponseFileTest {
 
-  @TempDir
-  Path dir;
+  @TempDir Path dir;
 
   @Test
   void aYamlAliasInsideTheCollectionItNamesIsRefusedAsCyclic() throws Exception {
     Path file = Files.writeString(dir.resolve("clusters.yaml"), "version_info: &a [*a]\n");
 
-    // It used to overflow the stack writing the tree out as JSON: an Error, which ended the directory's scan.
+    // It used to overflow the stack writing the tree out as JSON: an Error, which ended the
+    // directory's scan.
     assertThatThrownBy(() -> ResponseFile.read(file, Format.YAML))
         .isInstanceOf(InvalidFileException.class)
         .hasMessageContaining("cyclic");
@@ -53,11 +53,19 @@ class ResponseFileTest {
   @Test
   void aFileWithoutTypeUrlTakesItsTypeFromInsideResourceWrappers() throws Exception {
     Cluster cluster = Cluster.newBuilder().setName("backend").build();
-    DiscoveryResponse response = DiscoveryResponse.newBuilder()
-        .addResources(Any.pack(Resource.newBuilder().setName("backend").setResource(Any.pack(cluster)).build()))
-        .build();
-    Path file = Files.writeString(dir.resolve("clusters.json"),
-        JsonFormat.printer().usingTypeRegistry(ApiTypes.json()).print(response));
+    DiscoveryResponse response =
+        DiscoveryResponse.newBuilder()
+            .addResources(
+                Any.pack(
+                    Resource.newBuilder()
+                        .setName("backend")
+                        .setResource(Any.pack(cluster))
+                        .build()))
+            .build();
+    Path file =
+        Files.writeString(
+            dir.resolve("clusters.json"),
+            JsonFormat.printer().usingTypeRegistry(ApiTypes.json()).print(response));
 
     Contents contents = ResponseFile.read(file, Format.JSON);
 

@@ -33,15 +33,26 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-/** One node group's incremental ADS session against java-control-plane's DeltaAggregatedResources. */
+/**
+ * One node group's incremental ADS session against java-control-plane's DeltaAggregatedResources.
+ */
 class DeltaUpstreamSessionTest {
 
   private static final Duration WAIT = Duration.ofSeconds(10);
-  private static final Backoff FAST = new Backoff(Duration.ofMillis(50), Duration.ofMillis(200), 2.0, 0.2);
-  private static final Node NODE = Node.newBuilder().setId("first-client").setCluster("fleet").build();
-  /** The node the upstream sees: the group's first client's, announcing what the proxy reads (TTLs, wrapped resources). */
-  private static final Node ANNOUNCED = NODE.toBuilder().addClientFeatures(ClientFeatures.SUPPORTS_TTL)
-      .addClientFeatures(ClientFeatures.SUPPORTS_RESOURCE_IN_SOTW).build();
+  private static final Backoff FAST =
+      new Backoff(Duration.ofMillis(50), Duration.ofMillis(200), 2.0, 0.2);
+  private static final Node NODE =
+      Node.newBuilder().setId("first-client").setCluster("fleet").build();
+
+  /**
+   * The node the upstream sees: the group's first client's, announcing what the proxy reads (TTLs,
+   * wrapped resources).
+   */
+  private static final Node ANNOUNCED =
+      NODE.toBuilder()
+          .addClientFeatures(ClientFeatures.SUPPORTS_TTL)
+          .addClientFeatures(ClientFeatures.SUPPORTS_RESOURCE_IN_SOTW)
+          .build();
 
   private final ExecutorService pool = Executors.newFixedThreadPool(2);
   private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
@@ -53,8 +64,15 @@ class DeltaUpstreamSessionTest {
   @BeforeEach
   void start() throws Exception {
     controlPlane = new ControlPlane();
-    upstream = new AdsUpstream(java.util.List.of(controlPlane.target()), AdsUpstream.Protocol.DELTA,
-        pool, timer, FAST, WAIT, new SimpleMeterRegistry());
+    upstream =
+        new AdsUpstream(
+            java.util.List.of(controlPlane.target()),
+            AdsUpstream.Protocol.DELTA,
+            pool,
+            timer,
+            FAST,
+            WAIT,
+            new SimpleMeterRegistry());
     session = upstream.open(new NodeGroupKey("fleet"), NODE, updates::add);
   }
 
@@ -67,11 +85,18 @@ class DeltaUpstreamSessionTest {
   }
 
   private void publish(String version, String... names) {
-    List<Cluster> clusters = Arrays.stream(names)
-        .map(name -> Cluster.newBuilder().setName(name).setType(Cluster.DiscoveryType.EDS).build()).toList();
-    List<ClusterLoadAssignment> endpoints = Arrays.stream(names)
-        .map(name -> ClusterLoadAssignment.newBuilder().setClusterName(name).build()).toList();
-    controlPlane.setSnapshot("fleet", Snapshot.create(clusters, endpoints, List.of(), List.of(), List.of(), version));
+    List<Cluster> clusters =
+        Arrays.stream(names)
+            .map(
+                name ->
+                    Cluster.newBuilder().setName(name).setType(Cluster.DiscoveryType.EDS).build())
+            .toList();
+    List<ClusterLoadAssignment> endpoints =
+        Arrays.stream(names)
+            .map(name -> ClusterLoadAssignment.newBuilder().setClusterName(name).build())
+            .toList();
+    controlPlane.setSnapshot(
+        "fleet", Snapshot.create(clusters, endpoints, List.of(), List.of(), List.of(), version));
   }
 
   private List<ResourceUpdate> updatesOf(TypeUrl type) {
@@ -79,11 +104,18 @@ class DeltaUpstreamSessionTest {
   }
 
   private List<String> namesSent(TypeUrl type) {
-    return updatesOf(type).stream().flatMap(u -> u.resources().stream()).map(XdsResource::name).distinct().sorted().toList();
+    return updatesOf(type).stream()
+        .flatMap(u -> u.resources().stream())
+        .map(XdsResource::name)
+        .distinct()
+        .sorted()
+        .toList();
   }
 
   private List<DeltaDiscoveryRequest> requestsOf(TypeUrl type) {
-    return controlPlane.deltaRequests().stream().filter(r -> r.getTypeUrl().equals(type.url())).toList();
+    return controlPlane.deltaRequests().stream()
+        .filter(r -> r.getTypeUrl().equals(type.url()))
+        .toList();
   }
 
   @Test
@@ -95,7 +127,8 @@ class DeltaUpstreamSessionTest {
     await().atMost(WAIT).until(() -> namesSent(TypeUrl.CLUSTER).equals(List.of("a", "b")));
     ResourceUpdate update = updatesOf(TypeUrl.CLUSTER).get(0);
     assertThat(update.complete()).as("a wildcard answer covers every name").isTrue();
-    assertThat(update.resources()).allSatisfy(resource -> assertThat(resource.version()).isNotEmpty());
+    assertThat(update.resources())
+        .allSatisfy(resource -> assertThat(resource.version()).isNotEmpty());
     await().atMost(WAIT).until(() -> requestsOf(TypeUrl.CLUSTER).size() >= 2);
     DeltaDiscoveryRequest first = requestsOf(TypeUrl.CLUSTER).get(0);
     assertThat(first.getResourceNamesSubscribeList()).as("a legacy wildcard").isEmpty();
@@ -111,7 +144,9 @@ class DeltaUpstreamSessionTest {
 
     publish("2", "a");
 
-    await().atMost(WAIT).until(() -> updatesOf(TypeUrl.CLUSTER).stream().anyMatch(u -> u.removed().contains("b")));
+    await()
+        .atMost(WAIT)
+        .until(() -> updatesOf(TypeUrl.CLUSTER).stream().anyMatch(u -> u.removed().contains("b")));
   }
 
   @Test
@@ -124,11 +159,20 @@ class DeltaUpstreamSessionTest {
     await().atMost(WAIT).until(() -> namesSent(TypeUrl.ENDPOINT).equals(List.of("a", "b")));
 
     session.updateInterest(TypeUrl.ENDPOINT, new Interest(false, Set.of("b")));
-    await().atMost(WAIT).until(() -> updatesOf(TypeUrl.ENDPOINT).stream().anyMatch(u -> u.forgotten().contains("a")));
+    await()
+        .atMost(WAIT)
+        .until(
+            () -> updatesOf(TypeUrl.ENDPOINT).stream().anyMatch(u -> u.forgotten().contains("a")));
 
-    await().atMost(WAIT).untilAsserted(() -> assertThat(requestsOf(TypeUrl.ENDPOINT))
-        .anySatisfy(r -> assertThat(r.getResourceNamesSubscribeList()).containsExactly("b"))
-        .anySatisfy(r -> assertThat(r.getResourceNamesUnsubscribeList()).containsExactly("a")));
+    await()
+        .atMost(WAIT)
+        .untilAsserted(
+            () ->
+                assertThat(requestsOf(TypeUrl.ENDPOINT))
+                    .anySatisfy(
+                        r -> assertThat(r.getResourceNamesSubscribeList()).containsExactly("b"))
+                    .anySatisfy(
+                        r -> assertThat(r.getResourceNamesUnsubscribeList()).containsExactly("a")));
   }
 
   @Test
@@ -136,8 +180,13 @@ class DeltaUpstreamSessionTest {
     publish("1", "a", "b");
     session.updateInterest(TypeUrl.ENDPOINT, new Interest(false, Set.of("a", "b")));
     await().atMost(WAIT).until(() -> namesSent(TypeUrl.ENDPOINT).equals(List.of("a", "b")));
-    String versionOfA = updatesOf(TypeUrl.ENDPOINT).stream().flatMap(u -> u.resources().stream())
-        .filter(r -> r.name().equals("a")).findFirst().orElseThrow().version();
+    String versionOfA =
+        updatesOf(TypeUrl.ENDPOINT).stream()
+            .flatMap(u -> u.resources().stream())
+            .filter(r -> r.name().equals("a"))
+            .findFirst()
+            .orElseThrow()
+            .version();
 
     controlPlane.stop();
     int before = controlPlane.deltaRequests().size();
@@ -146,28 +195,46 @@ class DeltaUpstreamSessionTest {
     await().atMost(WAIT).until(() -> controlPlane.deltaRequests().size() > before);
     DeltaDiscoveryRequest again = controlPlane.deltaRequests().get(before);
     assertThat(again.getResourceNamesSubscribeList()).containsExactly("a", "b");
-    assertThat(again.getInitialResourceVersionsMap()).containsEntry("a", versionOfA).containsKey("b");
+    assertThat(again.getInitialResourceVersionsMap())
+        .containsEntry("a", versionOfA)
+        .containsKey("b");
   }
 
   @Test
   void aDoNotCacheCopyIsAskedForAgainByUnsubscribingAndSubscribingInTwoRequests() throws Exception {
     try (ScriptedControlPlane scripted = new ScriptedControlPlane()) {
-      AdsUpstream toScripted = new AdsUpstream(List.of(scripted.target()), AdsUpstream.Protocol.DELTA, pool, timer, FAST,
-          WAIT, new SimpleMeterRegistry());
+      AdsUpstream toScripted =
+          new AdsUpstream(
+              List.of(scripted.target()),
+              AdsUpstream.Protocol.DELTA,
+              pool,
+              timer,
+              FAST,
+              WAIT,
+              new SimpleMeterRegistry());
       try {
         UpstreamSession named = toScripted.open(new NodeGroupKey("other"), NODE, updates::add);
         named.updateInterest(TypeUrl.ENDPOINT, new Interest(false, Set.of("a")));
         scripted.nextDeltaRequest(WAIT);
-        Resource.Builder uncacheable = Resource.newBuilder().setName("a").setVersion("1")
-            .setResource(Any.pack(ClusterLoadAssignment.newBuilder().setClusterName("a").build()));
+        Resource.Builder uncacheable =
+            Resource.newBuilder()
+                .setName("a")
+                .setVersion("1")
+                .setResource(
+                    Any.pack(ClusterLoadAssignment.newBuilder().setClusterName("a").build()));
         uncacheable.getCacheControlBuilder().setDoNotCache(true);
-        scripted.send(DeltaDiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.ENDPOINT.url()).setNonce("n1")
-            .addResources(uncacheable).build());
+        scripted.send(
+            DeltaDiscoveryResponse.newBuilder()
+                .setTypeUrl(TypeUrl.ENDPOINT.url())
+                .setNonce("n1")
+                .addResources(uncacheable)
+                .build());
         scripted.nextDeltaRequest(WAIT);
 
         named.refetch(TypeUrl.ENDPOINT);
 
-        // istiod and go-control-plane ignore a subscription to a name already subscribed, and end up
+        // istiod and go-control-plane ignore a subscription to a name already subscribed, and end
+        // up
         // unsubscribed from a name one request both subscribes and unsubscribes (rule 14).
         DeltaDiscoveryRequest unsubscribe = scripted.nextDeltaRequest(WAIT);
         DeltaDiscoveryRequest subscribe = scripted.nextDeltaRequest(WAIT);
@@ -176,12 +243,21 @@ class DeltaUpstreamSessionTest {
         assertThat(subscribe.getResourceNamesSubscribeList()).containsExactly("a");
         assertThat(subscribe.getResourceNamesUnsubscribeList()).isEmpty();
         // A removal answering the unsubscription says nothing of whether "a" exists.
-        scripted.send(DeltaDiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.ENDPOINT.url()).setNonce("n2")
-            .addRemovedResources("a").build());
-        scripted.send(DeltaDiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.ENDPOINT.url()).setNonce("n3")
-            .addResources(uncacheable).build());
+        scripted.send(
+            DeltaDiscoveryResponse.newBuilder()
+                .setTypeUrl(TypeUrl.ENDPOINT.url())
+                .setNonce("n2")
+                .addRemovedResources("a")
+                .build());
+        scripted.send(
+            DeltaDiscoveryResponse.newBuilder()
+                .setTypeUrl(TypeUrl.ENDPOINT.url())
+                .setNonce("n3")
+                .addResources(uncacheable)
+                .build());
         await().atMost(WAIT).until(() -> updatesOf(TypeUrl.ENDPOINT).size() >= 3);
-        assertThat(updatesOf(TypeUrl.ENDPOINT)).allSatisfy(update -> assertThat(update.removed()).isEmpty());
+        assertThat(updatesOf(TypeUrl.ENDPOINT))
+            .allSatisfy(update -> assertThat(update.removed()).isEmpty());
       } finally {
         toScripted.close();
       }

@@ -33,15 +33,27 @@ import java.util.concurrent.ScheduledExecutorService;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
-/** One node group's SotW ADS session against java-control-plane, and against a control plane that misbehaves. */
+/**
+ * One node group's SotW ADS session against java-control-plane, and against a control plane that
+ * misbehaves.
+ */
 class SotwUpstreamSessionTest {
 
   private static final Duration WAIT = Duration.ofSeconds(10);
-  private static final Backoff FAST = new Backoff(Duration.ofMillis(50), Duration.ofMillis(200), 2.0, 0.2);
-  private static final Node NODE = Node.newBuilder().setId("first-client").setCluster("fleet").build();
-  /** The node the upstream sees: the group's first client's, announcing what the proxy reads (TTLs, wrapped resources). */
-  private static final Node ANNOUNCED = NODE.toBuilder().addClientFeatures(ClientFeatures.SUPPORTS_TTL)
-      .addClientFeatures(ClientFeatures.SUPPORTS_RESOURCE_IN_SOTW).build();
+  private static final Backoff FAST =
+      new Backoff(Duration.ofMillis(50), Duration.ofMillis(200), 2.0, 0.2);
+  private static final Node NODE =
+      Node.newBuilder().setId("first-client").setCluster("fleet").build();
+
+  /**
+   * The node the upstream sees: the group's first client's, announcing what the proxy reads (TTLs,
+   * wrapped resources).
+   */
+  private static final Node ANNOUNCED =
+      NODE.toBuilder()
+          .addClientFeatures(ClientFeatures.SUPPORTS_TTL)
+          .addClientFeatures(ClientFeatures.SUPPORTS_RESOURCE_IN_SOTW)
+          .build();
 
   private final ExecutorService pool = Executors.newFixedThreadPool(2);
   private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
@@ -59,16 +71,29 @@ class SotwUpstreamSessionTest {
   }
 
   private UpstreamSession open(String target, Duration notFoundTimeout) {
-    upstream = new AdsUpstream(java.util.List.of(target), AdsUpstream.Protocol.SOTW,
-        pool, timer, FAST, notFoundTimeout, meters);
+    upstream =
+        new AdsUpstream(
+            java.util.List.of(target),
+            AdsUpstream.Protocol.SOTW,
+            pool,
+            timer,
+            FAST,
+            notFoundTimeout,
+            meters);
     return upstream.open(new NodeGroupKey("fleet"), NODE, updates::add);
   }
 
   private static Snapshot clusters(String version, String... names) {
-    List<Cluster> clusters = java.util.Arrays.stream(names)
-        .map(name -> Cluster.newBuilder().setName(name).setType(Cluster.DiscoveryType.EDS).build()).toList();
-    List<ClusterLoadAssignment> endpoints = java.util.Arrays.stream(names)
-        .map(name -> ClusterLoadAssignment.newBuilder().setClusterName(name).build()).toList();
+    List<Cluster> clusters =
+        java.util.Arrays.stream(names)
+            .map(
+                name ->
+                    Cluster.newBuilder().setName(name).setType(Cluster.DiscoveryType.EDS).build())
+            .toList();
+    List<ClusterLoadAssignment> endpoints =
+        java.util.Arrays.stream(names)
+            .map(name -> ClusterLoadAssignment.newBuilder().setClusterName(name).build())
+            .toList();
     return Snapshot.create(clusters, endpoints, List.of(), List.of(), List.of(), version);
   }
 
@@ -77,7 +102,9 @@ class SotwUpstreamSessionTest {
   }
 
   private static List<String> names(ResourceUpdate update) {
-    return update == null ? List.of() : update.resources().stream().map(XdsResource::name).sorted().toList();
+    return update == null
+        ? List.of()
+        : update.resources().stream().map(XdsResource::name).sorted().toList();
   }
 
   private static List<DiscoveryRequest> requestsOf(ControlPlane controlPlane, TypeUrl type) {
@@ -92,7 +119,9 @@ class SotwUpstreamSessionTest {
 
       session.updateInterest(TypeUrl.CLUSTER, new Interest(true, Set.of()));
 
-      await().atMost(WAIT).until(() -> names(lastUpdate(TypeUrl.CLUSTER)).equals(List.of("a", "b")));
+      await()
+          .atMost(WAIT)
+          .until(() -> names(lastUpdate(TypeUrl.CLUSTER)).equals(List.of("a", "b")));
       ResourceUpdate update = lastUpdate(TypeUrl.CLUSTER);
       assertThat(update.complete()).isTrue();
       assertThat(update.replaceAll()).isTrue();
@@ -117,13 +146,16 @@ class SotwUpstreamSessionTest {
 
       session.updateInterest(TypeUrl.ENDPOINT, new Interest(false, Set.of("a")));
       await().atMost(WAIT).until(() -> names(lastUpdate(TypeUrl.ENDPOINT)).equals(List.of("a")));
-      assertThat(lastUpdate(TypeUrl.ENDPOINT).complete()).as("named answers say nothing of other names").isFalse();
+      assertThat(lastUpdate(TypeUrl.ENDPOINT).complete())
+          .as("named answers say nothing of other names")
+          .isFalse();
 
       session.updateInterest(TypeUrl.ENDPOINT, new Interest(false, Set.of("a", "b")));
 
       await().atMost(WAIT).until(() -> names(lastUpdate(TypeUrl.ENDPOINT)).contains("b"));
       assertThat(requestsOf(controlPlane, TypeUrl.ENDPOINT))
-          .anySatisfy(request -> assertThat(request.getResourceNamesList()).containsExactly("a", "b"));
+          .anySatisfy(
+              request -> assertThat(request.getResourceNamesList()).containsExactly("a", "b"));
     }
   }
 
@@ -137,9 +169,13 @@ class SotwUpstreamSessionTest {
 
       session.updateInterest(TypeUrl.CLUSTER, new Interest(true, Set.of("a")));
 
-      await().atMost(WAIT).until(() -> names(lastUpdate(TypeUrl.CLUSTER)).equals(List.of("a", "b")));
+      await()
+          .atMost(WAIT)
+          .until(() -> names(lastUpdate(TypeUrl.CLUSTER)).equals(List.of("a", "b")));
       assertThat(lastUpdate(TypeUrl.CLUSTER).complete()).isTrue();
-      assertThat(controlPlane.streamGroups()).as("one stream replaced by another").containsExactly("fleet", "fleet");
+      assertThat(controlPlane.streamGroups())
+          .as("one stream replaced by another")
+          .containsExactly("fleet", "fleet");
       assertThat(requestsOf(controlPlane, TypeUrl.CLUSTER))
           .noneSatisfy(request -> assertThat(request.getResourceNamesList()).contains("*"));
     }
@@ -151,13 +187,21 @@ class SotwUpstreamSessionTest {
       controlPlane.setSnapshot("fleet", clusters("1", "a", "b"));
       UpstreamSession session = open(controlPlane.target(), WAIT);
       session.updateInterest(TypeUrl.ENDPOINT, new Interest(false, Set.of("a", "b")));
-      await().atMost(WAIT).until(() -> names(lastUpdate(TypeUrl.ENDPOINT)).equals(List.of("a", "b")));
+      await()
+          .atMost(WAIT)
+          .until(() -> names(lastUpdate(TypeUrl.ENDPOINT)).equals(List.of("a", "b")));
 
       session.updateInterest(TypeUrl.ENDPOINT, new Interest(false, Set.of("a")));
 
-      await().atMost(WAIT).until(() -> lastUpdate(TypeUrl.ENDPOINT).forgotten().equals(Set.of("b")));
-      await().atMost(WAIT).until(() -> requestsOf(controlPlane, TypeUrl.ENDPOINT).stream()
-          .anyMatch(request -> request.getResourceNamesList().equals(List.of("a"))));
+      await()
+          .atMost(WAIT)
+          .until(() -> lastUpdate(TypeUrl.ENDPOINT).forgotten().equals(Set.of("b")));
+      await()
+          .atMost(WAIT)
+          .until(
+              () ->
+                  requestsOf(controlPlane, TypeUrl.ENDPOINT).stream()
+                      .anyMatch(request -> request.getResourceNamesList().equals(List.of("a"))));
     }
   }
 
@@ -174,10 +218,14 @@ class SotwUpstreamSessionTest {
       controlPlane.setSnapshot("fleet", clusters("2", "a", "c"));
       controlPlane.start();
 
-      await().atMost(WAIT).until(() -> names(lastUpdate(TypeUrl.CLUSTER)).equals(List.of("a", "c")));
+      await()
+          .atMost(WAIT)
+          .until(() -> names(lastUpdate(TypeUrl.CLUSTER)).equals(List.of("a", "c")));
       DiscoveryRequest again = controlPlane.requests().get(before);
       assertThat(again.getNode()).isEqualTo(ANNOUNCED);
-      assertThat(again.getVersionInfo()).as("the version it had, as the spec asks of a reconnecting client").isEqualTo("1");
+      assertThat(again.getVersionInfo())
+          .as("the version it had, as the spec asks of a reconnecting client")
+          .isEqualTo("1");
       assertThat(again.getResponseNonce()).as("nonces do not survive a stream").isEmpty();
     }
   }
@@ -196,11 +244,19 @@ class SotwUpstreamSessionTest {
 
   @Test
   void whenTheFirstAddressDoesNotAnswerTheNextOneIsTried() throws Exception {
-    try (ControlPlane dead = new ControlPlane(); ControlPlane live = new ControlPlane()) {
+    try (ControlPlane dead = new ControlPlane();
+        ControlPlane live = new ControlPlane()) {
       dead.stop();
       live.setSnapshot("fleet", clusters("1", "a"));
-      upstream = new AdsUpstream(List.of(dead.target(), live.target()), AdsUpstream.Protocol.SOTW,
-          pool, timer, FAST, WAIT, new SimpleMeterRegistry());
+      upstream =
+          new AdsUpstream(
+              List.of(dead.target(), live.target()),
+              AdsUpstream.Protocol.SOTW,
+              pool,
+              timer,
+              FAST,
+              WAIT,
+              new SimpleMeterRegistry());
       UpstreamSession session = upstream.open(new NodeGroupKey("fleet"), NODE, updates::add);
 
       session.updateInterest(TypeUrl.CLUSTER, new Interest(true, Set.of()));
@@ -228,10 +284,16 @@ class SotwUpstreamSessionTest {
     try (ScriptedControlPlane controlPlane = new ScriptedControlPlane()) {
       UpstreamSession session = open(controlPlane.target(), WAIT);
       session.updateInterest(TypeUrl.LISTENER, new Interest(false, Set.of("present", "missing")));
-      assertThat(controlPlane.nextRequest(WAIT).getResourceNamesList()).containsExactly("missing", "present");
+      assertThat(controlPlane.nextRequest(WAIT).getResourceNamesList())
+          .containsExactly("missing", "present");
 
-      controlPlane.send(DiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.LISTENER.url()).setVersionInfo("1").setNonce("n1")
-          .addResources(Any.pack(Listener.newBuilder().setName("present").build())).build());
+      controlPlane.send(
+          DiscoveryResponse.newBuilder()
+              .setTypeUrl(TypeUrl.LISTENER.url())
+              .setVersionInfo("1")
+              .setNonce("n1")
+              .addResources(Any.pack(Listener.newBuilder().setName("present").build()))
+              .build());
 
       await().atMost(WAIT).until(() -> lastUpdate(TypeUrl.LISTENER) != null);
       assertThat(names(lastUpdate(TypeUrl.LISTENER))).containsExactly("present");
@@ -246,26 +308,45 @@ class SotwUpstreamSessionTest {
       session.updateInterest(TypeUrl.CLUSTER, new Interest(true, Set.of()));
       controlPlane.nextRequest(WAIT);
 
-      controlPlane.send(DiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).setVersionInfo("bad").setNonce("n1")
-          .addResources(Any.pack(Cluster.newBuilder().setName("fine").build()))
-          .addResources(Any.pack(ClusterLoadAssignment.newBuilder().setClusterName("intruder").build()))
-          .build());
+      controlPlane.send(
+          DiscoveryResponse.newBuilder()
+              .setTypeUrl(TypeUrl.CLUSTER.url())
+              .setVersionInfo("bad")
+              .setNonce("n1")
+              .addResources(Any.pack(Cluster.newBuilder().setName("fine").build()))
+              .addResources(
+                  Any.pack(ClusterLoadAssignment.newBuilder().setClusterName("intruder").build()))
+              .build());
       DiscoveryRequest nack = controlPlane.nextRequest(WAIT);
 
       assertThat(nack.hasErrorDetail()).isTrue();
-      assertThat(nack.getErrorDetail().getMessage()).contains("resource #1").contains("ClusterLoadAssignment");
+      assertThat(nack.getErrorDetail().getMessage())
+          .contains("resource #1")
+          .contains("ClusterLoadAssignment");
       assertThat(nack.getResponseNonce()).isEqualTo("n1");
       assertThat(nack.getVersionInfo()).as("the last version accepted: none").isEmpty();
       assertThat(updates).isEmpty();
 
-      controlPlane.send(DiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).setVersionInfo("good").setNonce("n2")
-          .addResources(Any.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).setValue(ByteString.copyFromUtf8("\u00ff")))
-          .build());
+      controlPlane.send(
+          DiscoveryResponse.newBuilder()
+              .setTypeUrl(TypeUrl.CLUSTER.url())
+              .setVersionInfo("good")
+              .setNonce("n2")
+              .addResources(
+                  Any.newBuilder()
+                      .setTypeUrl(TypeUrl.CLUSTER.url())
+                      .setValue(ByteString.copyFromUtf8("\u00ff")))
+              .build());
       DiscoveryRequest secondNack = controlPlane.nextRequest(WAIT);
       assertThat(secondNack.getErrorDetail().getMessage()).contains("does not parse");
 
-      controlPlane.send(DiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).setVersionInfo("v3").setNonce("n3")
-          .addResources(Any.pack(Cluster.newBuilder().setName("fine").build())).build());
+      controlPlane.send(
+          DiscoveryResponse.newBuilder()
+              .setTypeUrl(TypeUrl.CLUSTER.url())
+              .setVersionInfo("v3")
+              .setNonce("n3")
+              .addResources(Any.pack(Cluster.newBuilder().setName("fine").build()))
+              .build());
       DiscoveryRequest ack = controlPlane.nextRequest(WAIT);
       assertThat(ack.hasErrorDetail()).isFalse();
       assertThat(ack.getVersionInfo()).isEqualTo("v3");
@@ -286,11 +367,16 @@ class SotwUpstreamSessionTest {
       session.updateInterest(TypeUrl.CLUSTER, new Interest(true, Set.of()));
 
       // istiod takes any request of Cluster for a wildcard, and one with the current nonce and the
-      // same names for an ACK, so the upstream is told nothing: the stream still asks for everything.
+      // same names for an ACK, so the upstream is told nothing: the stream still asks for
+      // everything.
       controlPlane.expectNoRequest(Duration.ofMillis(300));
-      assertThat(updates).as("nothing dropped from the store").allSatisfy(update -> assertThat(update.forgotten()).isEmpty());
+      assertThat(updates)
+          .as("nothing dropped from the store")
+          .allSatisfy(update -> assertThat(update.forgotten()).isEmpty());
       controlPlane.send(clusterResponse("2", "n2", "a", "b"));
-      await().atMost(WAIT).until(() -> names(lastUpdate(TypeUrl.CLUSTER)).equals(List.of("a", "b")));
+      await()
+          .atMost(WAIT)
+          .until(() -> names(lastUpdate(TypeUrl.CLUSTER)).equals(List.of("a", "b")));
       assertThat(controlPlane.nextRequest(WAIT).getVersionInfo()).as("the ACK").isEqualTo("2");
     }
   }
@@ -306,7 +392,9 @@ class SotwUpstreamSessionTest {
 
       session.updateInterest(TypeUrl.ENDPOINT, new Interest(false, Set.of("a")));
       assertThat(controlPlane.nextRequest(WAIT).getResourceNamesList()).containsExactly("a");
-      await().atMost(WAIT).until(() -> lastUpdate(TypeUrl.ENDPOINT).forgotten().equals(Set.of("b")));
+      await()
+          .atMost(WAIT)
+          .until(() -> lastUpdate(TypeUrl.ENDPOINT).forgotten().equals(Set.of("b")));
       session.updateInterest(TypeUrl.ENDPOINT, Interest.NONE);
 
       // An empty list is every resource to java-control-plane, none to go-control-plane and an
@@ -317,7 +405,8 @@ class SotwUpstreamSessionTest {
   }
 
   @Test
-  void aDoNotCacheCopyIsAskedForAgainInTheTwoShapesOneOfWhichEveryControlPlaneAnswers() throws Exception {
+  void aDoNotCacheCopyIsAskedForAgainInTheTwoShapesOneOfWhichEveryControlPlaneAnswers()
+      throws Exception {
     try (ScriptedControlPlane controlPlane = new ScriptedControlPlane()) {
       UpstreamSession session = open(controlPlane.target(), WAIT);
       session.updateInterest(TypeUrl.ENDPOINT, new Interest(false, Set.of("a")));
@@ -329,9 +418,13 @@ class SotwUpstreamSessionTest {
 
       DiscoveryRequest versionMismatch = controlPlane.nextRequest(WAIT);
       DiscoveryRequest newWatch = controlPlane.nextRequest(WAIT);
-      assertThat(versionMismatch.getResponseNonce()).as("go- and java-control-plane answer a version not theirs").isEqualTo("n1");
+      assertThat(versionMismatch.getResponseNonce())
+          .as("go- and java-control-plane answer a version not theirs")
+          .isEqualTo("n1");
       assertThat(versionMismatch.getVersionInfo()).isEmpty();
-      assertThat(newWatch.getResponseNonce()).as("istiod answers an empty nonce as a new watch").isEmpty();
+      assertThat(newWatch.getResponseNonce())
+          .as("istiod answers an empty nonce as a new watch")
+          .isEmpty();
       assertThat(newWatch.getResourceNamesList()).containsExactly("a");
       controlPlane.send(endpointResponse("1", "n2", true, "a"));
       assertThat(controlPlane.nextRequest(WAIT).getVersionInfo()).as("the ACK").isEqualTo("1");
@@ -354,16 +447,21 @@ class SotwUpstreamSessionTest {
 
       DiscoveryRequest onNewStream = controlPlane.nextRequest(WAIT);
       assertThat(controlPlane.streamsOpened()).isEqualTo(2);
-      assertThat(meters.get("xds.upstream.streams.abandoned").tag("group", "fleet").counter().count())
-          .as("the last resort, counted").isEqualTo(1.0);
+      assertThat(
+              meters.get("xds.upstream.streams.abandoned").tag("group", "fleet").counter().count())
+          .as("the last resort, counted")
+          .isEqualTo(1.0);
       assertThat(onNewStream.getResponseNonce()).isEmpty();
       assertThat(onNewStream.getResourceNamesList()).containsExactly("a");
     }
   }
 
   private static DiscoveryResponse clusterResponse(String version, String nonce, String... names) {
-    DiscoveryResponse.Builder response = DiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url())
-        .setVersionInfo(version).setNonce(nonce);
+    DiscoveryResponse.Builder response =
+        DiscoveryResponse.newBuilder()
+            .setTypeUrl(TypeUrl.CLUSTER.url())
+            .setVersionInfo(version)
+            .setNonce(nonce);
     for (String name : names) {
       response.addResources(Any.pack(Cluster.newBuilder().setName(name).build()));
     }
@@ -371,9 +469,13 @@ class SotwUpstreamSessionTest {
   }
 
   /** Assignments {@code names}, in Resource wrappers marked do_not_cache if {@code doNotCache}. */
-  private static DiscoveryResponse endpointResponse(String version, String nonce, boolean doNotCache, String... names) {
-    DiscoveryResponse.Builder response = DiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.ENDPOINT.url())
-        .setVersionInfo(version).setNonce(nonce);
+  private static DiscoveryResponse endpointResponse(
+      String version, String nonce, boolean doNotCache, String... names) {
+    DiscoveryResponse.Builder response =
+        DiscoveryResponse.newBuilder()
+            .setTypeUrl(TypeUrl.ENDPOINT.url())
+            .setVersionInfo(version)
+            .setNonce(nonce);
     for (String name : names) {
       Any assignment = Any.pack(ClusterLoadAssignment.newBuilder().setClusterName(name).build());
       if (doNotCache) {
@@ -395,24 +497,51 @@ class SotwUpstreamSessionTest {
       controlPlane.nextRequest(WAIT);
       // Before the clusters are known, what the clients ask for is asked for.
       session.updateInterest(TypeUrl.ENDPOINT, new Interest(false, Set.of("a", "stale")));
-      assertThat(controlPlane.nextRequest(WAIT).getResourceNamesList()).containsExactly("a", "stale");
+      assertThat(controlPlane.nextRequest(WAIT).getResourceNamesList())
+          .containsExactly("a", "stale");
 
-      controlPlane.send(DiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).setVersionInfo("1").setNonce("n1")
-          .addResources(Any.pack(Cluster.newBuilder().setName("a").setType(Cluster.DiscoveryType.EDS).build()))
-          .addResources(Any.pack(Cluster.newBuilder().setName("b").setType(Cluster.DiscoveryType.EDS)
-              .setEdsClusterConfig(Cluster.EdsClusterConfig.newBuilder().setServiceName("b-endpoints")).build()))
-          .addResources(Any.pack(Cluster.newBuilder().setName("dns").setType(Cluster.DiscoveryType.STRICT_DNS).build()))
-          .build());
+      controlPlane.send(
+          DiscoveryResponse.newBuilder()
+              .setTypeUrl(TypeUrl.CLUSTER.url())
+              .setVersionInfo("1")
+              .setNonce("n1")
+              .addResources(
+                  Any.pack(
+                      Cluster.newBuilder().setName("a").setType(Cluster.DiscoveryType.EDS).build()))
+              .addResources(
+                  Any.pack(
+                      Cluster.newBuilder()
+                          .setName("b")
+                          .setType(Cluster.DiscoveryType.EDS)
+                          .setEdsClusterConfig(
+                              Cluster.EdsClusterConfig.newBuilder().setServiceName("b-endpoints"))
+                          .build()))
+              .addResources(
+                  Any.pack(
+                      Cluster.newBuilder()
+                          .setName("dns")
+                          .setType(Cluster.DiscoveryType.STRICT_DNS)
+                          .build()))
+              .build());
 
       // go-control-plane drops a request that leaves out an assignment its snapshot has, and
       // java-control-plane answers none while one asked for is missing: the request names what the
       // clusters reference, and not "stale", which no cluster references: it does not exist.
-      assertThat(controlPlane.nextRequest(WAIT).getTypeUrl()).as("the Cluster ACK").isEqualTo(TypeUrl.CLUSTER.url());
+      assertThat(controlPlane.nextRequest(WAIT).getTypeUrl())
+          .as("the Cluster ACK")
+          .isEqualTo(TypeUrl.CLUSTER.url());
       DiscoveryRequest endpoints = controlPlane.nextRequest(WAIT);
       assertThat(endpoints.getTypeUrl()).isEqualTo(TypeUrl.ENDPOINT.url());
       assertThat(endpoints.getResourceNamesList()).containsExactly("a", "b-endpoints");
-      await().atMost(WAIT).until(() -> updates.stream()
-          .anyMatch(update -> update.type().equals(TypeUrl.ENDPOINT) && update.removed().contains("stale")));
+      await()
+          .atMost(WAIT)
+          .until(
+              () ->
+                  updates.stream()
+                      .anyMatch(
+                          update ->
+                              update.type().equals(TypeUrl.ENDPOINT)
+                                  && update.removed().contains("stale")));
     }
   }
 }

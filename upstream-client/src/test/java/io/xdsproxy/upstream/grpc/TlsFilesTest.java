@@ -27,11 +27,13 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** Certificate files loaded at start and reloaded when they change, the last good ones kept when they do not load. */
+/**
+ * Certificate files loaded at start and reloaded when they change, the last good ones kept when
+ * they do not load.
+ */
 class TlsFilesTest {
 
-  @TempDir
-  Path dir;
+  @TempDir Path dir;
 
   private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
 
@@ -41,7 +43,8 @@ class TlsFilesTest {
   }
 
   private static String subject(AdvancedTlsX509KeyManager manager) {
-    X509Certificate[] chain = manager.getCertificateChain(manager.chooseEngineServerAlias("EC", null, null));
+    X509Certificate[] chain =
+        manager.getCertificateChain(manager.chooseEngineServerAlias("EC", null, null));
     return chain[0].getSubjectX500Principal().getName();
   }
 
@@ -50,7 +53,8 @@ class TlsFilesTest {
   }
 
   @Test
-  void aHalfWrittenCertificateOrOneWithoutItsKeyKeepsTheLastGoodPairUntilBothAreWhole() throws Exception {
+  void aHalfWrittenCertificateOrOneWithoutItsKeyKeepsTheLastGoodPairUntilBothAreWhole()
+      throws Exception {
     Ca ca = TestCertificates.ca("ca", dir);
     Issued before = ca.issue("before");
     Issued after = ca.issue("after");
@@ -63,11 +67,15 @@ class TlsFilesTest {
 
       Files.writeString(cert, Files.readString(after.cert()).substring(0, 100));
       watched.pollNow().run();
-      assertThat(subject(watched.manager())).as("after a half-written certificate").isEqualTo("CN=before");
+      assertThat(subject(watched.manager()))
+          .as("after a half-written certificate")
+          .isEqualTo("CN=before");
 
       copy(after.cert(), cert);
       watched.pollNow().run();
-      assertThat(subject(watched.manager())).as("with the new certificate and the old key").isEqualTo("CN=before");
+      assertThat(subject(watched.manager()))
+          .as("with the new certificate and the old key")
+          .isEqualTo("CN=before");
 
       copy(after.key(), key);
       watched.pollNow().run();
@@ -80,13 +88,15 @@ class TlsFilesTest {
     Path caFile = dir.resolve("ca.pem");
     copy(TestCertificates.ca("first", dir).pem(), caFile);
     try (var watched = TlsFiles.trust(caFile, false, timer)) {
-      assertThat(watched.manager().getAcceptedIssuers()).extracting(c -> c.getSubjectX500Principal().getName())
+      assertThat(watched.manager().getAcceptedIssuers())
+          .extracting(c -> c.getSubjectX500Principal().getName())
           .containsExactly("CN=first");
 
       copy(TestCertificates.ca("second", dir).pem(), caFile);
       watched.pollNow().run();
 
-      assertThat(watched.manager().getAcceptedIssuers()).extracting(c -> c.getSubjectX500Principal().getName())
+      assertThat(watched.manager().getAcceptedIssuers())
+          .extracting(c -> c.getSubjectX500Principal().getName())
           .containsExactly("CN=second");
     }
   }
@@ -98,18 +108,24 @@ class TlsFilesTest {
     Issued other = ca.issue("other");
 
     assertThatThrownBy(() -> TlsFiles.identity(dir.resolve("missing.crt"), one.key(), timer))
-        .isInstanceOf(IOException.class).hasMessageContaining("missing.crt");
+        .isInstanceOf(IOException.class)
+        .hasMessageContaining("missing.crt");
     assertThatThrownBy(() -> TlsFiles.identity(one.key(), one.key(), timer))
-        .isInstanceOf(IOException.class).hasMessageContaining(one.key().toString()).hasMessageContaining("no PEM certificate");
+        .isInstanceOf(IOException.class)
+        .hasMessageContaining(one.key().toString())
+        .hasMessageContaining("no PEM certificate");
     assertThatThrownBy(() -> TlsFiles.identity(one.cert(), other.key(), timer))
-        .isInstanceOf(IOException.class).hasMessageContaining("is not the key of the certificate");
+        .isInstanceOf(IOException.class)
+        .hasMessageContaining("is not the key of the certificate");
   }
 
   @Test
   void traditionalRsaAndEcKeysAreReadAsTheKeysOfTheirCertificates() throws Exception {
     Ca ca = TestCertificates.ca("ca", dir);
     for (String algorithm : List.of("RSA", "EC")) {
-      Issued issued = ca.issue(algorithm.toLowerCase(java.util.Locale.ROOT), Leaf.DEFAULT.withKey(algorithm, true));
+      Issued issued =
+          ca.issue(
+              algorithm.toLowerCase(java.util.Locale.ROOT), Leaf.DEFAULT.withKey(algorithm, true));
 
       // Signs with the key read and verifies with the certificate's public key.
       TlsFiles.checkPair(issued.cert(), issued.key());
@@ -128,8 +144,10 @@ class TlsFilesTest {
     }
     assertThat(Files.readString(key)).startsWith("-----BEGIN EC PRIVATE KEY-----");
 
-    assertThatThrownBy(() -> TlsFiles.privateKey(key)).isInstanceOf(IOException.class)
-        .hasMessageContaining(key.toString()).hasMessageContaining("spec.privateKey.encoding: PKCS8");
+    assertThatThrownBy(() -> TlsFiles.privateKey(key))
+        .isInstanceOf(IOException.class)
+        .hasMessageContaining(key.toString())
+        .hasMessageContaining("spec.privateKey.encoding: PKCS8");
   }
 
   @Test
@@ -138,14 +156,21 @@ class TlsFilesTest {
     KeyPairGenerator generator = KeyPairGenerator.getInstance("RSA");
     generator.initialize(2048);
     try (var writer = new JcaPEMWriter(Files.newBufferedWriter(key))) {
-      writer.writeObject(new JcaPKCS8Generator(generator.generateKeyPair().getPrivate(),
-          new JceOpenSSLPKCS8EncryptorBuilder(PKCS8Generator.AES_256_CBC).setProvider(new BouncyCastleProvider())
-              .setPassword("secret".toCharArray()).build()));
+      writer.writeObject(
+          new JcaPKCS8Generator(
+              generator.generateKeyPair().getPrivate(),
+              new JceOpenSSLPKCS8EncryptorBuilder(PKCS8Generator.AES_256_CBC)
+                  .setProvider(new BouncyCastleProvider())
+                  .setPassword("secret".toCharArray())
+                  .build()));
     }
     assertThat(Files.readString(key)).startsWith("-----BEGIN ENCRYPTED PRIVATE KEY-----");
 
-    assertThatThrownBy(() -> TlsFiles.privateKey(key)).isInstanceOf(IOException.class)
-        .hasMessageContaining(key.toString()).hasMessageContaining("encrypted").hasMessageContaining("openssl pkey");
+    assertThatThrownBy(() -> TlsFiles.privateKey(key))
+        .isInstanceOf(IOException.class)
+        .hasMessageContaining(key.toString())
+        .hasMessageContaining("encrypted")
+        .hasMessageContaining("openssl pkey");
   }
 
   @Test
@@ -153,17 +178,18 @@ class TlsFilesTest {
     Path caFile = dir.resolve("ca.pem");
     copy(TestCertificates.ca("first", dir).pem(), caFile);
     List<String> heard = new java.util.concurrent.CopyOnWriteArrayList<>();
-    TlsFiles.Listener listener = new TlsFiles.Listener() {
-      @Override
-      public void loaded(List<X509Certificate> certificates) {
-        heard.add(certificates.get(0).getSubjectX500Principal().getName());
-      }
+    TlsFiles.Listener listener =
+        new TlsFiles.Listener() {
+          @Override
+          public void loaded(List<X509Certificate> certificates) {
+            heard.add(certificates.get(0).getSubjectX500Principal().getName());
+          }
 
-      @Override
-      public void failed() {
-        heard.add("failed");
-      }
-    };
+          @Override
+          public void failed() {
+            heard.add("failed");
+          }
+        };
     try (var watched = TlsFiles.trust(caFile, false, timer, listener)) {
       Files.writeString(caFile, "half a certificate");
       watched.pollNow().run();

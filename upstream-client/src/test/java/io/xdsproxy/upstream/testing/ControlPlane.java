@@ -24,7 +24,8 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * A real upstream: java-control-plane's V3DiscoveryServer over a SimpleCache keyed by node.cluster,
  * on a loopback port. Records which node group opened each ADS stream and every request. It can be
- * stopped and started again on the same port, with the same snapshots, like a restarted control plane.
+ * stopped and started again on the same port, with the same snapshots, like a restarted control
+ * plane.
  */
 public final class ControlPlane implements UpstreamControlPlane {
 
@@ -47,54 +48,60 @@ public final class ControlPlane implements UpstreamControlPlane {
   /** A control plane served with {@code credentials}: TLS, maybe asking for client certificates. */
   public ControlPlane(ServerCredentials credentials) throws IOException {
     this.credentials = credentials;
-    DiscoveryServerCallbacks callbacks = new DiscoveryServerCallbacks() {
-      @Override
-      public void onV3StreamRequest(long streamId, DiscoveryRequest request) {
-        requests.add(request);
-        if (request.hasNode()) {
-          streamGroups.putIfAbsent(streamId, request.getNode().getCluster());
-          streamNodeIds.putIfAbsent(streamId, request.getNode().getId());
-        }
-      }
+    DiscoveryServerCallbacks callbacks =
+        new DiscoveryServerCallbacks() {
+          @Override
+          public void onV3StreamRequest(long streamId, DiscoveryRequest request) {
+            requests.add(request);
+            if (request.hasNode()) {
+              streamGroups.putIfAbsent(streamId, request.getNode().getCluster());
+              streamNodeIds.putIfAbsent(streamId, request.getNode().getId());
+            }
+          }
 
-      @Override
-      public void onV3StreamResponse(long streamId, DiscoveryRequest request, DiscoveryResponse response) {
-        responses.incrementAndGet();
-      }
+          @Override
+          public void onV3StreamResponse(
+              long streamId, DiscoveryRequest request, DiscoveryResponse response) {
+            responses.incrementAndGet();
+          }
 
-      @Override
-      public void onV3StreamDeltaResponse(long streamId, DeltaDiscoveryRequest request, DeltaDiscoveryResponse response) {
-        responses.incrementAndGet();
-      }
+          @Override
+          public void onV3StreamDeltaResponse(
+              long streamId, DeltaDiscoveryRequest request, DeltaDiscoveryResponse response) {
+            responses.incrementAndGet();
+          }
 
-      @Override
-      public void onStreamClose(long streamId, String typeUrl) {
-        closedStreams.add(streamId);
-      }
+          @Override
+          public void onStreamClose(long streamId, String typeUrl) {
+            closedStreams.add(streamId);
+          }
 
-      @Override
-      public void onStreamCloseWithError(long streamId, String typeUrl, Throwable error) {
-        closedStreams.add(streamId);
-      }
+          @Override
+          public void onStreamCloseWithError(long streamId, String typeUrl, Throwable error) {
+            closedStreams.add(streamId);
+          }
 
-      @Override
-      public void onV3StreamDeltaRequest(long streamId, DeltaDiscoveryRequest request) {
-        deltaRequests.add(request);
-        if (request.hasNode()) {
-          streamGroups.putIfAbsent(streamId, request.getNode().getCluster());
-          streamNodeIds.putIfAbsent(streamId, request.getNode().getId());
-        }
-      }
-    };
+          @Override
+          public void onV3StreamDeltaRequest(long streamId, DeltaDiscoveryRequest request) {
+            deltaRequests.add(request);
+            if (request.hasNode()) {
+              streamGroups.putIfAbsent(streamId, request.getNode().getCluster());
+              streamNodeIds.putIfAbsent(streamId, request.getNode().getId());
+            }
+          }
+        };
     discovery = new V3DiscoveryServer(callbacks, cache);
     start();
   }
 
   /** Starts serving, on the port of the previous start if there was one. */
   public void start() throws IOException {
-    server = SamePort.start(() -> NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port), credentials)
-        .addService(discovery.getAggregatedDiscoveryServiceImpl())
-        .build());
+    server =
+        SamePort.start(
+            () ->
+                NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port), credentials)
+                    .addService(discovery.getAggregatedDiscoveryServiceImpl())
+                    .build());
     port = server.getPort();
   }
 
@@ -145,8 +152,10 @@ public final class ControlPlane implements UpstreamControlPlane {
 
   /** The node id of every ADS stream open now, one entry per stream. */
   public List<String> openStreamNodeIds() {
-    return streamNodeIds.entrySet().stream().filter(stream -> !closedStreams.contains(stream.getKey()))
-        .map(Map.Entry::getValue).toList();
+    return streamNodeIds.entrySet().stream()
+        .filter(stream -> !closedStreams.contains(stream.getKey()))
+        .map(Map.Entry::getValue)
+        .toList();
   }
 
   /** How many ADS streams are open now. */

@@ -28,7 +28,10 @@ public enum ControlPlaneKind {
       return new GoControlPlaneModel(GoControlPlaneModel.Flavour.SNAPSHOT);
     }
   },
-  /** go-control-plane v0.13.4 over the ADS SnapshotCache: the re-subscription rule of go-control-plane#583. */
+  /**
+   * go-control-plane v0.13.4 over the ADS SnapshotCache: the re-subscription rule of
+   * go-control-plane#583.
+   */
   GO_SNAPSHOT_V013 {
     @Override
     public UpstreamControlPlane create() throws IOException {

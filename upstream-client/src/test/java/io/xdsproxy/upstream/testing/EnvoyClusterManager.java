@@ -21,11 +21,11 @@ import java.util.function.Supplier;
 
 /**
  * The model of Envoy's cluster manager as far as xDS sees it: {@code ClusterManagerImpl} and its
- * {@code ClusterManagerInitHelper} (source/common/upstream/cluster_manager_impl.cc), CDS
- * ({@code CdsApiImpl}, {@code CdsApiHelper}) and EDS clusters ({@code EdsClusterImpl},
- * source/extensions/clusters/eds/eds.cc). A cluster added or changed by CDS is <em>warming</em> until
- * its EDS subscription completes; then it replaces the active one. Confined to the client's main
- * thread.
+ * {@code ClusterManagerInitHelper} (source/common/upstream/cluster_manager_impl.cc), CDS ({@code
+ * CdsApiImpl}, {@code CdsApiHelper}) and EDS clusters ({@code EdsClusterImpl},
+ * source/extensions/clusters/eds/eds.cc). A cluster added or changed by CDS is <em>warming</em>
+ * until its EDS subscription completes; then it replaces the active one. Confined to the client's
+ * main thread.
  */
 final class EnvoyClusterManager {
 
@@ -35,8 +35,14 @@ final class EnvoyClusterManager {
   }
 
   /** {@code ClusterManagerInitHelper::State}. */
-  enum InitState { LOADING, WAITING_FOR_PRIMARY, WAITING_TO_START_SECONDARY, WAITING_TO_START_CDS, CDS_INITIALIZED,
-    ALL_CLUSTERS_INITIALIZED }
+  enum InitState {
+    LOADING,
+    WAITING_FOR_PRIMARY,
+    WAITING_TO_START_SECONDARY,
+    WAITING_TO_START_CDS,
+    CDS_INITIALIZED,
+    ALL_CLUSTERS_INITIALIZED
+  }
 
   private final EnvoyMux mux;
   private final List<Cluster> bootstrapClusters;
@@ -51,16 +57,28 @@ final class EnvoyClusterManager {
   private final Map<String, ClusterEntry> activeClusters = new LinkedHashMap<>();
   private final Map<String, ClusterEntry> warmingClusters = new LinkedHashMap<>();
   private final Map<String, ClusterEntry> primaryInitClusters = new LinkedHashMap<>();
-  /** Insertion order stands in for the iteration order of Envoy's hash map here, which cannot be reproduced. */
+
+  /**
+   * Insertion order stands in for the iteration order of Envoy's hash map here, which cannot be
+   * reproduced.
+   */
   private final Map<String, ClusterEntry> secondaryInitClusters = new LinkedHashMap<>();
+
   private boolean startedSecondaryInitialize;
   private InitState state = InitState.LOADING;
   private EnvoyMux.Resume resumeCds;
   private boolean cdsInitializeCallbackPending;
 
-  EnvoyClusterManager(EnvoyMux mux, List<Cluster> bootstrapClusters, Duration initialFetchTimeout,
-      EnvoySotwMux.EdsCache edsCache, Timers timers, Supplier<Instant> clock, Consumer<String> log,
-      Consumer<ClusterWarming> warmed, Runnable allClustersInitialized) {
+  EnvoyClusterManager(
+      EnvoyMux mux,
+      List<Cluster> bootstrapClusters,
+      Duration initialFetchTimeout,
+      EnvoySotwMux.EdsCache edsCache,
+      Timers timers,
+      Supplier<Instant> clock,
+      Consumer<String> log,
+      Consumer<ClusterWarming> warmed,
+      Runnable allClustersInitialized) {
     this.mux = mux;
     this.bootstrapClusters = bootstrapClusters;
     this.initialFetchTimeout = initialFetchTimeout;
@@ -103,17 +121,21 @@ final class EnvoyClusterManager {
   /** The assignment each active cluster uses; a cluster that warmed without one has none. */
   Map<String, ClusterLoadAssignment> activeAssignments() {
     Map<String, ClusterLoadAssignment> assignments = new LinkedHashMap<>();
-    activeClusters.forEach((name, entry) -> {
-      if (entry.assignment != null) {
-        assignments.put(name, entry.assignment);
-      }
-    });
+    activeClusters.forEach(
+        (name, entry) -> {
+          if (entry.assignment != null) {
+            assignments.put(name, entry.assignment);
+          }
+        });
     return assignments;
   }
 
   // ClusterManagerInitHelper
 
-  /** {@code ClusterManagerInitHelper::addCluster}: a primary cluster starts now, a secondary (EDS) one once secondary init has begun. */
+  /**
+   * {@code ClusterManagerInitHelper::addCluster}: a primary cluster starts now, a secondary (EDS)
+   * one once secondary init has begun.
+   */
   private void initHelperAddCluster(ClusterEntry entry) {
     Runnable onInit = () -> initHelperOnClusterInit(entry);
     if (!entry.isEds()) {
@@ -193,7 +215,8 @@ final class EnvoyClusterManager {
    */
   private void onClusterInit(ClusterEntry entry) {
     if (warmingClusters.get(entry.name()) == entry) {
-      ClusterEntry previous = activeClusters.put(entry.name(), warmingClusters.remove(entry.name()));
+      ClusterEntry previous =
+          activeClusters.put(entry.name(), warmingClusters.remove(entry.name()));
       recordWarm(entry);
       if (previous != null) {
         previous.destroy();
@@ -206,8 +229,10 @@ final class EnvoyClusterManager {
 
   private void recordWarm(ClusterEntry entry) {
     int hosts = entry.assignment == null ? 0 : hostCount(entry.assignment);
-    log.accept("cluster " + entry.name() + " warm by " + entry.warmCause + " with " + hosts + " host(s)");
-    warmed.accept(new ClusterWarming(entry.name(), entry.warmingSince, clock.get(), entry.warmCause, hosts));
+    log.accept(
+        "cluster " + entry.name() + " warm by " + entry.warmCause + " with " + hosts + " host(s)");
+    warmed.accept(
+        new ClusterWarming(entry.name(), entry.warmingSince, clock.get(), entry.warmCause, hosts));
   }
 
   /**
@@ -244,7 +269,10 @@ final class EnvoyClusterManager {
     return true;
   }
 
-  /** {@code ClusterManagerImpl::removeCluster}: only clusters added by CDS go, active and warming alike. */
+  /**
+   * {@code ClusterManagerImpl::removeCluster}: only clusters added by CDS go, active and warming
+   * alike.
+   */
   private boolean removeCluster(String name) {
     boolean removed = false;
     ClusterEntry active = activeClusters.get(name);
@@ -268,9 +296,10 @@ final class EnvoyClusterManager {
   }
 
   /**
-   * {@code ClusterManagerImpl::updateClusterCounts}: once all clusters are initialized, CDS is paused
-   * while any cluster warms, which holds back the CDS ACK (and any CDS request) until the last one is
-   * warm (envoy#5887, #31863). During initialization it is not: the first CDS ACK goes out at once.
+   * {@code ClusterManagerImpl::updateClusterCounts}: once all clusters are initialized, CDS is
+   * paused while any cluster warms, which holds back the CDS ACK (and any CDS request) until the
+   * last one is warm (envoy#5887, #31863). During initialization it is not: the first CDS ACK goes
+   * out at once.
    */
   private void updateClusterCounts() {
     if (state != InitState.ALL_CLUSTERS_INITIALIZED) {
@@ -295,7 +324,10 @@ final class EnvoyClusterManager {
     mux.addWatch(TypeUrl.CLUSTER, Set.of(), new CdsCallbacks());
   }
 
-  /** {@code CdsApiImpl::runInitializeCallbackIfAny}: the first CDS update (or failure) lets init go on. */
+  /**
+   * {@code CdsApiImpl::runInitializeCallbackIfAny}: the first CDS update (or failure) lets init go
+   * on.
+   */
   private void runCdsInitializeCallbackIfAny() {
     if (cdsInitializeCallbackPending) {
       cdsInitializeCallbackPending = false;
@@ -307,8 +339,8 @@ final class EnvoyClusterManager {
   private final class CdsCallbacks implements EnvoyMux.SubscriptionCallbacks {
 
     /**
-     * {@code CdsApiImpl::onConfigUpdate} (SotW): every cluster, active or warming, that the response
-     * lacks is removed; the response is the state of the world.
+     * {@code CdsApiImpl::onConfigUpdate} (SotW): every cluster, active or warming, that the
+     * response lacks is removed; the response is the state of the world.
      */
     @Override
     public void onConfigUpdate(List<DecodedResource> resources, String versionInfo) {
@@ -325,7 +357,8 @@ final class EnvoyClusterManager {
      * last; the init callback runs before the NACK is raised.
      */
     @Override
-    public void onConfigUpdate(List<DecodedResource> added, List<String> removed, String systemVersionInfo) {
+    public void onConfigUpdate(
+        List<DecodedResource> added, List<String> removed, String systemVersionInfo) {
       List<String> errors = new ArrayList<>();
       EnvoyMux.Resume resumeEds = mux.pause(TypeUrl.ENDPOINT);
       try {
@@ -352,7 +385,12 @@ final class EnvoyClusterManager {
           }
         }
         removed.forEach(EnvoyClusterManager.this::removeCluster);
-        log.accept("cds: added/updated " + applied + " cluster(s), skipped " + skipped + " unmodified cluster(s)");
+        log.accept(
+            "cds: added/updated "
+                + applied
+                + " cluster(s), skipped "
+                + skipped
+                + " unmodified cluster(s)");
       } finally {
         resumeEds.run();
       }
@@ -372,8 +410,9 @@ final class EnvoyClusterManager {
   // ClusterData and EdsClusterImpl
 
   /**
-   * One cluster: its config ({@code ClusterData}) and, for an EDS cluster, its subscription and hosts
-   * ({@code EdsClusterImpl}). A cluster of another type needs nothing from xDS and initializes at once.
+   * One cluster: its config ({@code ClusterData}) and, for an EDS cluster, its subscription and
+   * hosts ({@code EdsClusterImpl}). A cluster of another type needs nothing from xDS and
+   * initializes at once.
    */
   private final class ClusterEntry implements EnvoyMux.SubscriptionCallbacks {
     final Cluster config;
@@ -404,7 +443,10 @@ final class EnvoyClusterManager {
       return config.getType() == Cluster.DiscoveryType.EDS;
     }
 
-    /** {@code EdsClusterImpl::edsServiceName}: eds_cluster_config.service_name, else the cluster's name. */
+    /**
+     * {@code EdsClusterImpl::edsServiceName}: eds_cluster_config.service_name, else the cluster's
+     * name.
+     */
     String edsServiceName() {
       String serviceName = config.getEdsClusterConfig().getServiceName();
       return serviceName.isEmpty() ? config.getName() : serviceName;
@@ -417,8 +459,8 @@ final class EnvoyClusterManager {
 
     /**
      * {@code ClusterImplBase::initialize} and {@code EdsClusterImpl::startPreInit}: the EDS
-     * subscription starts ({@code GrpcSubscriptionImpl::start} arms {@code init_fetch_timeout_timer_}
-     * when the timeout is above zero, then adds the watch).
+     * subscription starts ({@code GrpcSubscriptionImpl::start} arms {@code
+     * init_fetch_timeout_timer_} when the timeout is above zero, then adds the watch).
      */
     void initialize(Runnable callback) {
       initializationCompleteCallback = callback;
@@ -429,8 +471,9 @@ final class EnvoyClusterManager {
       }
       log.accept("cluster " + name() + " warming on EDS " + edsServiceName());
       if (initialFetchTimeout.compareTo(Duration.ZERO) > 0) {
-        cancelInitFetchTimeout = timers.schedule(initialFetchTimeout,
-            () -> onConfigUpdateFailed(FailureReason.FETCH_TIMED_OUT));
+        cancelInitFetchTimeout =
+            timers.schedule(
+                initialFetchTimeout, () -> onConfigUpdateFailed(FailureReason.FETCH_TIMED_OUT));
       }
       watch = mux.addWatch(TypeUrl.ENDPOINT, Set.of(edsServiceName()), this);
     }
@@ -455,8 +498,8 @@ final class EnvoyClusterManager {
     /**
      * {@code EdsClusterImpl::onConfigUpdate} (behind {@code GrpcSubscriptionImpl::onConfigUpdate},
      * which first disarms the initial fetch timer): no resource (a Delta removal) completes warming
-     * with the hosts it has, none for a new cluster ("update_empty"); more than one, or one for another
-     * name, is rejected; else the hosts are replaced and warming completes.
+     * with the hosts it has, none for a new cluster ("update_empty"); more than one, or one for
+     * another name, is rejected; else the hosts are replaced and warming completes.
      */
     @Override
     public void onConfigUpdate(List<DecodedResource> resources, String versionInfo) {
@@ -469,30 +512,44 @@ final class EnvoyClusterManager {
         throw new RejectedUpdate("Unexpected EDS resource length: " + resources.size());
       }
       if (!(resources.get(0).resource() instanceof ClusterLoadAssignment update)) {
-        throw new RejectedUpdate("no ClusterLoadAssignment in the resource for " + edsServiceName());
+        throw new RejectedUpdate(
+            "no ClusterLoadAssignment in the resource for " + edsServiceName());
       }
       if (!update.getClusterName().equals(edsServiceName())) {
-        throw new RejectedUpdate("Unexpected EDS cluster (expecting " + edsServiceName() + "): " + update.getClusterName());
+        throw new RejectedUpdate(
+            "Unexpected EDS cluster (expecting "
+                + edsServiceName()
+                + "): "
+                + update.getClusterName());
       }
       assignment = update;
       onPreInitComplete(WarmCause.ASSIGNMENT);
     }
 
-    /** {@code EdsClusterImpl::onConfigUpdate(added, removed, …)}: the removals are not looked at, only whether anything was added. */
+    /**
+     * {@code EdsClusterImpl::onConfigUpdate(added, removed, …)}: the removals are not looked at,
+     * only whether anything was added.
+     */
     @Override
-    public void onConfigUpdate(List<DecodedResource> added, List<String> removed, String systemVersionInfo) {
+    public void onConfigUpdate(
+        List<DecodedResource> added, List<String> removed, String systemVersionInfo) {
       onConfigUpdate(added, systemVersionInfo);
     }
 
     /**
-     * {@code EdsClusterImpl::onConfigUpdateFailed}: a timed-out fetch uses the EDS cache when it has
-     * the name, else it, like a rejected update, completes warming with the hosts there are.
+     * {@code EdsClusterImpl::onConfigUpdateFailed}: a timed-out fetch uses the EDS cache when it
+     * has the name, else it, like a rejected update, completes warming with the hosts there are.
      */
     @Override
     public void onConfigUpdateFailed(FailureReason reason) {
       disableInitFetchTimeout();
       if (reason == FailureReason.FETCH_TIMED_OUT) {
-        log.accept("gRPC config: initial fetch timed out for EDS " + edsServiceName() + " (cluster " + name() + ")");
+        log.accept(
+            "gRPC config: initial fetch timed out for EDS "
+                + edsServiceName()
+                + " (cluster "
+                + name()
+                + ")");
         ClusterLoadAssignment cached = edsCache == null ? null : edsCache.get(edsServiceName());
         if (cached != null) {
           assignment = cached;
@@ -516,6 +573,8 @@ final class EnvoyClusterManager {
   }
 
   private static int hostCount(ClusterLoadAssignment assignment) {
-    return assignment.getEndpointsList().stream().mapToInt(locality -> locality.getLbEndpointsCount()).sum();
+    return assignment.getEndpointsList().stream()
+        .mapToInt(locality -> locality.getLbEndpointsCount())
+        .sum();
   }
 }

@@ -19,8 +19,8 @@ import java.util.function.Consumer;
 
 /**
  * The model of Envoy's Delta ADS mux, {@code NewGrpcMuxImpl}
- * (source/extensions/config_subscription/grpc/new_grpc_mux_impl.cc), with its per-type
- * {@link EnvoyDeltaSubscriptionState} and {@link WatchMap}, and the {@code PausableAckQueue}: each
+ * (source/extensions/config_subscription/grpc/new_grpc_mux_impl.cc), with its per-type {@link
+ * EnvoyDeltaSubscriptionState} and {@link WatchMap}, and the {@code PausableAckQueue}: each
  * response's ACK waits in a queue while its type is paused, ACKs go before plain subscription
  * changes, and those go in the order the types were first subscribed. Confined to the client's main
  * thread.
@@ -31,10 +31,13 @@ final class EnvoyDeltaMux implements EnvoyMux {
   private final EnvoySotwMux.EdsCache edsCache;
   private final Consumer<String> log;
   private final Map<String, Subscription> subscriptions = new HashMap<>();
+
   /** {@code subscription_ordering_}. */
   private final List<String> subscriptionOrdering = new ArrayList<>();
+
   /** {@code PausableAckQueue::storage_}. */
   private final List<EnvoyDeltaSubscriptionState.UpdateAck> ackQueue = new ArrayList<>();
+
   private final Map<String, Integer> pauses = new HashMap<>();
   private Consumer<Message> stream;
 
@@ -58,7 +61,10 @@ final class EnvoyDeltaMux implements EnvoyMux {
       this.callbacks = callbacks;
     }
 
-    /** {@code NewGrpcMuxImpl::removeWatch}: interest updated to nothing, then the watch leaves the map. */
+    /**
+     * {@code NewGrpcMuxImpl::removeWatch}: interest updated to nothing, then the watch leaves the
+     * map.
+     */
     @Override
     public void remove() {
       if (removed) {
@@ -71,17 +77,21 @@ final class EnvoyDeltaMux implements EnvoyMux {
   }
 
   /**
-   * {@code NewGrpcMuxImpl::addWatch}: the first watch of a type creates its subscription (its place in
-   * the ordering); the names go through {@code updateWatch}, which sends a request only if some name
-   * is new to the whole subscription.
+   * {@code NewGrpcMuxImpl::addWatch}: the first watch of a type creates its subscription (its place
+   * in the ordering); the names go through {@code updateWatch}, which sends a request only if some
+   * name is new to the whole subscription.
    */
   @Override
   public Watch addWatch(TypeUrl type, Set<String> names, SubscriptionCallbacks callbacks) {
-    Subscription subscription = subscriptions.computeIfAbsent(type.url(), url -> {
-      subscriptionOrdering.add(url);
-      WatchMap watchMap = new WatchMap();
-      return new Subscription(watchMap, new EnvoyDeltaSubscriptionState(type, node, watchMap));
-    });
+    Subscription subscription =
+        subscriptions.computeIfAbsent(
+            type.url(),
+            url -> {
+              subscriptionOrdering.add(url);
+              WatchMap watchMap = new WatchMap();
+              return new Subscription(
+                  watchMap, new EnvoyDeltaSubscriptionState(type, node, watchMap));
+            });
     DeltaWatch watch = new DeltaWatch(type, callbacks);
     subscription.watchMap().addWatch(watch);
     updateWatch(type, watch, names);
@@ -89,9 +99,10 @@ final class EnvoyDeltaMux implements EnvoyMux {
   }
 
   /**
-   * {@code NewGrpcMuxImpl::updateWatch}: {@code WatchMap::updateWatchInterest} yields only names new
-   * to the subscription and names no other watch wants; a second watch on a subscribed name (the new
-   * cluster of a changed Cluster) therefore sends nothing (watch_map.cc {@code findAdditions}).
+   * {@code NewGrpcMuxImpl::updateWatch}: {@code WatchMap::updateWatchInterest} yields only names
+   * new to the subscription and names no other watch wants; a second watch on a subscribed name
+   * (the new cluster of a changed Cluster) therefore sends nothing (watch_map.cc {@code
+   * findAdditions}).
    */
   private void updateWatch(TypeUrl type, DeltaWatch watch, Set<String> names) {
     Subscription subscription = subscriptions.get(type.url());
@@ -105,7 +116,10 @@ final class EnvoyDeltaMux implements EnvoyMux {
     }
   }
 
-  /** {@code NewGrpcMuxImpl::pause}: counted per type in the ack queue; the last resume tries to send. */
+  /**
+   * {@code NewGrpcMuxImpl::pause}: counted per type in the ack queue; the last resume tries to
+   * send.
+   */
   @Override
   public Resume pause(TypeUrl... types) {
     for (TypeUrl type : types) {
@@ -131,9 +145,9 @@ final class EnvoyDeltaMux implements EnvoyMux {
   }
 
   /**
-   * {@code NewGrpcMuxImpl::onStreamEstablished}: every subscription is marked fresh (its next request
-   * re-subscribes everything, with {@code initial_resource_versions}) and ACKs still queued for the
-   * old stream are dropped (envoy#15767).
+   * {@code NewGrpcMuxImpl::onStreamEstablished}: every subscription is marked fresh (its next
+   * request re-subscribes everything, with {@code initial_resource_versions}) and ACKs still queued
+   * for the old stream are dropped (envoy#15767).
    */
   @Override
   public void onStreamEstablished(Consumer<Message> sender) {
@@ -157,7 +171,9 @@ final class EnvoyDeltaMux implements EnvoyMux {
     DeltaDiscoveryResponse response = (DeltaDiscoveryResponse) message;
     Subscription subscription = subscriptions.get(response.getTypeUrl());
     if (subscription == null) {
-      log.accept("Dropping received DeltaDiscoveryResponse for non-existent subscription " + response.getTypeUrl());
+      log.accept(
+          "Dropping received DeltaDiscoveryResponse for non-existent subscription "
+              + response.getTypeUrl());
       return;
     }
     ackQueue.add(subscription.state().handleResponse(response));
@@ -167,11 +183,18 @@ final class EnvoyDeltaMux implements EnvoyMux {
   /** {@code trySendDiscoveryRequests} and {@code whoWantsToSendDiscoveryRequest}. */
   private void trySendDiscoveryRequests() {
     while (stream != null) {
-      EnvoyDeltaSubscriptionState.UpdateAck ack = ackQueue.stream()
-          .filter(queued -> !paused(queued.typeUrl())).findFirst().orElse(null);
-      String typeUrl = ack != null ? ack.typeUrl() : subscriptionOrdering.stream()
-          .filter(url -> subscriptions.get(url).state().subscriptionUpdatePending() && !paused(url))
-          .findFirst().orElse(null);
+      EnvoyDeltaSubscriptionState.UpdateAck ack =
+          ackQueue.stream().filter(queued -> !paused(queued.typeUrl())).findFirst().orElse(null);
+      String typeUrl =
+          ack != null
+              ? ack.typeUrl()
+              : subscriptionOrdering.stream()
+                  .filter(
+                      url ->
+                          subscriptions.get(url).state().subscriptionUpdatePending()
+                              && !paused(url))
+                  .findFirst()
+                  .orElse(null);
       if (typeUrl == null) {
         return;
       }
@@ -190,7 +213,8 @@ final class EnvoyDeltaMux implements EnvoyMux {
   /**
    * The model of {@code WatchMap} (source/extensions/config_subscription/grpc/watch_map.cc): which
    * watches want which names, which are wildcard watches, and delivery of a Delta update to each
-   * interested watch. A watch removed while an update is being delivered is skipped and removed after.
+   * interested watch. A watch removed while an update is being delivered is skipped and removed
+   * after.
    */
   final class WatchMap {
     private final Set<DeltaWatch> watches = new LinkedHashSet<>();
@@ -256,7 +280,8 @@ final class EnvoyDeltaMux implements EnvoyMux {
      * removals; a resource no watch wants is not even decoded; an update with neither goes to the
      * wildcard watches.
      */
-    void onConfigUpdate(TypeUrl type, List<Resource> added, List<String> removed, String systemVersionInfo) {
+    void onConfigUpdate(
+        TypeUrl type, List<Resource> added, List<String> removed, String systemVersionInfo) {
       deferredRemovals = new HashSet<>();
       try {
         Map<DeltaWatch, List<DecodedResource>> perWatchAdded = new LinkedHashMap<>();
@@ -265,21 +290,31 @@ final class EnvoyDeltaMux implements EnvoyMux {
           if (interested.isEmpty()) {
             continue;
           }
-          DecodedResource decoded = DecodedResource.fromDelta(type, resource, resource.getVersion());
-          interested.forEach(watch -> perWatchAdded.computeIfAbsent(watch, w -> new ArrayList<>()).add(decoded));
+          DecodedResource decoded =
+              DecodedResource.fromDelta(type, resource, resource.getVersion());
+          interested.forEach(
+              watch -> perWatchAdded.computeIfAbsent(watch, w -> new ArrayList<>()).add(decoded));
           if (edsCache != null && type.equals(TypeUrl.ENDPOINT) && decoded.resource() != null) {
             edsCache.put(decoded.name(), (ClusterLoadAssignment) decoded.resource());
           }
         }
         Map<DeltaWatch, List<String>> perWatchRemoved = new LinkedHashMap<>();
         for (String name : removed) {
-          watchesInterestedIn(name).forEach(watch -> perWatchRemoved.computeIfAbsent(watch, w -> new ArrayList<>()).add(name));
+          watchesInterestedIn(name)
+              .forEach(
+                  watch ->
+                      perWatchRemoved.computeIfAbsent(watch, w -> new ArrayList<>()).add(name));
         }
         for (Map.Entry<DeltaWatch, List<DecodedResource>> entry : perWatchAdded.entrySet()) {
           if (!deferredRemovals.contains(entry.getKey())) {
             List<String> removedForWatch = perWatchRemoved.remove(entry.getKey());
-            entry.getKey().callbacks.onConfigUpdate(entry.getValue(),
-                removedForWatch == null ? List.of() : removedForWatch, systemVersionInfo);
+            entry
+                .getKey()
+                .callbacks
+                .onConfigUpdate(
+                    entry.getValue(),
+                    removedForWatch == null ? List.of() : removedForWatch,
+                    systemVersionInfo);
           }
         }
         for (Map.Entry<DeltaWatch, List<String>> entry : perWatchRemoved.entrySet()) {

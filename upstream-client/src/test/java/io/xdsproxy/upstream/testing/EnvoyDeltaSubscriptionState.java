@@ -14,12 +14,13 @@ import java.util.Set;
 import java.util.TreeSet;
 
 /**
- * The model of {@code DeltaSubscriptionState} (source/extensions/config_subscription/grpc/delta_subscription_state.cc):
- * what Envoy's Delta client knows of one type's subscription. Resources it asked for by name, with
- * the version it holds or "waiting for the server"; resources that came through the wildcard; and
- * "ambiguous" ones it lost interest in while subscribed to the wildcard. From these it builds each
- * request, the first one on a stream with every name and {@code initial_resource_versions}.
- * Confined to the client's main thread.
+ * The model of {@code DeltaSubscriptionState}
+ * (source/extensions/config_subscription/grpc/delta_subscription_state.cc): what Envoy's Delta
+ * client knows of one type's subscription. Resources it asked for by name, with the version it
+ * holds or "waiting for the server"; resources that came through the wildcard; and "ambiguous" ones
+ * it lost interest in while subscribed to the wildcard. From these it builds each request, the
+ * first one on a stream with every name and {@code initial_resource_versions}. Confined to the
+ * client's main thread.
  */
 final class EnvoyDeltaSubscriptionState {
 
@@ -28,12 +29,19 @@ final class EnvoyDeltaSubscriptionState {
   private final TypeUrl type;
   private final Node node;
   private final EnvoyDeltaMux.WatchMap watchMap;
+
   /** {@code requested_resource_state_}: a null version is "waiting for the server". */
   private final Map<String, String> requested = new HashMap<>();
+
   private final Map<String, String> wildcardResources = new HashMap<>();
   private final Map<String, String> ambiguousResources = new HashMap<>();
-  /** {@code names_added_}, {@code names_removed_}: a {@code std::set}, so a request lists them sorted. */
+
+  /**
+   * {@code names_added_}, {@code names_removed_}: a {@code std::set}, so a request lists them
+   * sorted.
+   */
   private final Set<String> namesAdded = new TreeSet<>();
+
   private final Set<String> namesRemoved = new TreeSet<>();
   private boolean inInitialLegacyWildcard = true;
   private boolean anyRequestSentYetInCurrentStream;
@@ -49,9 +57,9 @@ final class EnvoyDeltaSubscriptionState {
   record UpdateAck(String nonce, String typeUrl, com.google.rpc.Status errorDetail) {}
 
   /**
-   * {@code updateSubscriptionInterest}: an added name held through the wildcard (or ambiguous) keeps
-   * its version, else it waits for the server; a removed name the wildcard may still cover becomes
-   * ambiguous. Remove-then-add before a request counts as an add.
+   * {@code updateSubscriptionInterest}: an added name held through the wildcard (or ambiguous)
+   * keeps its version, else it waits for the server; a removed name the wildcard may still cover
+   * becomes ambiguous. Remove-then-add before a request counts as an add.
    */
   void updateSubscriptionInterest(Set<String> added, Set<String> removed) {
     for (String name : added) {
@@ -93,8 +101,8 @@ final class EnvoyDeltaSubscriptionState {
   }
 
   /**
-   * {@code subscriptionUpdatePending}: a change of interest, or a fresh stream on which this type has
-   * sent nothing yet while it wants something (names, or the legacy wildcard).
+   * {@code subscriptionUpdatePending}: a change of interest, or a fresh stream on which this type
+   * has sent nothing yet while it wants something (names, or the legacy wildcard).
    */
   boolean subscriptionUpdatePending() {
     if (!namesAdded.isEmpty() || !namesRemoved.isEmpty()) {
@@ -122,10 +130,13 @@ final class EnvoyDeltaSubscriptionState {
       return new UpdateAck(response.getNonce(), type.url(), null);
     } catch (EnvoyMux.RejectedUpdate rejected) {
       watchMap.onConfigUpdateFailed(EnvoyMux.FailureReason.UPDATE_REJECTED);
-      return new UpdateAck(response.getNonce(), type.url(), com.google.rpc.Status.newBuilder()
-          .setCode(io.grpc.Status.Code.INTERNAL.value())
-          .setMessage(rejected.getMessage())
-          .build());
+      return new UpdateAck(
+          response.getNonce(),
+          type.url(),
+          com.google.rpc.Status.newBuilder()
+              .setCode(io.grpc.Status.Code.INTERNAL.value())
+              .setMessage(rejected.getMessage())
+              .build());
     }
   }
 
@@ -148,28 +159,34 @@ final class EnvoyDeltaSubscriptionState {
   }
 
   /**
-   * {@code handleGoodResponse}: a name twice among added, or among added and removed, is rejected; so
-   * is a body of another type. Watches get the non-heartbeat resources and the removals; then the
-   * versions are recorded (all of them under the wildcard, else only names asked for), and a removed
-   * name asked for goes back to "waiting for the server" and stays subscribed (envoy#17980).
+   * {@code handleGoodResponse}: a name twice among added, or among added and removed, is rejected;
+   * so is a body of another type. Watches get the non-heartbeat resources and the removals; then
+   * the versions are recorded (all of them under the wildcard, else only names asked for), and a
+   * removed name asked for goes back to "waiting for the server" and stays subscribed
+   * (envoy#17980).
    */
   private void handleGoodResponse(DeltaDiscoveryResponse response) {
     Set<String> seen = new HashSet<>();
     for (Resource resource : response.getResourcesList()) {
       if (!seen.add(resource.getName())) {
-        throw new EnvoyMux.RejectedUpdate("duplicate name " + resource.getName() + " found among added/updated resources");
+        throw new EnvoyMux.RejectedUpdate(
+            "duplicate name " + resource.getName() + " found among added/updated resources");
       }
       if (isHeartbeat(resource) || (!resource.hasResource() && resource.getAliasesCount() > 0)) {
         continue;
       }
       if (!response.getTypeUrl().equals(resource.getResource().getTypeUrl())) {
-        throw new EnvoyMux.RejectedUpdate("type URL " + resource.getResource().getTypeUrl()
-            + " embedded in an individual Any does not match the message-wide type URL " + response.getTypeUrl());
+        throw new EnvoyMux.RejectedUpdate(
+            "type URL "
+                + resource.getResource().getTypeUrl()
+                + " embedded in an individual Any does not match the message-wide type URL "
+                + response.getTypeUrl());
       }
     }
     for (String name : response.getRemovedResourcesList()) {
       if (!seen.add(name)) {
-        throw new EnvoyMux.RejectedUpdate("duplicate name " + name + " found in the union of added+removed resources");
+        throw new EnvoyMux.RejectedUpdate(
+            "duplicate name " + name + " found in the union of added+removed resources");
       }
     }
     List<Resource> nonHeartbeat = new ArrayList<>();
@@ -178,7 +195,8 @@ final class EnvoyDeltaSubscriptionState {
         nonHeartbeat.add(resource);
       }
     }
-    watchMap.onConfigUpdate(type, nonHeartbeat, response.getRemovedResourcesList(), response.getSystemVersionInfo());
+    watchMap.onConfigUpdate(
+        type, nonHeartbeat, response.getRemovedResourcesList(), response.getSystemVersionInfo());
     for (Resource resource : response.getResourcesList()) {
       if (requested.containsKey(WILDCARD) || requested.containsKey(resource.getName())) {
         addResourceStateFromServer(resource);
@@ -203,11 +221,12 @@ final class EnvoyDeltaSubscriptionState {
   }
 
   /**
-   * {@code getNextRequestAckless}. The first request on a stream subscribes every name asked for and
-   * lists in {@code initial_resource_versions} each version held (asked for, wildcard, ambiguous; not
-   * names still waiting for the server); a pure legacy wildcard goes with an empty subscribe list
-   * ({@code isInitialRequestForLegacyWildcard}). The node goes on every Delta request: unlike SotW's
-   * {@code GrpcMuxImpl}, this path does not read {@code set_node_on_first_message_only}.
+   * {@code getNextRequestAckless}. The first request on a stream subscribes every name asked for
+   * and lists in {@code initial_resource_versions} each version held (asked for, wildcard,
+   * ambiguous; not names still waiting for the server); a pure legacy wildcard goes with an empty
+   * subscribe list ({@code isInitialRequestForLegacyWildcard}). The node goes on every Delta
+   * request: unlike SotW's {@code GrpcMuxImpl}, this path does not read {@code
+   * set_node_on_first_message_only}.
    */
   DeltaDiscoveryRequest getNextRequestAckless() {
     DeltaDiscoveryRequest.Builder request = DeltaDiscoveryRequest.newBuilder();
@@ -236,7 +255,10 @@ final class EnvoyDeltaSubscriptionState {
     return request.setTypeUrl(type.url()).setNode(node).build();
   }
 
-  /** {@code isInitialRequestForLegacyWildcard}: still in the initial legacy wildcard, or asking for nothing but {@code *}. */
+  /**
+   * {@code isInitialRequestForLegacyWildcard}: still in the initial legacy wildcard, or asking for
+   * nothing but {@code *}.
+   */
   private boolean isInitialRequestForLegacyWildcard() {
     if (inInitialLegacyWildcard) {
       requested.put(WILDCARD, null);
@@ -248,9 +270,13 @@ final class EnvoyDeltaSubscriptionState {
     return requested.size() == 1 && requested.containsKey(WILDCARD);
   }
 
-  /** {@code getNextRequestWithAck}: the ackless request plus the response's nonce, and error_detail for a NACK. */
+  /**
+   * {@code getNextRequestWithAck}: the ackless request plus the response's nonce, and error_detail
+   * for a NACK.
+   */
   DeltaDiscoveryRequest getNextRequestWithAck(UpdateAck ack) {
-    DeltaDiscoveryRequest.Builder request = getNextRequestAckless().toBuilder().setResponseNonce(ack.nonce());
+    DeltaDiscoveryRequest.Builder request =
+        getNextRequestAckless().toBuilder().setResponseNonce(ack.nonce());
     if (ack.errorDetail() != null) {
       request.setErrorDetail(ack.errorDetail());
     }

@@ -46,13 +46,13 @@ import java.util.function.Consumer;
 import java.util.stream.Collectors;
 
 /**
- * Envoy's xDS client, as a model the suite can run: a real ADS stream (SotW or Delta) on a grpc-java
- * channel whose every request follows the Envoy source, file and function cited where each rule is
- * implemented.
+ * Envoy's xDS client, as a model the suite can run: a real ADS stream (SotW or Delta) on a
+ * grpc-java channel whose every request follows the Envoy source, file and function cited where
+ * each rule is implemented.
  *
  * <ul>
- *   <li>the mux: {@link EnvoySotwMux} ({@code GrpcMuxImpl}) or {@link EnvoyDeltaMux}
- *       ({@code NewGrpcMuxImpl}, {@code DeltaSubscriptionState}, {@code WatchMap});
+ *   <li>the mux: {@link EnvoySotwMux} ({@code GrpcMuxImpl}) or {@link EnvoyDeltaMux} ({@code
+ *       NewGrpcMuxImpl}, {@code DeltaSubscriptionState}, {@code WatchMap});
  *   <li>clusters: {@link EnvoyClusterManager} ({@code ClusterManagerImpl}, {@code CdsApiHelper},
  *       {@code EdsClusterImpl}): a new or changed EDS cluster warms until an assignment for its EDS
  *       name arrives after the change, and CDS is paused meanwhile;
@@ -62,7 +62,8 @@ import java.util.stream.Collectors;
  * </ul>
  *
  * <p>Everything the model does runs on one thread of its own, as Envoy's main thread; the query
- * methods read an immutable view published after each step, so a test may poll them from any thread:
+ * methods read an immutable view published after each step, so a test may poll them from any
+ * thread:
  *
  * <pre>{@code
  * // java-control-plane groups each request by its own node: send it on every one.
@@ -78,7 +79,10 @@ import java.util.stream.Collectors;
 public final class EnvoyLikeClient implements AutoCloseable {
 
   /** The ADS variant: {@code api_type: AGGREGATED_GRPC} or {@code AGGREGATED_DELTA_GRPC}. */
-  public enum Mode { SOTW, DELTA }
+  public enum Mode {
+    SOTW,
+    DELTA
+  }
 
   /** What ended a cluster's warming (or a bootstrap cluster's initialization). */
   public enum WarmCause {
@@ -88,16 +92,25 @@ public final class EnvoyLikeClient implements AutoCloseable {
     REMOVED_BY_SERVER,
     /** initial_fetch_timeout elapsed without an assignment; no hosts. */
     INITIAL_FETCH_TIMEOUT,
-    /** initial_fetch_timeout elapsed; the EDS cache ({@code use_eds_cache_for_ads}) supplied the last assignment. */
+    /**
+     * initial_fetch_timeout elapsed; the EDS cache ({@code use_eds_cache_for_ads}) supplied the
+     * last assignment.
+     */
     INITIAL_FETCH_TIMEOUT_CACHED,
-    /** An EDS response was rejected (NACKed): every warming EDS cluster completes, without hosts. */
+    /**
+     * An EDS response was rejected (NACKed): every warming EDS cluster completes, without hosts.
+     */
     REJECTED_UPDATE,
     /** Not an EDS cluster: nothing to wait for. */
     NO_EDS
   }
 
-  /** One cluster finishing its warming: when it began (the Cluster was applied), when it ended, why, and with how many hosts. */
-  public record ClusterWarming(String cluster, Instant startedAt, Instant warmedAt, WarmCause cause, int hosts) {
+  /**
+   * One cluster finishing its warming: when it began (the Cluster was applied), when it ended, why,
+   * and with how many hosts.
+   */
+  public record ClusterWarming(
+      String cluster, Instant startedAt, Instant warmedAt, WarmCause cause, int hosts) {
     @Override
     public String toString() {
       return cluster + " warm by " + cause + " with " + hosts + " host(s)";
@@ -122,7 +135,8 @@ public final class EnvoyLikeClient implements AutoCloseable {
     private String nodeCluster = "envoy-like";
     private Struct metadata = Struct.getDefaultInstance();
     private final List<String> clientFeatures = new ArrayList<>();
-    private SemanticVersion envoyVersion = SemanticVersion.newBuilder().setMajorNumber(1).setMinorNumber(31).build();
+    private SemanticVersion envoyVersion =
+        SemanticVersion.newBuilder().setMajorNumber(1).setMinorNumber(31).build();
     private boolean nodeOnFirstMessageOnly = true;
     private boolean keepNoncesAcrossStreams;
     private boolean edsCacheForAds;
@@ -161,11 +175,15 @@ public final class EnvoyLikeClient implements AutoCloseable {
 
     /** node.user_agent_build_version; 1.31 by default, whose defaults the other options match. */
     public Builder envoyVersion(int major, int minor) {
-      this.envoyVersion = SemanticVersion.newBuilder().setMajorNumber(major).setMinorNumber(minor).build();
+      this.envoyVersion =
+          SemanticVersion.newBuilder().setMajorNumber(major).setMinorNumber(minor).build();
       return this;
     }
 
-    /** {@code ads_config.set_node_on_first_message_only}, true by default (as istio's bootstrap sets it); SotW only. */
+    /**
+     * {@code ads_config.set_node_on_first_message_only}, true by default (as istio's bootstrap sets
+     * it); SotW only.
+     */
     public Builder nodeOnFirstMessageOnly(boolean firstOnly) {
       this.nodeOnFirstMessageOnly = firstOnly;
       return this;
@@ -190,14 +208,18 @@ public final class EnvoyLikeClient implements AutoCloseable {
     /**
      * {@code eds_config.initial_fetch_timeout} of every EDS cluster: after it a warming cluster
      * completes without hosts. Zero, the model's default, disables it, as istiod's generated config
-     * does; Envoy's own default when the field is unset is 15 s ({@code Config::Utility::configSourceInitialFetchTimeout}).
+     * does; Envoy's own default when the field is unset is 15 s ({@code
+     * Config::Utility::configSourceInitialFetchTimeout}).
      */
     public Builder initialFetchTimeout(Duration timeout) {
       this.initialFetchTimeout = timeout;
       return this;
     }
 
-    /** Opens a new stream this long after the server ends one (Envoy backs off and retries); without it a test calls {@link #reconnect()}. */
+    /**
+     * Opens a new stream this long after the server ends one (Envoy backs off and retries); without
+     * it a test calls {@link #reconnect()}.
+     */
     public Builder reconnectAfter(Duration delay) {
       this.reconnectAfter = delay;
       return this;
@@ -212,7 +234,10 @@ public final class EnvoyLikeClient implements AutoCloseable {
       return this;
     }
 
-    /** Opens the ADS stream to {@code target} (host:port, plaintext) and starts as Envoy's server does. */
+    /**
+     * Opens the ADS stream to {@code target} (host:port, plaintext) and starts as Envoy's server
+     * does.
+     */
     public EnvoyLikeClient start(String target) {
       EnvoyLikeClient client = new EnvoyLikeClient(this);
       client.onMain(() -> client.begin(target));
@@ -232,9 +257,13 @@ public final class EnvoyLikeClient implements AutoCloseable {
   }
 
   /** What the query methods read: rebuilt on the main thread after each step. */
-  private record View(Map<String, Cluster> active, Map<String, Cluster> warming,
-      Map<String, ClusterLoadAssignment> assignments, Map<String, Listener> listeners,
-      Map<String, RouteConfiguration> routes, boolean streamOpen) {}
+  private record View(
+      Map<String, Cluster> active,
+      Map<String, Cluster> warming,
+      Map<String, ClusterLoadAssignment> assignments,
+      Map<String, Listener> listeners,
+      Map<String, RouteConfiguration> routes,
+      boolean streamOpen) {}
 
   private final Mode mode;
   private final Node node;
@@ -254,8 +283,13 @@ public final class EnvoyLikeClient implements AutoCloseable {
 
   // Read from any thread.
   private volatile View view = new View(Map.of(), Map.of(), Map.of(), Map.of(), Map.of(), false);
-  /** Requests the current step sent, written once it has published the view ({@link #publishAndWrite}). Main thread. */
+
+  /**
+   * Requests the current step sent, written once it has published the view ({@link
+   * #publishAndWrite}). Main thread.
+   */
   private final List<Runnable> outbox = new ArrayList<>();
+
   private volatile Instant initializedAt;
   private final List<String> transcript = new CopyOnWriteArrayList<>();
   private final List<DiscoveryRequest> sotwRequests = new CopyOnWriteArrayList<>();
@@ -270,39 +304,63 @@ public final class EnvoyLikeClient implements AutoCloseable {
     this.mode = builder.mode;
     this.node = builder.node();
     this.reconnectAfter = builder.reconnectAfter;
-    this.main = Executors.newSingleThreadScheduledExecutor(task -> {
-      Thread thread = new Thread(task, "envoy-like-main " + builder.nodeId);
-      thread.setDaemon(true);
-      mainThread = thread;
-      return thread;
-    });
+    this.main =
+        Executors.newSingleThreadScheduledExecutor(
+            task -> {
+              Thread thread = new Thread(task, "envoy-like-main " + builder.nodeId);
+              thread.setDaemon(true);
+              mainThread = thread;
+              return thread;
+            });
     EnvoySotwMux.EdsCache edsCache = builder.edsCacheForAds ? new EnvoySotwMux.EdsCache() : null;
-    this.mux = mode == Mode.SOTW
-        ? new EnvoySotwMux(node, builder.nodeOnFirstMessageOnly, builder.keepNoncesAcrossStreams, edsCache, this::note)
-        : new EnvoyDeltaMux(node, edsCache, this::note);
-    this.clusterManager = new EnvoyClusterManager(mux, List.copyOf(builder.bootstrapClusters),
-        builder.initialFetchTimeout, edsCache, this::schedule, Instant::now, this::note, warmings::add,
-        this::onAllClustersInitialized);
+    this.mux =
+        mode == Mode.SOTW
+            ? new EnvoySotwMux(
+                node,
+                builder.nodeOnFirstMessageOnly,
+                builder.keepNoncesAcrossStreams,
+                edsCache,
+                this::note)
+            : new EnvoyDeltaMux(node, edsCache, this::note);
+    this.clusterManager =
+        new EnvoyClusterManager(
+            mux,
+            List.copyOf(builder.bootstrapClusters),
+            builder.initialFetchTimeout,
+            edsCache,
+            this::schedule,
+            Instant::now,
+            this::note,
+            warmings::add,
+            this::onAllClustersInitialized);
     this.listenerManager = new EnvoyListenerManager(mux, this::note);
   }
 
   // Control
 
-  /** Ends the current stream and opens a new one to the same control plane, as after a dropped connection. */
+  /**
+   * Ends the current stream and opens a new one to the same control plane, as after a dropped
+   * connection.
+   */
   public void reconnect() {
-    onMain(() -> {
-      endStream("reconnect");
-      openStream();
-    });
+    onMain(
+        () -> {
+          endStream("reconnect");
+          openStream();
+        });
   }
 
-  /** Ends the current stream and opens one to {@code target}: another replica, or a restarted control plane. */
+  /**
+   * Ends the current stream and opens one to {@code target}: another replica, or a restarted
+   * control plane.
+   */
   public void reconnect(String target) {
-    onMain(() -> {
-      endStream("reconnect to " + target);
-      channel = newChannel(target);
-      openStream();
-    });
+    onMain(
+        () -> {
+          endStream("reconnect to " + target);
+          channel = newChannel(target);
+          openStream();
+        });
   }
 
   @Override
@@ -328,12 +386,17 @@ public final class EnvoyLikeClient implements AutoCloseable {
     return node;
   }
 
-  /** Clusters in use, by name; a changed cluster still shows its previous version here while the new one warms. */
+  /**
+   * Clusters in use, by name; a changed cluster still shows its previous version here while the new
+   * one warms.
+   */
   public Map<String, Cluster> activeClusters() {
     return view.active();
   }
 
-  /** Names of clusters warming now: added or changed, waiting for an assignment of their EDS name. */
+  /**
+   * Names of clusters warming now: added or changed, waiting for an assignment of their EDS name.
+   */
   public Set<String> warmingClusters() {
     return view.warming().keySet();
   }
@@ -348,7 +411,9 @@ public final class EnvoyLikeClient implements AutoCloseable {
     return now.active().containsKey(cluster) && !now.warming().containsKey(cluster);
   }
 
-  /** The assignment the active {@code cluster} uses; empty if it has none (it warmed without hosts). */
+  /**
+   * The assignment the active {@code cluster} uses; empty if it has none (it warmed without hosts).
+   */
   public Optional<ClusterLoadAssignment> assignment(String cluster) {
     return Optional.ofNullable(view.assignments().get(cluster));
   }
@@ -371,7 +436,9 @@ public final class EnvoyLikeClient implements AutoCloseable {
     return view.routes();
   }
 
-  /** Whether every initial cluster is initialized, so LDS has been requested (Envoy's server init). */
+  /**
+   * Whether every initial cluster is initialized, so LDS has been requested (Envoy's server init).
+   */
   public boolean initialized() {
     return initializedAt != null;
   }
@@ -395,20 +462,33 @@ public final class EnvoyLikeClient implements AutoCloseable {
     return warmings.stream().filter(warming -> warming.cluster().equals(cluster)).toList();
   }
 
-  /** Whether a version of {@code cluster} applied since {@code since} has warmed because an assignment for it arrived. */
+  /**
+   * Whether a version of {@code cluster} applied since {@code since} has warmed because an
+   * assignment for it arrived.
+   */
   public boolean warmedByAssignmentSince(Instant since, String cluster) {
     return warmedSince(since, cluster, WarmCause.ASSIGNMENT);
   }
 
-  /** Whether a version of {@code cluster} applied since {@code since} has warmed because its initial fetch timed out. */
+  /**
+   * Whether a version of {@code cluster} applied since {@code since} has warmed because its initial
+   * fetch timed out.
+   */
   public boolean warmedByTimeoutSince(Instant since, String cluster) {
     return warmedSince(since, cluster, WarmCause.INITIAL_FETCH_TIMEOUT);
   }
 
-  /** Whether a version of {@code cluster} applied since {@code since} (its warming began then or later) has warmed for {@code cause}. */
+  /**
+   * Whether a version of {@code cluster} applied since {@code since} (its warming began then or
+   * later) has warmed for {@code cause}.
+   */
   public boolean warmedSince(Instant since, String cluster, WarmCause cause) {
-    return warmings.stream().anyMatch(warming -> warming.cluster().equals(cluster) && warming.cause() == cause
-        && !warming.startedAt().isBefore(since));
+    return warmings.stream()
+        .anyMatch(
+            warming ->
+                warming.cluster().equals(cluster)
+                    && warming.cause() == cause
+                    && !warming.startedAt().isBefore(since));
   }
 
   /** Every SotW request sent, on every stream, in order. */
@@ -434,12 +514,17 @@ public final class EnvoyLikeClient implements AutoCloseable {
     return nacksSent.get();
   }
 
-  /** Failures of the model itself (a bug here, not in the peer): a test can assert there are none. */
+  /**
+   * Failures of the model itself (a bug here, not in the peer): a test can assert there are none.
+   */
   public List<Throwable> modelErrors() {
     return List.copyOf(modelErrors);
   }
 
-  /** Every message exchanged and every step of the model, one line each, for a failing assertion's message. */
+  /**
+   * Every message exchanged and every step of the model, one line each, for a failing assertion's
+   * message.
+   */
   public String transcript() {
     return String.join("\n", transcript);
   }
@@ -489,30 +574,49 @@ public final class EnvoyLikeClient implements AutoCloseable {
 
   private void checkOnMain() {
     if (Thread.currentThread() != mainThread) {
-      throw new IllegalStateException("EnvoyLikeClient state used off its main thread: " + Thread.currentThread().getName());
+      throw new IllegalStateException(
+          "EnvoyLikeClient state used off its main thread: " + Thread.currentThread().getName());
     }
   }
 
   private Runnable schedule(Duration delay, Runnable task) {
-    ScheduledFuture<?> future = main.schedule(() -> runOnMain(task), delay.toNanos(), TimeUnit.NANOSECONDS);
+    ScheduledFuture<?> future =
+        main.schedule(() -> runOnMain(task), delay.toNanos(), TimeUnit.NANOSECONDS);
     return () -> future.cancel(false);
   }
 
   private void publish() {
-    view = new View(Map.copyOf(clusterManager.activeClusters()), Map.copyOf(clusterManager.warmingClusters()),
-        Map.copyOf(clusterManager.activeAssignments()), listenerManager.listeners(), listenerManager.routes(),
-        requestStream != null);
+    view =
+        new View(
+            Map.copyOf(clusterManager.activeClusters()),
+            Map.copyOf(clusterManager.warmingClusters()),
+            Map.copyOf(clusterManager.activeAssignments()),
+            listenerManager.listeners(),
+            listenerManager.routes(),
+            requestStream != null);
   }
 
   private void begin(String target) {
-    note("start: node " + node.getId() + " (cluster " + node.getCluster() + "), " + mode + " ADS to " + target);
+    note(
+        "start: node "
+            + node.getId()
+            + " (cluster "
+            + node.getCluster()
+            + "), "
+            + mode
+            + " ADS to "
+            + target);
     channel = newChannel(target);
-    // GrpcMuxImpl::start runs at the end of the ClusterManagerImpl constructor: the stream exists before any watch.
+    // GrpcMuxImpl::start runs at the end of the ClusterManagerImpl constructor: the stream exists
+    // before any watch.
     openStream();
     clusterManager.start();
   }
 
-  /** {@code RunHelper}'s cluster manager initialized callback: the init manager starts, and with it LDS. */
+  /**
+   * {@code RunHelper}'s cluster manager initialized callback: the init manager starts, and with it
+   * LDS.
+   */
   private void onAllClustersInitialized() {
     initializedAt = Instant.now();
     note("all clusters initialized. initializing init manager (LDS)");
@@ -520,7 +624,8 @@ public final class EnvoyLikeClient implements AutoCloseable {
   }
 
   private ManagedChannel newChannel(String target) {
-    ManagedChannel created = Grpc.newChannelBuilder(target, InsecureChannelCredentials.create()).build();
+    ManagedChannel created =
+        Grpc.newChannelBuilder(target, InsecureChannelCredentials.create()).build();
     channels.add(created);
     return created;
   }
@@ -530,11 +635,15 @@ public final class EnvoyLikeClient implements AutoCloseable {
     var stub = AggregatedDiscoveryServiceGrpc.newStub(channel);
     Consumer<Message> sender;
     if (mode == Mode.SOTW) {
-      var requests = (ClientCallStreamObserver<DiscoveryRequest>) stub.streamAggregatedResources(responses(generation));
+      var requests =
+          (ClientCallStreamObserver<DiscoveryRequest>)
+              stub.streamAggregatedResources(responses(generation));
       requestStream = requests;
       sender = message -> send(requests, (DiscoveryRequest) message);
     } else {
-      var requests = (ClientCallStreamObserver<DeltaDiscoveryRequest>) stub.deltaAggregatedResources(responses(generation));
+      var requests =
+          (ClientCallStreamObserver<DeltaDiscoveryRequest>)
+              stub.deltaAggregatedResources(responses(generation));
       requestStream = requests;
       sender = message -> send(requests, (DeltaDiscoveryRequest) message);
     }
@@ -556,11 +665,12 @@ public final class EnvoyLikeClient implements AutoCloseable {
     return new StreamObserver<>() {
       @Override
       public void onNext(T response) {
-        onMain(() -> {
-          if (generation == streamGeneration && requestStream != null) {
-            receive(response);
-          }
-        });
+        onMain(
+            () -> {
+              if (generation == streamGeneration && requestStream != null) {
+                receive(response);
+              }
+            });
       }
 
       @Override
@@ -575,35 +685,62 @@ public final class EnvoyLikeClient implements AutoCloseable {
     };
   }
 
-  /** The server ended the stream: requests are dropped until a new one ({@code GrpcStream::onRemoteClose}). */
+  /**
+   * The server ended the stream: requests are dropped until a new one ({@code
+   * GrpcStream::onRemoteClose}).
+   */
   private void streamEnded(long generation, Status status) {
     if (generation != streamGeneration || requestStream == null) {
       return;
     }
     requestStream = null;
     mux.onStreamClosed();
-    note("stream " + generation + " ended by the server: " + status.getCode()
-        + (status.getDescription() == null ? "" : " " + status.getDescription()));
+    note(
+        "stream "
+            + generation
+            + " ended by the server: "
+            + status.getCode()
+            + (status.getDescription() == null ? "" : " " + status.getDescription()));
     if (reconnectAfter != null) {
-      schedule(reconnectAfter, () -> {
-        if (requestStream == null && generation == streamGeneration) {
-          openStream();
-        }
-      });
+      schedule(
+          reconnectAfter,
+          () -> {
+            if (requestStream == null && generation == streamGeneration) {
+              openStream();
+            }
+          });
     }
   }
 
   private void receive(Message response) {
     if (response instanceof DiscoveryResponse sotw) {
       responsesReceived.computeIfAbsent(sotw.getTypeUrl(), t -> new AtomicLong()).incrementAndGet();
-      note("← " + EnvoyMux.shortType(sotw.getTypeUrl()) + " v=\"" + sotw.getVersionInfo() + "\" nonce=\""
-          + sotw.getNonce() + "\" " + sotw.getResourcesList().stream().map(EnvoyLikeClient::nameOf).toList());
+      note(
+          "← "
+              + EnvoyMux.shortType(sotw.getTypeUrl())
+              + " v=\""
+              + sotw.getVersionInfo()
+              + "\" nonce=\""
+              + sotw.getNonce()
+              + "\" "
+              + sotw.getResourcesList().stream().map(EnvoyLikeClient::nameOf).toList());
     } else if (response instanceof DeltaDiscoveryResponse delta) {
-      responsesReceived.computeIfAbsent(delta.getTypeUrl(), t -> new AtomicLong()).incrementAndGet();
-      note("← Δ " + EnvoyMux.shortType(delta.getTypeUrl()) + " v=\"" + delta.getSystemVersionInfo() + "\" nonce=\""
-          + delta.getNonce() + "\" +" + delta.getResourcesList().stream()
-              .map(resource -> resource.getName() + "@" + resource.getVersion()).toList()
-          + " -" + delta.getRemovedResourcesList());
+      responsesReceived
+          .computeIfAbsent(delta.getTypeUrl(), t -> new AtomicLong())
+          .incrementAndGet();
+      note(
+          "← Δ "
+              + EnvoyMux.shortType(delta.getTypeUrl())
+              + " v=\""
+              + delta.getSystemVersionInfo()
+              + "\" nonce=\""
+              + delta.getNonce()
+              + "\" +"
+              + delta.getResourcesList().stream()
+                  .map(resource -> resource.getName() + "@" + resource.getVersion())
+                  .toList()
+              + " -"
+              + delta.getRemovedResourcesList());
     }
     mux.onResponse(response);
   }
@@ -612,22 +749,42 @@ public final class EnvoyLikeClient implements AutoCloseable {
     checkOnMain();
     sotwRequests.add(request);
     count(request.getTypeUrl(), request.hasErrorDetail());
-    note("→ " + EnvoyMux.shortType(request.getTypeUrl()) + (request.hasErrorDetail() ? " NACK" : "")
-        + " v=\"" + request.getVersionInfo() + "\" nonce=\"" + request.getResponseNonce() + "\" "
-        + request.getResourceNamesList() + (request.hasNode() ? " node" : "")
-        + (request.hasErrorDetail() ? " (" + request.getErrorDetail().getMessage() + ")" : ""));
+    note(
+        "→ "
+            + EnvoyMux.shortType(request.getTypeUrl())
+            + (request.hasErrorDetail() ? " NACK" : "")
+            + " v=\""
+            + request.getVersionInfo()
+            + "\" nonce=\""
+            + request.getResponseNonce()
+            + "\" "
+            + request.getResourceNamesList()
+            + (request.hasNode() ? " node" : "")
+            + (request.hasErrorDetail() ? " (" + request.getErrorDetail().getMessage() + ")" : ""));
     outbox.add(() -> stream.onNext(request));
   }
 
-  private void send(ClientCallStreamObserver<DeltaDiscoveryRequest> stream, DeltaDiscoveryRequest request) {
+  private void send(
+      ClientCallStreamObserver<DeltaDiscoveryRequest> stream, DeltaDiscoveryRequest request) {
     checkOnMain();
     deltaRequests.add(request);
     count(request.getTypeUrl(), request.hasErrorDetail());
-    note("→ Δ " + EnvoyMux.shortType(request.getTypeUrl()) + (request.hasErrorDetail() ? " NACK" : "")
-        + " +" + request.getResourceNamesSubscribeList() + " -" + request.getResourceNamesUnsubscribeList()
-        + (request.getInitialResourceVersionsCount() == 0 ? "" : " initial" + new TreeMap<>(request.getInitialResourceVersionsMap()))
-        + " nonce=\"" + request.getResponseNonce() + "\"" + (request.hasNode() ? " node" : "")
-        + (request.hasErrorDetail() ? " (" + request.getErrorDetail().getMessage() + ")" : ""));
+    note(
+        "→ Δ "
+            + EnvoyMux.shortType(request.getTypeUrl())
+            + (request.hasErrorDetail() ? " NACK" : "")
+            + " +"
+            + request.getResourceNamesSubscribeList()
+            + " -"
+            + request.getResourceNamesUnsubscribeList()
+            + (request.getInitialResourceVersionsCount() == 0
+                ? ""
+                : " initial" + new TreeMap<>(request.getInitialResourceVersionsMap()))
+            + " nonce=\""
+            + request.getResponseNonce()
+            + "\""
+            + (request.hasNode() ? " node" : "")
+            + (request.hasErrorDetail() ? " (" + request.getErrorDetail().getMessage() + ")" : ""));
     outbox.add(() -> stream.onNext(request));
   }
 
@@ -655,7 +812,14 @@ public final class EnvoyLikeClient implements AutoCloseable {
 
   @Override
   public String toString() {
-    return "EnvoyLikeClient(" + mode + ", " + node.getId() + ", warming " + warmingClusters() + ", "
-        + warmings.stream().map(ClusterWarming::toString).collect(Collectors.joining("; ")) + ")";
+    return "EnvoyLikeClient("
+        + mode
+        + ", "
+        + node.getId()
+        + ", warming "
+        + warmingClusters()
+        + ", "
+        + warmings.stream().map(ClusterWarming::toString).collect(Collectors.joining("; "))
+        + ")";
   }
 }

@@ -24,21 +24,23 @@ import java.util.function.Consumer;
  * The model of LDS and RDS as far as xDS sees them: {@code LdsApiImpl}
  * (source/common/listener_manager/lds_api.cc) and one {@code RdsRouteConfigSubscription} per route
  * name an HttpConnectionManager names (source/common/rds/rds_route_config_subscription.cc, formerly
- * source/common/router/rds_impl.cc), shared by every listener
- * that names it, as {@code RouteConfigProviderManager} shares them. Listeners and routes are kept as
- * delivered; listener warming on RDS is not modelled. Confined to the client's main thread.
+ * source/common/router/rds_impl.cc), shared by every listener that names it, as {@code
+ * RouteConfigProviderManager} shares them. Listeners and routes are kept as delivered; listener
+ * warming on RDS is not modelled. Confined to the client's main thread.
  */
 final class EnvoyListenerManager {
 
-  private static final String HTTP_CONNECTION_MANAGER = TypeUrl.PREFIX + HttpConnectionManager.getDescriptor().getFullName();
+  private static final String HTTP_CONNECTION_MANAGER =
+      TypeUrl.PREFIX + HttpConnectionManager.getDescriptor().getFullName();
 
   private final EnvoyMux mux;
   private final Consumer<String> log;
   private final Map<String, Listener> listeners = new LinkedHashMap<>();
   private final Map<String, RouteConfiguration> routes = new LinkedHashMap<>();
+
   /**
-   * One watch per route name ever named. Envoy drops a route subscription only when the last listener
-   * holding it is destroyed, which for a replaced or removed listener is after its drain
+   * One watch per route name ever named. Envoy drops a route subscription only when the last
+   * listener holding it is destroyed, which for a replaced or removed listener is after its drain
    * (--drain-time-s, 600 s by default); within a test that is never, so the model keeps them.
    */
   private final Map<String, EnvoyMux.Watch> routeSubscriptions = new LinkedHashMap<>();
@@ -77,7 +79,8 @@ final class EnvoyListenerManager {
      * unusable listener is reported (NACK) after the rest are applied.
      */
     @Override
-    public void onConfigUpdate(List<DecodedResource> added, List<String> removed, String systemVersionInfo) {
+    public void onConfigUpdate(
+        List<DecodedResource> added, List<String> removed, String systemVersionInfo) {
       EnvoyMux.Resume resume = mux.pause(TypeUrl.ROUTE, TypeUrl.SCOPED_ROUTE, TypeUrl.SECRET);
       List<String> errors = new ArrayList<>();
       try {
@@ -89,7 +92,8 @@ final class EnvoyListenerManager {
             continue;
           }
           if (!names.add(listener.getName())) {
-            errors.add(listener.getName() + ": duplicate listener " + listener.getName() + " found");
+            errors.add(
+                listener.getName() + ": duplicate listener " + listener.getName() + " found");
             continue;
           }
           try {
@@ -113,25 +117,32 @@ final class EnvoyListenerManager {
   }
 
   /**
-   * {@code ListenerManagerImpl::addOrUpdateListener}, as far as xDS sees it: an API listener over LDS
-   * is refused ("can only be added via bootstrap configuration"); an HttpConnectionManager with
+   * {@code ListenerManagerImpl::addOrUpdateListener}, as far as xDS sees it: an API listener over
+   * LDS is refused ("can only be added via bootstrap configuration"); an HttpConnectionManager with
    * {@code rds} starts the subscription of its route name unless one exists.
    */
   private void addOrUpdateListener(Listener listener) {
     if (listener.hasApiListener()) {
-      log.accept("listener " + listener.getName() + " not added: an API listener can only be added via bootstrap");
+      log.accept(
+          "listener "
+              + listener.getName()
+              + " not added: an API listener can only be added via bootstrap");
       return;
     }
     Set<String> routeNames = routeNames(listener);
     listeners.put(listener.getName(), listener);
     for (String routeName : routeNames) {
       if (!routeSubscriptions.containsKey(routeName)) {
-        routeSubscriptions.put(routeName, mux.addWatch(TypeUrl.ROUTE, Set.of(routeName), new RdsCallbacks(routeName)));
+        routeSubscriptions.put(
+            routeName, mux.addWatch(TypeUrl.ROUTE, Set.of(routeName), new RdsCallbacks(routeName)));
       }
     }
   }
 
-  /** The {@code rds.route_config_name} of every HttpConnectionManager in the listener's filter chains. */
+  /**
+   * The {@code rds.route_config_name} of every HttpConnectionManager in the listener's filter
+   * chains.
+   */
   private static Set<String> routeNames(Listener listener) {
     List<FilterChain> chains = new ArrayList<>(listener.getFilterChainsList());
     if (listener.hasDefaultFilterChain()) {
@@ -165,7 +176,9 @@ final class EnvoyListenerManager {
       this.routeName = routeName;
     }
 
-    /** {@code RdsRouteConfigSubscription::onConfigUpdate}: exactly one configuration, of this name. */
+    /**
+     * {@code RdsRouteConfigSubscription::onConfigUpdate}: exactly one configuration, of this name.
+     */
     @Override
     public void onConfigUpdate(List<DecodedResource> resources, String versionInfo) {
       if (resources.isEmpty()) {
@@ -174,17 +187,26 @@ final class EnvoyListenerManager {
       if (resources.size() != 1) {
         throw new RejectedUpdate("Unexpected RDS resource length: " + resources.size());
       }
-      if (!(resources.get(0).resource() instanceof RouteConfiguration route) || !route.getName().equals(routeName)) {
-        throw new RejectedUpdate("Unexpected RDS configuration (expecting " + routeName + "): " + resources.get(0).name());
+      if (!(resources.get(0).resource() instanceof RouteConfiguration route)
+          || !route.getName().equals(routeName)) {
+        throw new RejectedUpdate(
+            "Unexpected RDS configuration (expecting "
+                + routeName
+                + "): "
+                + resources.get(0).name());
       }
       routes.put(routeName, route);
     }
 
     /** Delta: a removal is logged and ignored ("attempting to remove a resource … Ignoring"). */
     @Override
-    public void onConfigUpdate(List<DecodedResource> added, List<String> removed, String systemVersionInfo) {
+    public void onConfigUpdate(
+        List<DecodedResource> added, List<String> removed, String systemVersionInfo) {
       if (!removed.isEmpty()) {
-        log.accept("Server sent a delta RDS update attempting to remove a resource (name: " + removed.get(0) + "). Ignoring.");
+        log.accept(
+            "Server sent a delta RDS update attempting to remove a resource (name: "
+                + removed.get(0)
+                + "). Ignoring.");
       }
       if (!added.isEmpty()) {
         onConfigUpdate(added, systemVersionInfo);

@@ -14,20 +14,26 @@ import java.util.Set;
 import java.util.function.Consumer;
 
 /**
- * What {@link EnvoyLikeClient}'s subscribers see of its ADS mux, the model's {@code Config::GrpcMux}
- * (envoy/config/grpc_mux.h): watches per type, pausing a type, and a stream to send on. Two
- * implementations: {@link EnvoySotwMux} ({@code GrpcMuxImpl}) and {@link EnvoyDeltaMux}
- * ({@code NewGrpcMuxImpl}). Everything here runs on the client's main thread.
+ * What {@link EnvoyLikeClient}'s subscribers see of its ADS mux, the model's {@code
+ * Config::GrpcMux} (envoy/config/grpc_mux.h): watches per type, pausing a type, and a stream to
+ * send on. Two implementations: {@link EnvoySotwMux} ({@code GrpcMuxImpl}) and {@link
+ * EnvoyDeltaMux} ({@code NewGrpcMuxImpl}). Everything here runs on the client's main thread.
  */
 interface EnvoyMux {
 
   /** A subscriber's interest in some names of one type; empty names are the (legacy) wildcard. */
   interface Watch {
-    /** The subscriber is gone: {@code ~GrpcMuxWatchImpl} (SotW) or {@code NewGrpcMuxImpl::removeWatch} (Delta). */
+    /**
+     * The subscriber is gone: {@code ~GrpcMuxWatchImpl} (SotW) or {@code
+     * NewGrpcMuxImpl::removeWatch} (Delta).
+     */
     void remove();
   }
 
-  /** Releases one pause of the types it was taken for ({@code ScopedResume}); a second call does nothing. */
+  /**
+   * Releases one pause of the types it was taken for ({@code ScopedResume}); a second call does
+   * nothing.
+   */
   interface Resume extends Runnable {}
 
   /** {@code GrpcMux::addWatch}: subscribes {@code names} of {@code type} for {@code callbacks}. */
@@ -39,14 +45,20 @@ interface EnvoyMux {
   /** A new stream is open and {@code sender} writes to it ({@code onStreamEstablished}). */
   void onStreamEstablished(Consumer<Message> sender);
 
-  /** The stream is gone; requests are dropped until the next one ({@code grpcStreamAvailable() == false}). */
+  /**
+   * The stream is gone; requests are dropped until the next one ({@code grpcStreamAvailable() ==
+   * false}).
+   */
   void onStreamClosed();
 
   /** A response arrived on the current stream: a DiscoveryResponse or a DeltaDiscoveryResponse. */
   void onResponse(Message response);
 
   /** Why a subscription's update failed ({@code Envoy::Config::ConfigUpdateFailureReason}). */
-  enum FailureReason { FETCH_TIMED_OUT, UPDATE_REJECTED }
+  enum FailureReason {
+    FETCH_TIMED_OUT,
+    UPDATE_REJECTED
+  }
 
   /**
    * A subscriber ({@code Config::SubscriptionCallbacks}). An implementation rejects an update by
@@ -57,12 +69,16 @@ interface EnvoyMux {
     void onConfigUpdate(List<DecodedResource> resources, String versionInfo);
 
     /** Delta: what was added or changed, and what the server removed. */
-    void onConfigUpdate(List<DecodedResource> added, List<String> removed, String systemVersionInfo);
+    void onConfigUpdate(
+        List<DecodedResource> added, List<String> removed, String systemVersionInfo);
 
     void onConfigUpdateFailed(FailureReason reason);
   }
 
-  /** An update a subscriber refused, or a response the mux could not decode: its message goes in error_detail. */
+  /**
+   * An update a subscriber refused, or a response the mux could not decode: its message goes in
+   * error_detail.
+   */
   final class RejectedUpdate extends RuntimeException {
     RejectedUpdate(String message) {
       super(message);
@@ -76,21 +92,26 @@ interface EnvoyMux {
    */
   record DecodedResource(String name, String version, Message resource) {
 
-    /** The message types the model understands; anything else is rejected as Envoy's decoder would. */
-    private static final List<TypeUrl> KNOWN = List.of(TypeUrl.CLUSTER, TypeUrl.ENDPOINT, TypeUrl.LISTENER, TypeUrl.ROUTE);
+    /**
+     * The message types the model understands; anything else is rejected as Envoy's decoder would.
+     */
+    private static final List<TypeUrl> KNOWN =
+        List.of(TypeUrl.CLUSTER, TypeUrl.ENDPOINT, TypeUrl.LISTENER, TypeUrl.ROUTE);
 
     /**
-     * A SotW resource: an Any of the type, or a {@code Resource} wrapper around one
-     * ({@code DecodedResourceImpl::fromResource}). Throws {@link RejectedUpdate} where Envoy throws.
+     * A SotW resource: an Any of the type, or a {@code Resource} wrapper around one ({@code
+     * DecodedResourceImpl::fromResource}). Throws {@link RejectedUpdate} where Envoy throws.
      */
     static DecodedResource fromSotw(TypeUrl type, Any any, String versionInfo) {
       if (any.is(Resource.class)) {
         Resource wrapper = unpack(any, Resource.class);
-        return fromDelta(type, wrapper, wrapper.getVersion().isEmpty() ? versionInfo : wrapper.getVersion());
+        return fromDelta(
+            type, wrapper, wrapper.getVersion().isEmpty() ? versionInfo : wrapper.getVersion());
       }
       // GrpcMuxImpl::onDiscoveryResponse: "does not match the message-wide type URL".
       if (!any.getTypeUrl().equals(type.url())) {
-        throw new RejectedUpdate(any.getTypeUrl() + " does not match the message-wide type URL " + type.url());
+        throw new RejectedUpdate(
+            any.getTypeUrl() + " does not match the message-wide type URL " + type.url());
       }
       Message message = unpack(type, any);
       return new DecodedResource(nameOf(message), versionInfo, message);
@@ -109,8 +130,12 @@ interface EnvoyMux {
         throw new RejectedUpdate("the model has no decoder for " + type.url());
       }
       if (!any.getTypeUrl().equals(type.url())) {
-        throw new RejectedUpdate("type URL " + any.getTypeUrl() + " embedded in an individual Any does not match "
-            + "the message-wide type URL " + type.url());
+        throw new RejectedUpdate(
+            "type URL "
+                + any.getTypeUrl()
+                + " embedded in an individual Any does not match "
+                + "the message-wide type URL "
+                + type.url());
       }
       return unpack(any, type.prototype().orElseThrow().getClass().asSubclass(Message.class));
     }
@@ -119,11 +144,15 @@ interface EnvoyMux {
       try {
         return any.unpack(messageClass);
       } catch (InvalidProtocolBufferException e) {
-        throw new RejectedUpdate("Unable to unpack as " + messageClass.getSimpleName() + ": " + e.getMessage());
+        throw new RejectedUpdate(
+            "Unable to unpack as " + messageClass.getSimpleName() + ": " + e.getMessage());
       }
     }
 
-    /** The name field each type's decoder reads: {@code SubscriptionBase(…, "name" | "cluster_name")}. */
+    /**
+     * The name field each type's decoder reads: {@code SubscriptionBase(…, "name" |
+     * "cluster_name")}.
+     */
     static String nameOf(Message message) {
       if (message instanceof Cluster cluster) {
         return cluster.getName();
@@ -134,7 +163,8 @@ interface EnvoyMux {
       } else if (message instanceof RouteConfiguration route) {
         return route.getName();
       }
-      throw new RejectedUpdate("no name field known for " + message.getDescriptorForType().getFullName());
+      throw new RejectedUpdate(
+          "no name field known for " + message.getDescriptorForType().getFullName());
     }
   }
 

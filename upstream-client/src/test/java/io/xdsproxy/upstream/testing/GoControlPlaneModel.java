@@ -28,27 +28,28 @@ import java.util.function.Function;
 
 /**
  * An executable model of go-control-plane (github.com/envoyproxy/go-control-plane) as the proxy's
- * upstream: a real ADS server on loopback, SotW and Delta, whose request handling follows go's source
- * rule by rule — each class cites the file and function it follows, so it can be read against the
- * original. Node groups are {@code node.cluster} (go's {@code NodeHash} returning the cluster).
+ * upstream: a real ADS server on loopback, SotW and Delta, whose request handling follows go's
+ * source rule by rule — each class cites the file and function it follows, so it can be read
+ * against the original. Node groups are {@code node.cluster} (go's {@code NodeHash} returning the
+ * cluster).
  *
- * <p>Three flavours, each the server of {@code pkg/server/v3} ({@code NewServer}, SotW unordered — no
- * {@code WithOrderedADS} — and legacy wildcard active) over a different cache:
+ * <p>Three flavours, each the server of {@code pkg/server/v3} ({@code NewServer}, SotW unordered —
+ * no {@code WithOrderedADS} — and legacy wildcard active) over a different cache:
  *
  * <ul>
- *   <li>{@link Flavour#SNAPSHOT}: HEAD (2b88c16) over {@code NewSnapshotCache(true, …)}, snapshots made
- *       with {@code NewSnapshot(version, resources)} — {@link GoSotwStream}, {@link GoDeltaStream},
- *       {@link GoSnapshotCache}.
- *   <li>{@link Flavour#SNAPSHOT_V0_13_4}: the same at tag v0.13.4, before subscriptions, where the SotW
- *       cache's rule for re-subscribed names is go-control-plane#583 — {@link GoSotwStreamV013},
- *       {@link GoDeltaStreamV013}, {@link GoSnapshotCacheV013}.
+ *   <li>{@link Flavour#SNAPSHOT}: HEAD (2b88c16) over {@code NewSnapshotCache(true, …)}, snapshots
+ *       made with {@code NewSnapshot(version, resources)} — {@link GoSotwStream}, {@link
+ *       GoDeltaStream}, {@link GoSnapshotCache}.
+ *   <li>{@link Flavour#SNAPSHOT_V0_13_4}: the same at tag v0.13.4, before subscriptions, where the
+ *       SotW cache's rule for re-subscribed names is go-control-plane#583 — {@link
+ *       GoSotwStreamV013}, {@link GoDeltaStreamV013}, {@link GoSnapshotCacheV013}.
  *   <li>{@link Flavour#LINEAR}: HEAD with one {@code LinearCache} per node group and type behind a
  *       {@code MuxCache}, per-resource versions under {@link GoLinearCaches#VERSION_PREFIX} —
  *       {@link GoSotwStream}, {@link GoDeltaStream}, {@link GoLinearCaches}.
  * </ul>
  *
- * <p>Each stream's state is confined to its own serializing context ({@link GoStreamLink}); the caches
- * lock as go's do. {@link #setDoNotCache} is a test extension go does not have.
+ * <p>Each stream's state is confined to its own serializing context ({@link GoStreamLink}); the
+ * caches lock as go's do. {@link #setDoNotCache} is a test extension go does not have.
  */
 public final class GoControlPlaneModel implements UpstreamControlPlane {
 
@@ -68,7 +69,8 @@ public final class GoControlPlaneModel implements UpstreamControlPlane {
   /** What differs between flavours: the stream handlers and where a snapshot goes. */
   private record Backend(
       Function<GoStreamLink<DiscoveryResponse>, GoStreamLink.Handler<DiscoveryRequest>> sotw,
-      Function<GoStreamLink<DeltaDiscoveryResponse>, GoStreamLink.Handler<DeltaDiscoveryRequest>> delta,
+      Function<GoStreamLink<DeltaDiscoveryResponse>, GoStreamLink.Handler<DeltaDiscoveryRequest>>
+          delta,
       BiConsumer<String, GoSnapshot> snapshots) {}
 
   /** Who opened a stream, and whether it is still open. */
@@ -80,11 +82,13 @@ public final class GoControlPlaneModel implements UpstreamControlPlane {
 
   private final String name;
   private final Backend backend;
-  private final ExecutorService drainer = Executors.newCachedThreadPool(runnable -> {
-    Thread thread = new Thread(runnable, "go-control-plane-model");
-    thread.setDaemon(true);
-    return thread;
-  });
+  private final ExecutorService drainer =
+      Executors.newCachedThreadPool(
+          runnable -> {
+            Thread thread = new Thread(runnable, "go-control-plane-model");
+            thread.setDaemon(true);
+            return thread;
+          });
   private final AtomicLong streamIds = new AtomicLong();
   private final Map<Long, StreamRecord> streams = new ConcurrentSkipListMap<>();
   private final List<DiscoveryRequest> requests = new CopyOnWriteArrayList<>();
@@ -106,31 +110,42 @@ public final class GoControlPlaneModel implements UpstreamControlPlane {
   }
 
   /**
-   * HEAD's server over any cache, as go's {@code server.NewServer} takes any {@code ConfigWatcher}: for
-   * tests that need a cache misbehaving the way go's own server tests make one. It takes no snapshots.
+   * HEAD's server over any cache, as go's {@code server.NewServer} takes any {@code ConfigWatcher}:
+   * for tests that need a cache misbehaving the way go's own server tests make one. It takes no
+   * snapshots.
    */
   static GoControlPlaneModel headServerOver(String name, GoCache cache) throws IOException {
-    return new GoControlPlaneModel(name, new Backend(link -> new GoSotwStream(cache, link),
-        link -> new GoDeltaStream(cache, link), (group, snapshot) -> {
-          throw new UnsupportedOperationException(name + " takes no snapshots");
-        }));
+    return new GoControlPlaneModel(
+        name,
+        new Backend(
+            link -> new GoSotwStream(cache, link),
+            link -> new GoDeltaStream(cache, link),
+            (group, snapshot) -> {
+              throw new UnsupportedOperationException(name + " takes no snapshots");
+            }));
   }
 
   private static Backend backend(Flavour flavour) {
     return switch (flavour) {
       case SNAPSHOT -> {
         GoSnapshotCache cache = new GoSnapshotCache();
-        yield new Backend(link -> new GoSotwStream(cache, link), link -> new GoDeltaStream(cache, link),
+        yield new Backend(
+            link -> new GoSotwStream(cache, link),
+            link -> new GoDeltaStream(cache, link),
             cache::setSnapshot);
       }
       case SNAPSHOT_V0_13_4 -> {
         GoSnapshotCacheV013 cache = new GoSnapshotCacheV013();
-        yield new Backend(link -> new GoSotwStreamV013(cache, link), link -> new GoDeltaStreamV013(cache, link),
+        yield new Backend(
+            link -> new GoSotwStreamV013(cache, link),
+            link -> new GoDeltaStreamV013(cache, link),
             cache::setSnapshot);
       }
       case LINEAR -> {
         GoLinearCaches caches = new GoLinearCaches();
-        yield new Backend(link -> new GoSotwStream(caches, link), link -> new GoDeltaStream(caches, link),
+        yield new Backend(
+            link -> new GoSotwStream(caches, link),
+            link -> new GoDeltaStream(caches, link),
             caches::update);
       }
     };
@@ -147,9 +162,9 @@ public final class GoControlPlaneModel implements UpstreamControlPlane {
   }
 
   /**
-   * SnapshotCache flavours: {@code SetSnapshot(group, NewSnapshot(snapshot's version, its resources))}.
-   * LinearCache: each type's cache gets an {@code UpdateResources} with what differs; the snapshot's
-   * version is not used, LinearCache keeps its own.
+   * SnapshotCache flavours: {@code SetSnapshot(group, NewSnapshot(snapshot's version, its
+   * resources))}. LinearCache: each type's cache gets an {@code UpdateResources} with what differs;
+   * the snapshot's version is not used, LinearCache keeps its own.
    */
   @Override
   public void setSnapshot(String group, Snapshot snapshot) {
@@ -163,13 +178,18 @@ public final class GoControlPlaneModel implements UpstreamControlPlane {
 
   @Override
   public synchronized void start() throws IOException {
-    server = SamePort.start(() -> NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port))
-        .addService(new Service())
-        .build());
+    server =
+        SamePort.start(
+            () ->
+                NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port))
+                    .addService(new Service())
+                    .build());
     port = server.getPort();
   }
 
-  /** Stops serving and cuts every open stream (its watches cancelled), as a crashed go server would. */
+  /**
+   * Stops serving and cuts every open stream (its watches cancelled), as a crashed go server would.
+   */
   @Override
   public synchronized void stop() throws InterruptedException {
     server.shutdownNow();
@@ -179,18 +199,30 @@ public final class GoControlPlaneModel implements UpstreamControlPlane {
 
   @Override
   public List<String> streamGroups() {
-    return streams.values().stream().map(stream -> stream.node).filter(Objects::nonNull).map(Node::getCluster).toList();
+    return streams.values().stream()
+        .map(stream -> stream.node)
+        .filter(Objects::nonNull)
+        .map(Node::getCluster)
+        .toList();
   }
 
   @Override
   public List<String> streamNodeIds() {
-    return streams.values().stream().map(stream -> stream.node).filter(Objects::nonNull).map(Node::getId).toList();
+    return streams.values().stream()
+        .map(stream -> stream.node)
+        .filter(Objects::nonNull)
+        .map(Node::getId)
+        .toList();
   }
 
   @Override
   public List<String> openStreamNodeIds() {
-    return streams.values().stream().filter(stream -> stream.open).map(stream -> stream.node)
-        .filter(Objects::nonNull).map(Node::getId).toList();
+    return streams.values().stream()
+        .filter(stream -> stream.open)
+        .map(stream -> stream.node)
+        .filter(Objects::nonNull)
+        .map(Node::getId)
+        .toList();
   }
 
   @Override
@@ -221,21 +253,25 @@ public final class GoControlPlaneModel implements UpstreamControlPlane {
   }
 
   /**
-   * Binds one gRPC stream to its handler: every request is recorded, then handed to the handler in the
-   * stream's context; the stream's end, whichever side ends it, closes the handler once.
+   * Binds one gRPC stream to its handler: every request is recorded, then handed to the handler in
+   * the stream's context; the stream's end, whichever side ends it, closes the handler once.
    */
-  private <Q, R> StreamObserver<Q> open(StreamObserver<R> responses, Function<GoStreamLink<R>, GoStreamLink.Handler<Q>> factory,
-      List<Q> recorded, Function<Q, Node> nodeOf) {
+  private <Q, R> StreamObserver<Q> open(
+      StreamObserver<R> responses,
+      Function<GoStreamLink<R>, GoStreamLink.Handler<Q>> factory,
+      List<Q> recorded,
+      Function<Q, Node> nodeOf) {
     long id = streamIds.incrementAndGet();
     ServerCallStreamObserver<R> out = (ServerCallStreamObserver<R>) responses;
     GoStreamLink<R> link = new GoStreamLink<>(id, out, drainer, this.responses::incrementAndGet);
     GoStreamLink.Handler<Q> handler = factory.apply(link);
     link.attach(handler);
     StreamRecord record = new StreamRecord();
-    record.close = () -> {
-      record.open = false;
-      link.run(handler::close);
-    };
+    record.close =
+        () -> {
+          record.open = false;
+          link.run(handler::close);
+        };
     streams.put(id, record);
     out.setOnCancelHandler(record.close);
     return new StreamObserver<>() {
@@ -257,10 +293,11 @@ public final class GoControlPlaneModel implements UpstreamControlPlane {
       @Override
       public void onCompleted() {
         record.open = false;
-        link.run(() -> {
-          handler.close();
-          link.complete();
-        });
+        link.run(
+            () -> {
+              handler.close();
+              link.complete();
+            });
       }
     };
   }
@@ -268,14 +305,23 @@ public final class GoControlPlaneModel implements UpstreamControlPlane {
   private final class Service extends AggregatedDiscoveryServiceImplBase {
 
     @Override
-    public StreamObserver<DiscoveryRequest> streamAggregatedResources(StreamObserver<DiscoveryResponse> responses) {
-      return open(responses, backend.sotw(), requests, request -> request.hasNode() ? request.getNode() : null);
+    public StreamObserver<DiscoveryRequest> streamAggregatedResources(
+        StreamObserver<DiscoveryResponse> responses) {
+      return open(
+          responses,
+          backend.sotw(),
+          requests,
+          request -> request.hasNode() ? request.getNode() : null);
     }
 
     @Override
     public StreamObserver<DeltaDiscoveryRequest> deltaAggregatedResources(
         StreamObserver<DeltaDiscoveryResponse> responses) {
-      return open(responses, backend.delta(), deltaRequests, request -> request.hasNode() ? request.getNode() : null);
+      return open(
+          responses,
+          backend.delta(),
+          deltaRequests,
+          request -> request.hasNode() ? request.getNode() : null);
     }
   }
 }

@@ -45,15 +45,17 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /**
- * The go-control-plane models, each rule shown by a real exchange with a raw ADS client on loopback.
- * Tests of a rule all three flavours share run over each; a rule where they differ has a test per
- * behaviour, named for the flavour that has it.
+ * The go-control-plane models, each rule shown by a real exchange with a raw ADS client on
+ * loopback. Tests of a rule all three flavours share run over each; a rule where they differ has a
+ * test per behaviour, named for the flavour that has it.
  */
 class GoControlPlaneModelTest {
 
   private static final Duration WAIT = Duration.ofSeconds(5);
+
   /** How long "no response" is watched for: the model answers in milliseconds when it answers. */
   private static final Duration QUIET = Duration.ofMillis(300);
+
   private static final String GROUP = "fleet";
   private static final Node NODE = Node.newBuilder().setId("gocp-client").setCluster(GROUP).build();
   private static final String CDS = Resources.V3.CLUSTER_TYPE_URL;
@@ -61,7 +63,8 @@ class GoControlPlaneModelTest {
   private static final String LDS = Resources.V3.LISTENER_TYPE_URL;
   private static final String RDS = Resources.V3.ROUTE_TYPE_URL;
   private static final String SDS = Resources.V3.SECRET_TYPE_URL;
-  private static final String RESOURCE_TYPE = "type.googleapis.com/envoy.service.discovery.v3.Resource";
+  private static final String RESOURCE_TYPE =
+      "type.googleapis.com/envoy.service.discovery.v3.Resource";
 
   private UpstreamControlPlane controlPlane;
   private ManagedChannel channel;
@@ -88,7 +91,9 @@ class GoControlPlaneModelTest {
   // ---- SotW server (pkg/server/sotw/v3/xds.go process) ----
 
   @ParameterizedTest
-  @EnumSource(value = ControlPlaneKind.class, names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013", "GO_LINEAR"})
+  @EnumSource(
+      value = ControlPlaneKind.class,
+      names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013", "GO_LINEAR"})
   void theFirstRequestWithNoNamesIsALegacyWildcard(ControlPlaneKind kind) throws Exception {
     start(kind);
     publish("1", gen("a", "b"), gen("a", "b"));
@@ -98,7 +103,9 @@ class GoControlPlaneModelTest {
   }
 
   @ParameterizedTest
-  @EnumSource(value = ControlPlaneKind.class, names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013", "GO_LINEAR"})
+  @EnumSource(
+      value = ControlPlaneKind.class,
+      names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013", "GO_LINEAR"})
   void aStaleNonceWhileAResponseIsUnacknowledgedIsIgnored(ControlPlaneKind kind) throws Exception {
     start(kind);
     publish("1", gen("a", "b"), gen());
@@ -112,7 +119,9 @@ class GoControlPlaneModelTest {
   }
 
   @ParameterizedTest
-  @EnumSource(value = ControlPlaneKind.class, names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013", "GO_LINEAR"})
+  @EnumSource(
+      value = ControlPlaneKind.class,
+      names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013", "GO_LINEAR"})
   void anEmptyNonceAfterAResponseIsIgnored(ControlPlaneKind kind) throws Exception {
     start(kind);
     publish("1", gen("a", "b"), gen());
@@ -125,12 +134,15 @@ class GoControlPlaneModelTest {
   }
 
   /**
-   * The nonce checked is the watch's, and a watch an accepted request created has none until it sends:
-   * once the last response is ACKed and nothing new is sent, any nonce is accepted again.
+   * The nonce checked is the watch's, and a watch an accepted request created has none until it
+   * sends: once the last response is ACKed and nothing new is sent, any nonce is accepted again.
    */
   @ParameterizedTest
-  @EnumSource(value = ControlPlaneKind.class, names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013", "GO_LINEAR"})
-  void anEmptyNonceIsAcceptedOnceTheLastResponseWasAcknowledged(ControlPlaneKind kind) throws Exception {
+  @EnumSource(
+      value = ControlPlaneKind.class,
+      names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013", "GO_LINEAR"})
+  void anEmptyNonceIsAcceptedOnceTheLastResponseWasAcknowledged(ControlPlaneKind kind)
+      throws Exception {
     start(kind);
     publish("1", gen("a", "b"), gen());
     Sotw client = new Sotw();
@@ -140,7 +152,9 @@ class GoControlPlaneModelTest {
   }
 
   @ParameterizedTest
-  @EnumSource(value = ControlPlaneKind.class, names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013", "GO_LINEAR"})
+  @EnumSource(
+      value = ControlPlaneKind.class,
+      names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013", "GO_LINEAR"})
   void withoutAnAckNoFurtherUpdateOfThatTypeIsSent(ControlPlaneKind kind) throws Exception {
     start(kind);
     publish("1", gen("a", "b"), gen());
@@ -155,7 +169,9 @@ class GoControlPlaneModelTest {
   }
 
   @ParameterizedTest
-  @EnumSource(value = ControlPlaneKind.class, names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013", "GO_LINEAR"})
+  @EnumSource(
+      value = ControlPlaneKind.class,
+      names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013", "GO_LINEAR"})
   void openWatchesAreAnsweredInResponseTypeOrder(ControlPlaneKind kind) throws Exception {
     start(kind);
     publish("1", gen("a", "b"), gen("a", "b"), gen("l"), gen("r"));
@@ -169,13 +185,20 @@ class GoControlPlaneModelTest {
     publish("2", Map.of("a", 2, "b", 2), Map.of("a", 2, "b", 2), Map.of("l", 2), Map.of("r", 2));
 
     assertThat(List.of(client.next(), client.next(), client.next(), client.next()))
-        .extracting(DiscoveryResponse::getTypeUrl).containsExactly(CDS, EDS, LDS, RDS);
+        .extracting(DiscoveryResponse::getTypeUrl)
+        .containsExactly(CDS, EDS, LDS, RDS);
   }
 
-  /** go-control-plane#46 and #962: a NACK carries the last accepted version, which differs, so the cache answers. */
+  /**
+   * go-control-plane#46 and #962: a NACK carries the last accepted version, which differs, so the
+   * cache answers.
+   */
   @ParameterizedTest
-  @EnumSource(value = ControlPlaneKind.class, names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013"})
-  void aNackIsAnsweredWithTheSameConfigurationAtOnceEveryTime(ControlPlaneKind kind) throws Exception {
+  @EnumSource(
+      value = ControlPlaneKind.class,
+      names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013"})
+  void aNackIsAnsweredWithTheSameConfigurationAtOnceEveryTime(ControlPlaneKind kind)
+      throws Exception {
     start(kind);
     publish("1", gen(), gen("a", "b"));
     Sotw client = new Sotw();
@@ -189,10 +212,12 @@ class GoControlPlaneModelTest {
     client.nack("1", again, "a", "b");
     DiscoveryResponse andAgain = client.next();
 
-    assertThat(List.of(again, andAgain)).allSatisfy(response -> {
-      assertThat(response.getVersionInfo()).isEqualTo("2");
-      assertThat(response.getResourcesList()).isEqualTo(rejected.getResourcesList());
-    });
+    assertThat(List.of(again, andAgain))
+        .allSatisfy(
+            response -> {
+              assertThat(response.getVersionInfo()).isEqualTo("2");
+              assertThat(response.getResourcesList()).isEqualTo(rejected.getResourcesList());
+            });
   }
 
   /** LinearCache compares with what the stream was sent, not with the request's version. */
@@ -216,7 +241,9 @@ class GoControlPlaneModelTest {
   // ---- Subscriptions (pkg/server/stream/v3/subscription.go; v0.13.4 has none) ----
 
   @ParameterizedTest
-  @EnumSource(value = ControlPlaneKind.class, names = {"GO_SNAPSHOT", "GO_LINEAR"})
+  @EnumSource(
+      value = ControlPlaneKind.class,
+      names = {"GO_SNAPSHOT", "GO_LINEAR"})
   void anEmptyListAfterANameSubscribesToNothing(ControlPlaneKind kind) throws Exception {
     start(kind);
     publish("1", gen("a", "b"), gen());
@@ -247,7 +274,9 @@ class GoControlPlaneModelTest {
   }
 
   @ParameterizedTest
-  @EnumSource(value = ControlPlaneKind.class, names = {"GO_SNAPSHOT", "GO_LINEAR"})
+  @EnumSource(
+      value = ControlPlaneKind.class,
+      names = {"GO_SNAPSHOT", "GO_LINEAR"})
   void anExplicitWildcardSubscribesToEverything(ControlPlaneKind kind) throws Exception {
     start(kind);
     publish("1", gen("a", "b"), gen());
@@ -281,8 +310,11 @@ class GoControlPlaneModelTest {
   // ---- SnapshotCache (pkg/cache/v3/simple.go createResponse; v0.13.4 CreateWatch, respond) ----
 
   @ParameterizedTest
-  @EnumSource(value = ControlPlaneKind.class, names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013"})
-  void aRequestThatOmitsAResourceOfTheSnapshotIsDroppedWithoutAWatch(ControlPlaneKind kind) throws Exception {
+  @EnumSource(
+      value = ControlPlaneKind.class,
+      names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013"})
+  void aRequestThatOmitsAResourceOfTheSnapshotIsDroppedWithoutAWatch(ControlPlaneKind kind)
+      throws Exception {
     start(kind);
     publish("1", gen(), gen("a", "b"));
     Sotw client = new Sotw();
@@ -292,7 +324,8 @@ class GoControlPlaneModelTest {
     publish("2", gen(), Map.of("a", 2, "b", 2));
     client.expectNothing();
 
-    assertThat(names(client.ask(EDS, "", "", "a", "b", "not-in-the-snapshot"))).containsExactly("a", "b");
+    assertThat(names(client.ask(EDS, "", "", "a", "b", "not-in-the-snapshot")))
+        .containsExactly("a", "b");
   }
 
   @Test
@@ -335,9 +368,13 @@ class GoControlPlaneModelTest {
     client.expectNothing();
   }
 
-  /** go-control-plane#583, fixed at HEAD by pruning what was returned when a name is unsubscribed. */
+  /**
+   * go-control-plane#583, fixed at HEAD by pruning what was returned when a name is unsubscribed.
+   */
   @ParameterizedTest
-  @EnumSource(value = ControlPlaneKind.class, names = {"GO_SNAPSHOT", "GO_LINEAR"})
+  @EnumSource(
+      value = ControlPlaneKind.class,
+      names = {"GO_SNAPSHOT", "GO_LINEAR"})
   void aNameSubscribedAgainAtAnUnchangedVersionIsSentAgain(ControlPlaneKind kind) throws Exception {
     start(kind);
     publish("1", gen(), gen("a"));
@@ -351,7 +388,10 @@ class GoControlPlaneModelTest {
     assertThat(names(client.next())).containsExactly("a");
   }
 
-  /** go-control-plane#583: the name is still known from the last answer, and the version has not changed. */
+  /**
+   * go-control-plane#583: the name is still known from the last answer, and the version has not
+   * changed.
+   */
   @Test
   void v0134DoesNotAnswerANameSubscribedAgainFromTheLastResponse() throws Exception {
     start(ControlPlaneKind.GO_SNAPSHOT_V013);
@@ -367,11 +407,12 @@ class GoControlPlaneModelTest {
   }
 
   /**
-   * A snapshot republished at the same version answers no watch; the next request at that version gets
-   * what the stream was not sent yet: the new endpoint alone, but every cluster (full state).
+   * A snapshot republished at the same version answers no watch; the next request at that version
+   * gets what the stream was not sent yet: the new endpoint alone, but every cluster (full state).
    */
   @Test
-  void aRequestAtTheCurrentVersionGetsWhatTheStreamWasNotSentOrEverythingForFullStateTypes() throws Exception {
+  void aRequestAtTheCurrentVersionGetsWhatTheStreamWasNotSentOrEverythingForFullStateTypes()
+      throws Exception {
     start(ControlPlaneKind.GO_SNAPSHOT);
     publish("1", gen("a"), gen("a"));
     Sotw client = new Sotw();
@@ -384,12 +425,15 @@ class GoControlPlaneModelTest {
     publish("1", gen("a", "b"), gen("a", "b"));
     client.expectNothing();
 
-    assertThat(names(client.ask(CDS, "1", clusters.getNonce(), "a", "b"))).containsExactly("a", "b");
+    assertThat(names(client.ask(CDS, "1", clusters.getNonce(), "a", "b")))
+        .containsExactly("a", "b");
     assertThat(names(client.ask(EDS, "1", endpoints.getNonce(), "a", "b"))).containsExactly("b");
   }
 
   @ParameterizedTest
-  @EnumSource(value = ControlPlaneKind.class, names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013"})
+  @EnumSource(
+      value = ControlPlaneKind.class,
+      names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013"})
   void aSnapshotChangeResendsEveryOpenTypeWhole(ControlPlaneKind kind) throws Exception {
     start(kind);
     publish("1", gen("a", "b"), gen("a", "b"));
@@ -424,8 +468,11 @@ class GoControlPlaneModelTest {
   }
 
   @ParameterizedTest
-  @EnumSource(value = ControlPlaneKind.class, names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013"})
-  void aRequestWithoutVersionIsAnsweredWithEverySubscribedResource(ControlPlaneKind kind) throws Exception {
+  @EnumSource(
+      value = ControlPlaneKind.class,
+      names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013"})
+  void aRequestWithoutVersionIsAnsweredWithEverySubscribedResource(ControlPlaneKind kind)
+      throws Exception {
     start(kind);
     publish("1", gen(), gen("a", "b"));
     Sotw client = new Sotw();
@@ -435,9 +482,13 @@ class GoControlPlaneModelTest {
     assertThat(names(client.ask(EDS, "", first.getNonce(), "a", "b"))).containsExactly("a", "b");
   }
 
-  /** replyEvenIfEmpty: the client may know nothing, but the answer holds only what changed for the stream. */
+  /**
+   * replyEvenIfEmpty: the client may know nothing, but the answer holds only what changed for the
+   * stream.
+   */
   @Test
-  void theLinearCacheAnswersARequestWithoutVersionWithAnEmptyResponseWhenNothingChanged() throws Exception {
+  void theLinearCacheAnswersARequestWithoutVersionWithAnEmptyResponseWhenNothingChanged()
+      throws Exception {
     start(ControlPlaneKind.GO_LINEAR);
     publish("1", gen(), gen("a", "b"));
     Sotw client = new Sotw();
@@ -465,8 +516,11 @@ class GoControlPlaneModelTest {
   }
 
   @ParameterizedTest
-  @EnumSource(value = ControlPlaneKind.class, names = {"GO_SNAPSHOT", "GO_LINEAR"})
-  void aNewStreamAtTheCurrentVersionIsAnsweredWithEverything(ControlPlaneKind kind) throws Exception {
+  @EnumSource(
+      value = ControlPlaneKind.class,
+      names = {"GO_SNAPSHOT", "GO_LINEAR"})
+  void aNewStreamAtTheCurrentVersionIsAnsweredWithEverything(ControlPlaneKind kind)
+      throws Exception {
     start(kind);
     publish("1", gen("a", "b"), gen());
     String version = new Sotw().ask(CDS, "", "").getVersionInfo();
@@ -485,10 +539,14 @@ class GoControlPlaneModelTest {
     client.expectNothing();
   }
 
-  /** go-control-plane#1498's own test, with a cache that answers for the subscription the request replaced. */
+  /**
+   * go-control-plane#1498's own test, with a cache that answers for the subscription the request
+   * replaced.
+   */
   @Test
   void aResponseNamingAResourceNoLongerSubscribedIsDropped() throws Exception {
-    StubCache cache = new StubCache((watch, watches) -> watch.answer(watches.get(0).request(), "s"));
+    StubCache cache =
+        new StubCache((watch, watches) -> watch.answer(watches.get(0).request(), "s"));
     start(GoControlPlaneModel.headServerOver("a cache answering for an old subscription", cache));
     Sotw client = new Sotw();
     DiscoveryResponse first = client.ask(CDS, "", "", "s");
@@ -500,19 +558,21 @@ class GoControlPlaneModelTest {
   }
 
   /**
-   * go's loop stops reading a watch's channel once a request replaces the watch: an answer the cache put
-   * there just before is never sent, even one that still matches the subscription. The stub makes the
-   * race certain by answering the first watch while the second is created.
+   * go's loop stops reading a watch's channel once a request replaces the watch: an answer the
+   * cache put there just before is never sent, even one that still matches the subscription. The
+   * stub makes the race certain by answering the first watch while the second is created.
    */
   @Test
   void anAnswerOfAWatchThatARequestReplacedIsNeverSent() throws Exception {
-    StubCache cache = new StubCache((watch, watches) -> {
-      if (watches.size() == 2) {
-        watches.get(0).answer(watches.get(0).request(), "s");
-      } else if (watches.size() == 3) {
-        watch.answer(watch.request(), "s");
-      }
-    });
+    StubCache cache =
+        new StubCache(
+            (watch, watches) -> {
+              if (watches.size() == 2) {
+                watches.get(0).answer(watches.get(0).request(), "s");
+              } else if (watches.size() == 3) {
+                watch.answer(watch.request(), "s");
+              }
+            });
     start(GoControlPlaneModel.headServerOver("a cache answering a replaced watch", cache));
     Sotw client = new Sotw();
     client.send(CDS, "", "", "s");
@@ -527,7 +587,9 @@ class GoControlPlaneModelTest {
   // ---- Delta server (pkg/server/delta/v3/server.go processDelta) and caches ----
 
   @ParameterizedTest
-  @EnumSource(value = ControlPlaneKind.class, names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013", "GO_LINEAR"})
+  @EnumSource(
+      value = ControlPlaneKind.class,
+      names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013", "GO_LINEAR"})
   void theFirstWildcardDeltaRequestIsAnsweredEvenIfEmpty(ControlPlaneKind kind) throws Exception {
     start(kind);
     publish("1", gen("a"), gen());
@@ -540,7 +602,9 @@ class GoControlPlaneModelTest {
   }
 
   @ParameterizedTest
-  @EnumSource(value = ControlPlaneKind.class, names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013", "GO_LINEAR"})
+  @EnumSource(
+      value = ControlPlaneKind.class,
+      names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013", "GO_LINEAR"})
   void aDeltaRequestForANameTheServerLacksGetsNoResponse(ControlPlaneKind kind) throws Exception {
     start(kind);
     publish("1", gen(), gen("a"));
@@ -552,20 +616,33 @@ class GoControlPlaneModelTest {
   }
 
   @ParameterizedTest
-  @EnumSource(value = ControlPlaneKind.class, names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013", "GO_LINEAR"})
-  void initialResourceVersionsSkipWhatTheClientHasAndReportWhatVanished(ControlPlaneKind kind) throws Exception {
+  @EnumSource(
+      value = ControlPlaneKind.class,
+      names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013", "GO_LINEAR"})
+  void initialResourceVersionsSkipWhatTheClientHasAndReportWhatVanished(ControlPlaneKind kind)
+      throws Exception {
     start(kind);
     publish("1", gen("a", "b"), gen());
     DeltaDiscoveryResponse first = new Delta().ask(CDS, List.of(), List.of());
-    assertThat(first.getResourcesList()).allSatisfy(resource ->
-        assertThat(resource.getVersion()).as("the content hash").isEqualTo(sha256(resource.getResource().getValue().toByteArray())));
+    assertThat(first.getResourcesList())
+        .allSatisfy(
+            resource ->
+                assertThat(resource.getVersion())
+                    .as("the content hash")
+                    .isEqualTo(sha256(resource.getResource().getValue().toByteArray())));
     Map<String, String> known = new TreeMap<>();
-    first.getResourcesList().forEach(resource -> known.put(resource.getName(), resource.getVersion()));
+    first
+        .getResourcesList()
+        .forEach(resource -> known.put(resource.getName(), resource.getVersion()));
 
     publish("2", gen("a", "c"), gen());
     Delta reconnected = new Delta();
-    reconnected.send(DeltaDiscoveryRequest.newBuilder().setNode(NODE).setTypeUrl(CDS)
-        .putAllInitialResourceVersions(known).build());
+    reconnected.send(
+        DeltaDiscoveryRequest.newBuilder()
+            .setNode(NODE)
+            .setTypeUrl(CDS)
+            .putAllInitialResourceVersions(known)
+            .build());
     DeltaDiscoveryResponse response = reconnected.next();
 
     assertThat(response.getResourcesList()).extracting(Resource::getName).containsExactly("c");
@@ -573,7 +650,9 @@ class GoControlPlaneModelTest {
   }
 
   @ParameterizedTest
-  @EnumSource(value = ControlPlaneKind.class, names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013", "GO_LINEAR"})
+  @EnumSource(
+      value = ControlPlaneKind.class,
+      names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013", "GO_LINEAR"})
   void aDeltaRequestIsAnsweredWhateverItsNonce(ControlPlaneKind kind) throws Exception {
     start(kind);
     publish("1", gen(), gen("a", "b"));
@@ -585,23 +664,34 @@ class GoControlPlaneModelTest {
     assertThat(client.next().getResourcesList()).extracting(Resource::getName).containsExactly("b");
   }
 
-  /** What the client has is recorded as the response is sent: the NACK changes nothing, so nothing is sent. */
+  /**
+   * What the client has is recorded as the response is sent: the NACK changes nothing, so nothing
+   * is sent.
+   */
   @ParameterizedTest
-  @EnumSource(value = ControlPlaneKind.class, names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013", "GO_LINEAR"})
+  @EnumSource(
+      value = ControlPlaneKind.class,
+      names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013", "GO_LINEAR"})
   void aNackedDeltaResourceIsNotSentAgain(ControlPlaneKind kind) throws Exception {
     start(kind);
     publish("1", gen(), gen("a"));
     Delta client = new Delta();
     DeltaDiscoveryResponse response = client.ask(EDS, List.of("a"), List.of());
 
-    client.send(DeltaDiscoveryRequest.newBuilder().setTypeUrl(EDS).setResponseNonce(response.getNonce())
-        .setErrorDetail(com.google.rpc.Status.newBuilder().setMessage("rejected")).build());
+    client.send(
+        DeltaDiscoveryRequest.newBuilder()
+            .setTypeUrl(EDS)
+            .setResponseNonce(response.getNonce())
+            .setErrorDetail(com.google.rpc.Status.newBuilder().setMessage("rejected"))
+            .build());
 
     client.expectNothing();
   }
 
   @ParameterizedTest
-  @EnumSource(value = ControlPlaneKind.class, names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013", "GO_LINEAR"})
+  @EnumSource(
+      value = ControlPlaneKind.class,
+      names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013", "GO_LINEAR"})
   void unsubscribingANameWhileWildcardSendsItAgain(ControlPlaneKind kind) throws Exception {
     start(kind);
     publish("1", gen("a", "b"), gen());
@@ -616,8 +706,11 @@ class GoControlPlaneModelTest {
   }
 
   @ParameterizedTest
-  @EnumSource(value = ControlPlaneKind.class, names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013", "GO_LINEAR"})
-  void aNameInSubscribeAndUnsubscribeOfOneRequestEndsUnsubscribed(ControlPlaneKind kind) throws Exception {
+  @EnumSource(
+      value = ControlPlaneKind.class,
+      names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013", "GO_LINEAR"})
+  void aNameInSubscribeAndUnsubscribeOfOneRequestEndsUnsubscribed(ControlPlaneKind kind)
+      throws Exception {
     start(kind);
     publish("1", gen(), gen("a", "b"));
     Delta client = new Delta();
@@ -632,7 +725,9 @@ class GoControlPlaneModelTest {
   }
 
   @ParameterizedTest
-  @EnumSource(value = ControlPlaneKind.class, names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013", "GO_LINEAR"})
+  @EnumSource(
+      value = ControlPlaneKind.class,
+      names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013", "GO_LINEAR"})
   void aRemovalIsReportedOnlyForNamesTheClientWasSent(ControlPlaneKind kind) throws Exception {
     start(kind);
     publish("1", gen(), gen("a", "b"));
@@ -648,7 +743,9 @@ class GoControlPlaneModelTest {
   }
 
   @ParameterizedTest
-  @EnumSource(value = ControlPlaneKind.class, names = {"GO_SNAPSHOT", "GO_LINEAR"})
+  @EnumSource(
+      value = ControlPlaneKind.class,
+      names = {"GO_SNAPSHOT", "GO_LINEAR"})
   void aNameUnsubscribedThenSubscribedAgainIsSentAgain(ControlPlaneKind kind) throws Exception {
     start(kind);
     publish("1", gen(), gen("a"));
@@ -678,7 +775,9 @@ class GoControlPlaneModelTest {
   // ---- do_not_cache (the suite's extension), records, stop and start ----
 
   @ParameterizedTest
-  @EnumSource(value = ControlPlaneKind.class, names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013", "GO_LINEAR"})
+  @EnumSource(
+      value = ControlPlaneKind.class,
+      names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013", "GO_LINEAR"})
   void aResourceMarkedDoNotCacheGoesOutInAResourceWrapper(ControlPlaneKind kind) throws Exception {
     start(kind);
     controlPlane.setDoNotCache(Set.of("a"));
@@ -691,11 +790,15 @@ class GoControlPlaneModelTest {
     Resource wrapped = sotw.get(0).unpack(Resource.class);
     assertThat(wrapped.getCacheControl().getDoNotCache()).isTrue();
     assertThat(Cluster.parseFrom(wrapped.getResource().getValue()).getName()).isEqualTo("a");
-    assertThat(delta).extracting(resource -> resource.getCacheControl().getDoNotCache()).containsExactly(true, false);
+    assertThat(delta)
+        .extracting(resource -> resource.getCacheControl().getDoNotCache())
+        .containsExactly(true, false);
   }
 
   @ParameterizedTest
-  @EnumSource(value = ControlPlaneKind.class, names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013", "GO_LINEAR"})
+  @EnumSource(
+      value = ControlPlaneKind.class,
+      names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013", "GO_LINEAR"})
   void aRequestWithoutTypeUrlEndsTheStream(ControlPlaneKind kind) throws Exception {
     start(kind);
     Sotw sotw = new Sotw();
@@ -704,13 +807,18 @@ class GoControlPlaneModelTest {
     sotw.send(DiscoveryRequest.newBuilder().setNode(NODE).build());
     delta.send(DeltaDiscoveryRequest.newBuilder().setNode(NODE).build());
 
-    assertThat(sotw.end.get(WAIT.toMillis(), TimeUnit.MILLISECONDS).getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
-    assertThat(delta.end.get(WAIT.toMillis(), TimeUnit.MILLISECONDS).getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
+    assertThat(sotw.end.get(WAIT.toMillis(), TimeUnit.MILLISECONDS).getCode())
+        .isEqualTo(Status.Code.INVALID_ARGUMENT);
+    assertThat(delta.end.get(WAIT.toMillis(), TimeUnit.MILLISECONDS).getCode())
+        .isEqualTo(Status.Code.INVALID_ARGUMENT);
   }
 
   @ParameterizedTest
-  @EnumSource(value = ControlPlaneKind.class, names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013", "GO_LINEAR"})
-  void streamsAndRequestsAreRecordedAndAStopCutsEveryStreamUntilTheNextStart(ControlPlaneKind kind) throws Exception {
+  @EnumSource(
+      value = ControlPlaneKind.class,
+      names = {"GO_SNAPSHOT", "GO_SNAPSHOT_V013", "GO_LINEAR"})
+  void streamsAndRequestsAreRecordedAndAStopCutsEveryStreamUntilTheNextStart(ControlPlaneKind kind)
+      throws Exception {
     start(kind);
     publish("1", gen("a"), gen());
     String target = controlPlane.target();
@@ -746,25 +854,61 @@ class GoControlPlaneModelTest {
     return generations;
   }
 
-  private void publish(String version, Map<String, Integer> clusters, Map<String, Integer> endpoints) {
+  private void publish(
+      String version, Map<String, Integer> clusters, Map<String, Integer> endpoints) {
     publish(version, clusters, endpoints, gen(), gen());
   }
 
-  /** Publishes a snapshot whose resources carry their generation in their content, so a new one differs. */
-  private void publish(String version, Map<String, Integer> clusters, Map<String, Integer> endpoints,
-      Map<String, Integer> listeners, Map<String, Integer> routes) {
-    controlPlane.setSnapshot(GROUP, Snapshot.create(
-        clusters.entrySet().stream().map(e -> Cluster.newBuilder().setName(e.getKey())
-            .setType(Cluster.DiscoveryType.EDS).setPerConnectionBufferLimitBytes(UInt32Value.of(e.getValue())).build())
-            .toList(),
-        endpoints.entrySet().stream().map(e -> ClusterLoadAssignment.newBuilder().setClusterName(e.getKey())
-            .addEndpoints(LocalityLbEndpoints.newBuilder().setLoadBalancingWeight(UInt32Value.of(e.getValue())))
-            .build()).toList(),
-        listeners.entrySet().stream().map(e -> Listener.newBuilder().setName(e.getKey())
-            .setStatPrefix("generation-" + e.getValue()).build()).toList(),
-        routes.entrySet().stream().map(e -> RouteConfiguration.newBuilder().setName(e.getKey())
-            .addInternalOnlyHeaders("generation-" + e.getValue()).build()).toList(),
-        List.of(), version));
+  /**
+   * Publishes a snapshot whose resources carry their generation in their content, so a new one
+   * differs.
+   */
+  private void publish(
+      String version,
+      Map<String, Integer> clusters,
+      Map<String, Integer> endpoints,
+      Map<String, Integer> listeners,
+      Map<String, Integer> routes) {
+    controlPlane.setSnapshot(
+        GROUP,
+        Snapshot.create(
+            clusters.entrySet().stream()
+                .map(
+                    e ->
+                        Cluster.newBuilder()
+                            .setName(e.getKey())
+                            .setType(Cluster.DiscoveryType.EDS)
+                            .setPerConnectionBufferLimitBytes(UInt32Value.of(e.getValue()))
+                            .build())
+                .toList(),
+            endpoints.entrySet().stream()
+                .map(
+                    e ->
+                        ClusterLoadAssignment.newBuilder()
+                            .setClusterName(e.getKey())
+                            .addEndpoints(
+                                LocalityLbEndpoints.newBuilder()
+                                    .setLoadBalancingWeight(UInt32Value.of(e.getValue())))
+                            .build())
+                .toList(),
+            listeners.entrySet().stream()
+                .map(
+                    e ->
+                        Listener.newBuilder()
+                            .setName(e.getKey())
+                            .setStatPrefix("generation-" + e.getValue())
+                            .build())
+                .toList(),
+            routes.entrySet().stream()
+                .map(
+                    e ->
+                        RouteConfiguration.newBuilder()
+                            .setName(e.getKey())
+                            .addInternalOnlyHeaders("generation-" + e.getValue())
+                            .build())
+                .toList(),
+            List.of(),
+            version));
   }
 
   private static List<String> names(DiscoveryResponse response) {
@@ -778,9 +922,11 @@ class GoControlPlaneModelTest {
       }
       return switch (any.getTypeUrl().substring(any.getTypeUrl().lastIndexOf('/') + 1)) {
         case "envoy.config.cluster.v3.Cluster" -> Cluster.parseFrom(any.getValue()).getName();
-        case "envoy.config.endpoint.v3.ClusterLoadAssignment" -> ClusterLoadAssignment.parseFrom(any.getValue()).getClusterName();
+        case "envoy.config.endpoint.v3.ClusterLoadAssignment" ->
+            ClusterLoadAssignment.parseFrom(any.getValue()).getClusterName();
         case "envoy.config.listener.v3.Listener" -> Listener.parseFrom(any.getValue()).getName();
-        case "envoy.config.route.v3.RouteConfiguration" -> RouteConfiguration.parseFrom(any.getValue()).getName();
+        case "envoy.config.route.v3.RouteConfiguration" ->
+            RouteConfiguration.parseFrom(any.getValue()).getName();
         default -> throw new AssertionError("unexpected resource type " + any.getTypeUrl());
       };
     } catch (InvalidProtocolBufferException e) {
@@ -793,14 +939,26 @@ class GoControlPlaneModelTest {
   }
 
   private static String brief(DiscoveryRequest request) {
-    return "→ " + request.getTypeUrl().substring(request.getTypeUrl().lastIndexOf('.') + 1) + " names="
-        + request.getResourceNamesList() + " version=" + request.getVersionInfo() + " nonce="
-        + request.getResponseNonce() + (request.hasErrorDetail() ? " NACK" : "");
+    return "→ "
+        + request.getTypeUrl().substring(request.getTypeUrl().lastIndexOf('.') + 1)
+        + " names="
+        + request.getResourceNamesList()
+        + " version="
+        + request.getVersionInfo()
+        + " nonce="
+        + request.getResponseNonce()
+        + (request.hasErrorDetail() ? " NACK" : "");
   }
 
   private static String brief(DiscoveryResponse response) {
-    return "← " + response.getTypeUrl().substring(response.getTypeUrl().lastIndexOf('.') + 1) + " names="
-        + names(response) + " version=" + response.getVersionInfo() + " nonce=" + response.getNonce();
+    return "← "
+        + response.getTypeUrl().substring(response.getTypeUrl().lastIndexOf('.') + 1)
+        + " names="
+        + names(response)
+        + " version="
+        + response.getVersionInfo()
+        + " nonce="
+        + response.getNonce();
   }
 
   /**
@@ -816,7 +974,9 @@ class GoControlPlaneModelTest {
     }
 
     @Override
-    public Runnable createWatch(DiscoveryRequest request, GoSubscription.View subscription,
+    public Runnable createWatch(
+        DiscoveryRequest request,
+        GoSubscription.View subscription,
         Consumer<GoResponses.Sotw> responder) {
       StubWatch watch = new StubWatch(request, responder);
       watches.add(watch);
@@ -825,7 +985,9 @@ class GoControlPlaneModelTest {
     }
 
     @Override
-    public Runnable createDeltaWatch(DeltaDiscoveryRequest request, GoSubscription.View subscription,
+    public Runnable createDeltaWatch(
+        DeltaDiscoveryRequest request,
+        GoSubscription.View subscription,
         Consumer<GoResponses.Delta> responder) {
       return () -> {};
     }
@@ -835,15 +997,20 @@ class GoControlPlaneModelTest {
 
     /** Answers with clusters {@code names}, computed for {@code forRequest}, at version "1". */
     void answer(DiscoveryRequest forRequest, String... names) {
-      List<GoResource> resources = Arrays.stream(names)
-          .map(name -> GoResource.of(name, Cluster.newBuilder().setName(name).build(), false)).toList();
+      List<GoResource> resources =
+          Arrays.stream(names)
+              .map(name -> GoResource.of(name, Cluster.newBuilder().setName(name).build(), false))
+              .toList();
       Map<String, String> returned = new TreeMap<>();
       Arrays.stream(names).forEach(name -> returned.put(name, "1"));
       responder.accept(new GoResponses.Sotw(forRequest, "1", resources, returned));
     }
   }
 
-  /** A raw SotW ADS client: sends what the test writes, queues what the model answers, logs both for failures. */
+  /**
+   * A raw SotW ADS client: sends what the test writes, queues what the model answers, logs both for
+   * failures.
+   */
   private final class Sotw {
     private final BlockingQueue<DiscoveryResponse> received = new LinkedBlockingQueue<>();
     private final CompletableFuture<Status> end = new CompletableFuture<>();
@@ -852,23 +1019,26 @@ class GoControlPlaneModelTest {
     private String syncNonce = "";
 
     Sotw() {
-      requests = AggregatedDiscoveryServiceGrpc.newStub(channel).streamAggregatedResources(new StreamObserver<>() {
-        @Override
-        public void onNext(DiscoveryResponse response) {
-          exchanges.add(brief(response));
-          received.add(response);
-        }
+      requests =
+          AggregatedDiscoveryServiceGrpc.newStub(channel)
+              .streamAggregatedResources(
+                  new StreamObserver<>() {
+                    @Override
+                    public void onNext(DiscoveryResponse response) {
+                      exchanges.add(brief(response));
+                      received.add(response);
+                    }
 
-        @Override
-        public void onError(Throwable error) {
-          end.complete(Status.fromThrowable(error));
-        }
+                    @Override
+                    public void onError(Throwable error) {
+                      end.complete(Status.fromThrowable(error));
+                    }
 
-        @Override
-        public void onCompleted() {
-          end.complete(Status.OK);
-        }
-      });
+                    @Override
+                    public void onCompleted() {
+                      end.complete(Status.OK);
+                    }
+                  });
     }
 
     void send(DiscoveryRequest request) {
@@ -877,11 +1047,18 @@ class GoControlPlaneModelTest {
     }
 
     void send(String typeUrl, String version, String nonce, String... names) {
-      send(DiscoveryRequest.newBuilder().setNode(NODE).setTypeUrl(typeUrl).setVersionInfo(version)
-          .setResponseNonce(nonce).addAllResourceNames(List.of(names)).build());
+      send(
+          DiscoveryRequest.newBuilder()
+              .setNode(NODE)
+              .setTypeUrl(typeUrl)
+              .setVersionInfo(version)
+              .setResponseNonce(nonce)
+              .addAllResourceNames(List.of(names))
+              .build());
     }
 
-    DiscoveryResponse ask(String typeUrl, String version, String nonce, String... names) throws InterruptedException {
+    DiscoveryResponse ask(String typeUrl, String version, String nonce, String... names)
+        throws InterruptedException {
       send(typeUrl, version, nonce, names);
       return next();
     }
@@ -890,37 +1067,53 @@ class GoControlPlaneModelTest {
       send(response.getTypeUrl(), response.getVersionInfo(), response.getNonce(), names);
     }
 
-    /** A NACK as clients send it: the last accepted version, the rejected response's nonce, and the error. */
+    /**
+     * A NACK as clients send it: the last accepted version, the rejected response's nonce, and the
+     * error.
+     */
     void nack(String lastAccepted, DiscoveryResponse rejected, String... names) {
-      send(DiscoveryRequest.newBuilder().setTypeUrl(rejected.getTypeUrl()).setVersionInfo(lastAccepted)
-          .setResponseNonce(rejected.getNonce()).addAllResourceNames(List.of(names))
-          .setErrorDetail(com.google.rpc.Status.newBuilder().setMessage("rejected")).build());
+      send(
+          DiscoveryRequest.newBuilder()
+              .setTypeUrl(rejected.getTypeUrl())
+              .setVersionInfo(lastAccepted)
+              .setResponseNonce(rejected.getNonce())
+              .addAllResourceNames(List.of(names))
+              .setErrorDetail(com.google.rpc.Status.newBuilder().setMessage("rejected"))
+              .build());
     }
 
     /**
-     * Returns once the model has handled everything this client sent, so that a snapshot published next
-     * meets the watches those requests left: the stream handles requests in order, and every flavour
-     * answers a wildcard SDS request without version at once, behind the answers to what came before.
+     * Returns once the model has handled everything this client sent, so that a snapshot published
+     * next meets the watches those requests left: the stream handles requests in order, and every
+     * flavour answers a wildcard SDS request without version at once, behind the answers to what
+     * came before.
      */
     void sync() throws InterruptedException {
       send(SDS, "", syncNonce);
       DiscoveryResponse response = next();
-      assertThat(response.getTypeUrl()).as("the answer to the sync request; exchanges:%n%s",
-          String.join("\n", exchanges)).isEqualTo(SDS);
+      assertThat(response.getTypeUrl())
+          .as("the answer to the sync request; exchanges:%n%s", String.join("\n", exchanges))
+          .isEqualTo(SDS);
       syncNonce = response.getNonce();
     }
 
     DiscoveryResponse next() throws InterruptedException {
       DiscoveryResponse response = received.poll(WAIT.toMillis(), TimeUnit.MILLISECONDS);
-      assertThat(response).as("a response from %s within %s; exchanges:%n%s", controlPlane.name(), WAIT,
-          String.join("\n", exchanges)).isNotNull();
+      assertThat(response)
+          .as(
+              "a response from %s within %s; exchanges:%n%s",
+              controlPlane.name(), WAIT, String.join("\n", exchanges))
+          .isNotNull();
       return response;
     }
 
     void expectNothing() throws InterruptedException {
       DiscoveryResponse response = received.poll(QUIET.toMillis(), TimeUnit.MILLISECONDS);
-      assertThat(response).as("no response from %s; exchanges:%n%s", controlPlane.name(),
-          String.join("\n", exchanges)).isNull();
+      assertThat(response)
+          .as(
+              "no response from %s; exchanges:%n%s",
+              controlPlane.name(), String.join("\n", exchanges))
+          .isNull();
     }
   }
 
@@ -932,37 +1125,59 @@ class GoControlPlaneModelTest {
     private final StreamObserver<DeltaDiscoveryRequest> requests;
 
     Delta() {
-      requests = AggregatedDiscoveryServiceGrpc.newStub(channel).deltaAggregatedResources(new StreamObserver<>() {
-        @Override
-        public void onNext(DeltaDiscoveryResponse response) {
-          exchanges.add("← " + response.getTypeUrl() + " resources="
-              + response.getResourcesList().stream().map(Resource::getName).toList() + " removed="
-              + response.getRemovedResourcesList() + " nonce=" + response.getNonce());
-          received.add(response);
-        }
+      requests =
+          AggregatedDiscoveryServiceGrpc.newStub(channel)
+              .deltaAggregatedResources(
+                  new StreamObserver<>() {
+                    @Override
+                    public void onNext(DeltaDiscoveryResponse response) {
+                      exchanges.add(
+                          "← "
+                              + response.getTypeUrl()
+                              + " resources="
+                              + response.getResourcesList().stream().map(Resource::getName).toList()
+                              + " removed="
+                              + response.getRemovedResourcesList()
+                              + " nonce="
+                              + response.getNonce());
+                      received.add(response);
+                    }
 
-        @Override
-        public void onError(Throwable error) {
-          end.complete(Status.fromThrowable(error));
-        }
+                    @Override
+                    public void onError(Throwable error) {
+                      end.complete(Status.fromThrowable(error));
+                    }
 
-        @Override
-        public void onCompleted() {
-          end.complete(Status.OK);
-        }
-      });
+                    @Override
+                    public void onCompleted() {
+                      end.complete(Status.OK);
+                    }
+                  });
     }
 
     void send(DeltaDiscoveryRequest request) {
-      exchanges.add("→ " + request.getTypeUrl() + " subscribe=" + request.getResourceNamesSubscribeList()
-          + " unsubscribe=" + request.getResourceNamesUnsubscribeList() + " nonce=" + request.getResponseNonce()
-          + (request.hasErrorDetail() ? " NACK" : ""));
+      exchanges.add(
+          "→ "
+              + request.getTypeUrl()
+              + " subscribe="
+              + request.getResourceNamesSubscribeList()
+              + " unsubscribe="
+              + request.getResourceNamesUnsubscribeList()
+              + " nonce="
+              + request.getResponseNonce()
+              + (request.hasErrorDetail() ? " NACK" : ""));
       requests.onNext(request);
     }
 
     void send(String typeUrl, String nonce, List<String> subscribe, List<String> unsubscribe) {
-      send(DeltaDiscoveryRequest.newBuilder().setNode(NODE).setTypeUrl(typeUrl).setResponseNonce(nonce)
-          .addAllResourceNamesSubscribe(subscribe).addAllResourceNamesUnsubscribe(unsubscribe).build());
+      send(
+          DeltaDiscoveryRequest.newBuilder()
+              .setNode(NODE)
+              .setTypeUrl(typeUrl)
+              .setResponseNonce(nonce)
+              .addAllResourceNamesSubscribe(subscribe)
+              .addAllResourceNamesUnsubscribe(unsubscribe)
+              .build());
     }
 
     DeltaDiscoveryResponse ask(String typeUrl, List<String> subscribe, List<String> unsubscribe)
@@ -973,15 +1188,21 @@ class GoControlPlaneModelTest {
 
     DeltaDiscoveryResponse next() throws InterruptedException {
       DeltaDiscoveryResponse response = received.poll(WAIT.toMillis(), TimeUnit.MILLISECONDS);
-      assertThat(response).as("a Delta response from %s within %s; exchanges:%n%s", controlPlane.name(), WAIT,
-          String.join("\n", exchanges)).isNotNull();
+      assertThat(response)
+          .as(
+              "a Delta response from %s within %s; exchanges:%n%s",
+              controlPlane.name(), WAIT, String.join("\n", exchanges))
+          .isNotNull();
       return response;
     }
 
     void expectNothing() throws InterruptedException {
       DeltaDiscoveryResponse response = received.poll(QUIET.toMillis(), TimeUnit.MILLISECONDS);
-      assertThat(response).as("no Delta response from %s; exchanges:%n%s", controlPlane.name(),
-          String.join("\n", exchanges)).isNull();
+      assertThat(response)
+          .as(
+              "no Delta response from %s; exchanges:%n%s",
+              controlPlane.name(), String.join("\n", exchanges))
+          .isNull();
     }
   }
 }

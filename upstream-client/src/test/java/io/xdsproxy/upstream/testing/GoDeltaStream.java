@@ -12,9 +12,9 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 
 /**
  * One Delta ADS stream of go-control-plane HEAD's server: {@code processDelta} in
- * pkg/server/delta/v3/server.go, legacy wildcard active. Nonces are counted but never checked: every
- * request replaces the type's watch. What the client was returned is updated when a response is sent,
- * not when it is ACKed, so a NACKed resource is not sent again until it changes.
+ * pkg/server/delta/v3/server.go, legacy wildcard active. Nonces are counted but never checked:
+ * every request replaces the type's watch. What the client was returned is updated when a response
+ * is sent, not when it is ACKed, so a NACKed resource is not sent again until it changes.
  */
 final class GoDeltaStream implements GoStreamLink.Handler<DeltaDiscoveryRequest> {
 
@@ -31,8 +31,10 @@ final class GoDeltaStream implements GoStreamLink.Handler<DeltaDiscoveryRequest>
   private final GoCache cache;
   private final GoStreamLink<DeltaDiscoveryResponse> link;
   private final Map<String, Watch> watches = new HashMap<>();
+
   /** {@code deltaMuxedResponses}: one channel for every type's answers, read in order. */
   private final Queue<GoResponses.Delta> muxed = new ConcurrentLinkedQueue<>();
+
   private Node node = Node.getDefaultInstance();
   private long nonce;
   private boolean closed;
@@ -63,20 +65,30 @@ final class GoDeltaStream implements GoStreamLink.Handler<DeltaDiscoveryRequest>
     }
     Watch watch = watches.get(typeUrl);
     if (watch == null) {
-      // The first request of the type: its initial_resource_versions are what the client already has.
-      watch = new Watch(GoSubscription.delta(request.getResourceNamesSubscribeList(),
-          request.getResourceNamesUnsubscribeList(), request.getInitialResourceVersionsMap(), true));
+      // The first request of the type: its initial_resource_versions are what the client already
+      // has.
+      watch =
+          new Watch(
+              GoSubscription.delta(
+                  request.getResourceNamesSubscribeList(),
+                  request.getResourceNamesUnsubscribeList(),
+                  request.getInitialResourceVersionsMap(),
+                  true));
       watches.put(typeUrl, watch);
     } else {
       watch.cancel.run();
-      watch.subscription.updateResourceSubscriptions(request.getResourceNamesSubscribeList(),
-          request.getResourceNamesUnsubscribeList());
+      watch.subscription.updateResourceSubscriptions(
+          request.getResourceNamesSubscribeList(), request.getResourceNamesUnsubscribeList());
     }
     try {
-      watch.cancel = cache.createDeltaWatch(request, watch.subscription.view(), response -> {
-        muxed.add(response);
-        link.post(this::processAll);
-      });
+      watch.cancel =
+          cache.createDeltaWatch(
+              request,
+              watch.subscription.view(),
+              response -> {
+                muxed.add(response);
+                link.post(this::processAll);
+              });
     } catch (StatusException e) {
       end(e.getStatus());
     }
@@ -90,7 +102,9 @@ final class GoDeltaStream implements GoStreamLink.Handler<DeltaDiscoveryRequest>
     }
   }
 
-  /** {@code process}: send, then record what the client now has in the type's current subscription. */
+  /**
+   * {@code process}: send, then record what the client now has in the type's current subscription.
+   */
   private void process(GoResponses.Delta response) {
     link.send(response.toProto(Long.toString(++nonce)));
     Watch watch = watches.get(response.typeUrl());

@@ -11,8 +11,8 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 
 /**
  * One Delta ADS stream of go-control-plane v0.13.4's server: {@code processDelta} in
- * pkg/server/delta/v3/server.go at tag v0.13.4. As at HEAD, no nonce is checked, every request replaces
- * the type's watch and what the client has is recorded as a response is sent; the state is
+ * pkg/server/delta/v3/server.go at tag v0.13.4. As at HEAD, no nonce is checked, every request
+ * replaces the type's watch and what the client has is recorded as a response is sent; the state is
  * {@link GoStreamStateV013}.
  */
 final class GoDeltaStreamV013 implements GoStreamLink.Handler<DeltaDiscoveryRequest> {
@@ -60,18 +60,25 @@ final class GoDeltaStreamV013 implements GoStreamLink.Handler<DeltaDiscoveryRequ
     }
     Watch watch = watches.get(typeUrl);
     if (watch == null) {
-      watch = new Watch(new GoStreamStateV013(request.getResourceNamesSubscribeCount() == 0,
-          request.getInitialResourceVersionsMap()));
+      watch =
+          new Watch(
+              new GoStreamStateV013(
+                  request.getResourceNamesSubscribeCount() == 0,
+                  request.getInitialResourceVersionsMap()));
       watches.put(typeUrl, watch);
     } else {
       watch.cancel.run();
     }
     watch.state.subscribe(request.getResourceNamesSubscribeList());
     watch.state.unsubscribe(request.getResourceNamesUnsubscribeList());
-    watch.cancel = cache.createDeltaWatch(request, watch.state.view(), response -> {
-      muxed.add(response);
-      link.post(this::processAll);
-    });
+    watch.cancel =
+        cache.createDeltaWatch(
+            request,
+            watch.state.view(),
+            response -> {
+              muxed.add(response);
+              link.post(this::processAll);
+            });
   }
 
   private void processAll() {

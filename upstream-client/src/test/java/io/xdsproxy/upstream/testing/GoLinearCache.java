@@ -17,8 +17,8 @@ import java.util.function.Consumer;
 /**
  * go-control-plane HEAD's {@code LinearCache} (pkg/cache/v3/linear.go): the resources of one type,
  * each with the cache version of its last update ({@code cachedResource.cacheVersion}, what SotW
- * compares) and its content hash (what Delta compares); the cache version is {@code versionPrefix} and
- * a counter bumped by every update. Its lock is go's {@code cache.mu}.
+ * compares) and its content hash (what Delta compares); the cache version is {@code versionPrefix}
+ * and a counter bumped by every update. Its lock is go's {@code cache.mu}.
  *
  * <p>Go ranges over maps in random order; the model sends resources sorted by name and answers
  * watches in creation order, one of the orders go may take.
@@ -28,13 +28,19 @@ final class GoLinearCache {
   /** A resource and the cache version it was last updated at. */
   private record Cached(GoResource resource, String cacheVersion) {
 
-    /** {@code cachedResource.getVersion}: Delta watches use the content hash, SotW the cache version. */
+    /**
+     * {@code cachedResource.getVersion}: Delta watches use the content hash, SotW the cache
+     * version.
+     */
     String version(boolean useResourceVersion) {
       return useResourceVersion ? resource.hash() : cacheVersion;
     }
   }
 
-  /** The {@code watch} interface of linear.go, implemented by {@code ResponseWatch} and {@code DeltaResponseWatch}. */
+  /**
+   * The {@code watch} interface of linear.go, implemented by {@code ResponseWatch} and {@code
+   * DeltaResponseWatch}.
+   */
   private interface Watch {
     GoSubscription.View subscription();
 
@@ -42,11 +48,18 @@ final class GoLinearCache {
 
     boolean sendFullStateResponses();
 
-    void respond(List<GoResource> resources, List<String> removed, Map<String, String> returned, String version);
+    void respond(
+        List<GoResource> resources,
+        List<String> removed,
+        Map<String, String> returned,
+        String version);
   }
 
-  private record SotwWatch(DiscoveryRequest request, GoSubscription.View subscription,
-      Consumer<GoResponses.Sotw> responder) implements Watch {
+  private record SotwWatch(
+      DiscoveryRequest request,
+      GoSubscription.View subscription,
+      Consumer<GoResponses.Sotw> responder)
+      implements Watch {
 
     @Override
     public boolean isDelta() {
@@ -59,13 +72,20 @@ final class GoLinearCache {
     }
 
     @Override
-    public void respond(List<GoResource> resources, List<String> removed, Map<String, String> returned, String version) {
+    public void respond(
+        List<GoResource> resources,
+        List<String> removed,
+        Map<String, String> returned,
+        String version) {
       responder.accept(new GoResponses.Sotw(request, version, resources, returned));
     }
   }
 
-  private record DeltaWatch(DeltaDiscoveryRequest request, GoSubscription.View subscription,
-      Consumer<GoResponses.Delta> responder) implements Watch {
+  private record DeltaWatch(
+      DeltaDiscoveryRequest request,
+      GoSubscription.View subscription,
+      Consumer<GoResponses.Delta> responder)
+      implements Watch {
 
     @Override
     public boolean isDelta() {
@@ -78,7 +98,11 @@ final class GoLinearCache {
     }
 
     @Override
-    public void respond(List<GoResource> resources, List<String> removed, Map<String, String> returned, String version) {
+    public void respond(
+        List<GoResource> resources,
+        List<String> removed,
+        Map<String, String> returned,
+        String version) {
       responder.accept(new GoResponses.Delta(request, version, resources, removed, returned));
     }
   }
@@ -86,8 +110,10 @@ final class GoLinearCache {
   private final String typeUrl;
   private final String versionPrefix;
   private final Map<String, Cached> resources = new HashMap<>();
+
   /** Watches naming a resource, by name then watch id; never wildcard ones. */
   private final Map<String, Map<Long, Watch>> resourceWatches = new HashMap<>();
+
   private final Map<String, Map<Long, Watch>> prefixWatches = new HashMap<>();
   private final Map<Long, Watch> wildcardWatches = new LinkedHashMap<>();
   private long currentWatchId;
@@ -111,17 +137,19 @@ final class GoLinearCache {
   }
 
   /**
-   * {@code UpdateResources}: one version bump for the whole batch, every updated resource stamped with
-   * it, then {@code notifyAll} for the names touched.
+   * {@code UpdateResources}: one version bump for the whole batch, every updated resource stamped
+   * with it, then {@code notifyAll} for the names touched.
    */
   synchronized void updateResources(Map<String, GoResource> toUpdate, Collection<String> toDelete) {
     version++;
     String stamped = currentVersion();
     List<String> modified = new ArrayList<>();
-    new TreeMap<>(toUpdate).forEach((name, resource) -> {
-      resources.put(name, new Cached(resource, stamped));
-      modified.add(name);
-    });
+    new TreeMap<>(toUpdate)
+        .forEach(
+            (name, resource) -> {
+              resources.put(name, new Cached(resource, stamped));
+              modified.add(name);
+            });
     for (String name : toDelete) {
       resources.remove(name);
       modified.add(name);
@@ -130,24 +158,27 @@ final class GoLinearCache {
   }
 
   /**
-   * {@code notifyAll}: the watches naming (or prefix-matching) a modified resource, then every wildcard
-   * watch, are answered if {@link #computeResponse} finds a change for them; an answered watch is gone.
+   * {@code notifyAll}: the watches naming (or prefix-matching) a modified resource, then every
+   * wildcard watch, are answered if {@link #computeResponse} finds a change for them; an answered
+   * watch is gone.
    */
   private void notifyAll(List<String> modified) {
     Map<Long, Watch> triggered = new TreeMap<>();
     for (String name : modified) {
       triggered.putAll(resourceWatches.getOrDefault(name, Map.of()));
-      prefixWatches.forEach((prefix, watches) -> {
-        if (name.startsWith(prefix)) {
-          triggered.putAll(watches);
-        }
-      });
+      prefixWatches.forEach(
+          (prefix, watches) -> {
+            if (name.startsWith(prefix)) {
+              triggered.putAll(watches);
+            }
+          });
     }
-    triggered.forEach((id, watch) -> {
-      if (computeResponse(watch, false)) {
-        removeWatch(id, watch.subscription());
-      }
-    });
+    triggered.forEach(
+        (id, watch) -> {
+          if (computeResponse(watch, false)) {
+            removeWatch(id, watch.subscription());
+          }
+        });
     for (Map.Entry<Long, Watch> entry : List.copyOf(wildcardWatches.entrySet())) {
       if (computeResponse(entry.getValue(), false)) {
         wildcardWatches.remove(entry.getKey());
@@ -156,16 +187,20 @@ final class GoLinearCache {
   }
 
   /**
-   * {@code CreateWatch} (SotW). The request's version only decides {@code replyEvenIfEmpty}: true when it
-   * is empty or lacks this cache's prefix (the client may know nothing); otherwise changes are computed
-   * against what this stream was returned, whatever version it sends — so a NACK, which carries the last
-   * ACKed version, finds nothing to resend.
+   * {@code CreateWatch} (SotW). The request's version only decides {@code replyEvenIfEmpty}: true
+   * when it is empty or lacks this cache's prefix (the client may know nothing); otherwise changes
+   * are computed against what this stream was returned, whatever version it sends — so a NACK,
+   * which carries the last ACKed version, finds nothing to resend.
    */
-  synchronized Runnable createWatch(DiscoveryRequest request, GoSubscription.View subscription,
-      Consumer<GoResponses.Sotw> responder) throws StatusException {
+  synchronized Runnable createWatch(
+      DiscoveryRequest request,
+      GoSubscription.View subscription,
+      Consumer<GoResponses.Sotw> responder)
+      throws StatusException {
     checkType(request.getTypeUrl());
     String requestVersion = request.getVersionInfo();
-    boolean replyEvenIfEmpty = requestVersion.isEmpty() || !requestVersion.startsWith(versionPrefix);
+    boolean replyEvenIfEmpty =
+        requestVersion.isEmpty() || !requestVersion.startsWith(versionPrefix);
     SotwWatch watch = new SotwWatch(request, subscription, responder);
     if (computeResponse(watch, replyEvenIfEmpty)) {
       return () -> {};
@@ -178,8 +213,11 @@ final class GoLinearCache {
    * subscription is wildcard and the request has no nonce ("On first request on a wildcard
    * subscription, envoy does expect a response to come in to conclude initialization").
    */
-  synchronized Runnable createDeltaWatch(DeltaDiscoveryRequest request, GoSubscription.View subscription,
-      Consumer<GoResponses.Delta> responder) throws StatusException {
+  synchronized Runnable createDeltaWatch(
+      DeltaDiscoveryRequest request,
+      GoSubscription.View subscription,
+      Consumer<GoResponses.Delta> responder)
+      throws StatusException {
     checkType(request.getTypeUrl());
     DeltaWatch watch = new DeltaWatch(request, subscription, responder);
     if (computeResponse(watch, subscription.wildcard() && request.getResponseNonce().isEmpty())) {
@@ -190,29 +228,34 @@ final class GoLinearCache {
 
   private void checkType(String requested) throws StatusException {
     if (!requested.equals(typeUrl)) {
-      throw Status.UNKNOWN.withDescription("request type " + requested + " does not match cache type " + typeUrl)
+      throw Status.UNKNOWN
+          .withDescription("request type " + requested + " does not match cache type " + typeUrl)
           .asException();
     }
   }
 
   /**
-   * {@code computeResourceChange}: resources that are new to the subscription or whose version differs
-   * from what it was returned (wildcard: all of the cache; otherwise the subscribed names and prefixes),
-   * and returned names now deleted from the cache or, not wildcard, no longer subscribed.
+   * {@code computeResourceChange}: resources that are new to the subscription or whose version
+   * differs from what it was returned (wildcard: all of the cache; otherwise the subscribed names
+   * and prefixes), and returned names now deleted from the cache or, not wildcard, no longer
+   * subscribed.
    */
-  private List<List<String>> computeResourceChange(GoSubscription.View subscription, boolean useResourceVersion) {
+  private List<List<String>> computeResourceChange(
+      GoSubscription.View subscription, boolean useResourceVersion) {
     List<String> changed = new ArrayList<>();
     List<String> removed = new ArrayList<>();
     Map<String, String> known = subscription.returned();
     TreeMap<String, Cached> sorted = new TreeMap<>(resources);
     if (subscription.wildcard()) {
-      sorted.forEach((name, cached) -> {
-        String knownVersion = known.get(name);
-        if (knownVersion == null || !knownVersion.equals(cached.version(useResourceVersion))) {
-          changed.add(name);
-        }
-      });
-      new TreeSet<>(known.keySet()).stream().filter(name -> !resources.containsKey(name)).forEach(removed::add);
+      sorted.forEach(
+          (name, cached) -> {
+            String knownVersion = known.get(name);
+            if (knownVersion == null || !knownVersion.equals(cached.version(useResourceVersion))) {
+              changed.add(name);
+            }
+          });
+      new TreeSet<>(known.keySet())
+          .stream().filter(name -> !resources.containsKey(name)).forEach(removed::add);
     } else {
       for (String name : new TreeSet<>(subscription.subscribed())) {
         Cached cached = resources.get(name);
@@ -225,16 +268,18 @@ final class GoLinearCache {
         }
       }
       if (!subscription.prefixes().isEmpty()) {
-        sorted.forEach((name, cached) -> {
-          if (subscription.subscribed().contains(name)
-              || subscription.prefixes().stream().noneMatch(name::startsWith)) {
-            return;
-          }
-          String knownVersion = known.get(name);
-          if (knownVersion == null || !knownVersion.equals(cached.version(useResourceVersion))) {
-            changed.add(name);
-          }
-        });
+        sorted.forEach(
+            (name, cached) -> {
+              if (subscription.subscribed().contains(name)
+                  || subscription.prefixes().stream().noneMatch(name::startsWith)) {
+                return;
+              }
+              String knownVersion = known.get(name);
+              if (knownVersion == null
+                  || !knownVersion.equals(cached.version(useResourceVersion))) {
+                changed.add(name);
+              }
+            });
       }
       for (String name : new TreeSet<>(known.keySet())) {
         if (!resources.containsKey(name) || !subscription.isSubscribedTo(name)) {
@@ -246,17 +291,19 @@ final class GoLinearCache {
   }
 
   /**
-   * {@code computeResponse}, answering the watch if there is a response; true if it answered. Nothing
-   * changed and nothing removed means no answer unless {@code replyEvenIfEmpty}. What is sent:
+   * {@code computeResponse}, answering the watch if there is a response; true if it answered.
+   * Nothing changed and nothing removed means no answer unless {@code replyEvenIfEmpty}. What is
+   * sent:
    *
    * <ul>
-   *   <li>Delta, and SotW types that are not full-state: only the changed resources. A SotW answer is
-   *       skipped if none changed and it need not reply (SotW cannot say "removed"); with
-   *       {@code replyEvenIfEmpty} and no change it is an empty response, not a resend.
+   *   <li>Delta, and SotW types that are not full-state: only the changed resources. A SotW answer
+   *       is skipped if none changed and it need not reply (SotW cannot say "removed"); with {@code
+   *       replyEvenIfEmpty} and no change it is an empty response, not a resend.
    *   <li>Full-state SotW types (CDS, LDS): every existing subscribed resource (wildcard: all).
    * </ul>
    *
-   * What the subscription was returned, plus what is sent, minus what was removed, goes with the response.
+   * What the subscription was returned, plus what is sent, minus what was removed, goes with the
+   * response.
    */
   private boolean computeResponse(Watch watch, boolean replyEvenIfEmpty) {
     GoSubscription.View subscription = watch.subscription();
@@ -276,12 +323,14 @@ final class GoLinearCache {
       toReturn = List.copyOf(new TreeSet<>(resources.keySet()));
     } else {
       toReturn = new ArrayList<>();
-      new TreeSet<>(subscription.subscribed()).stream().filter(resources::containsKey).forEach(toReturn::add);
+      new TreeSet<>(subscription.subscribed())
+          .stream().filter(resources::containsKey).forEach(toReturn::add);
       if (!subscription.prefixes().isEmpty()) {
-        new TreeSet<>(resources.keySet()).stream()
-            .filter(name -> !subscription.subscribed().contains(name))
-            .filter(name -> subscription.prefixes().stream().anyMatch(name::startsWith))
-            .forEach(toReturn::add);
+        new TreeSet<>(resources.keySet())
+            .stream()
+                .filter(name -> !subscription.subscribed().contains(name))
+                .filter(name -> subscription.prefixes().stream().anyMatch(name::startsWith))
+                .forEach(toReturn::add);
       }
     }
     Map<String, String> returned = new HashMap<>(subscription.returned());
@@ -296,7 +345,10 @@ final class GoLinearCache {
     return true;
   }
 
-  /** {@code trackWatch}: wildcard watches apart, the others under each name and prefix they subscribe. */
+  /**
+   * {@code trackWatch}: wildcard watches apart, the others under each name and prefix they
+   * subscribe.
+   */
   private Runnable trackWatch(Watch watch) {
     long id = ++currentWatchId;
     GoSubscription.View subscription = watch.subscription();
@@ -308,8 +360,16 @@ final class GoLinearCache {
         }
       };
     }
-    subscription.subscribed().forEach(name -> resourceWatches.computeIfAbsent(name, n -> new LinkedHashMap<>()).put(id, watch));
-    subscription.prefixes().forEach(prefix -> prefixWatches.computeIfAbsent(prefix, p -> new LinkedHashMap<>()).put(id, watch));
+    subscription
+        .subscribed()
+        .forEach(
+            name ->
+                resourceWatches.computeIfAbsent(name, n -> new LinkedHashMap<>()).put(id, watch));
+    subscription
+        .prefixes()
+        .forEach(
+            prefix ->
+                prefixWatches.computeIfAbsent(prefix, p -> new LinkedHashMap<>()).put(id, watch));
     return () -> {
       synchronized (this) {
         removeWatch(id, subscription);

@@ -8,12 +8,13 @@ import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
 
 /**
- * One resource as go-control-plane's caches hold it ({@code cachedResource}, pkg/cache/v3/cached_resource.go):
- * the message, its name, and its content hash, which is the per-resource version of Delta
- * ({@code HashResource}, a SHA-256 of the marshalled bytes, pkg/cache/v3/resource.go; the same hash
- * {@code Snapshot.ConstructVersionMap} puts in the version map). {@code doNotCache} is this suite's
- * extension: go-control-plane has no such knob, so it is marshalled the way go marshals the one wrapped
- * field it does have, a TTL ({@code RawResponse.marshalTTLResource}, pkg/cache/v3/cache.go).
+ * One resource as go-control-plane's caches hold it ({@code cachedResource},
+ * pkg/cache/v3/cached_resource.go): the message, its name, and its content hash, which is the
+ * per-resource version of Delta ({@code HashResource}, a SHA-256 of the marshalled bytes,
+ * pkg/cache/v3/resource.go; the same hash {@code Snapshot.ConstructVersionMap} puts in the version
+ * map). {@code doNotCache} is this suite's extension: go-control-plane has no such knob, so it is
+ * marshalled the way go marshals the one wrapped field it does have, a TTL ({@code
+ * RawResponse.marshalTTLResource}, pkg/cache/v3/cache.go).
  */
 record GoResource(String name, Message message, boolean doNotCache, String hash) {
 
@@ -39,14 +40,24 @@ record GoResource(String name, Message message, boolean doNotCache, String hash)
     if (!doNotCache) {
       return plain;
     }
-    return Any.pack(Resource.newBuilder().setName(name).setResource(plain)
-        .setCacheControl(Resource.CacheControl.newBuilder().setDoNotCache(true)).build());
+    return Any.pack(
+        Resource.newBuilder()
+            .setName(name)
+            .setResource(plain)
+            .setCacheControl(Resource.CacheControl.newBuilder().setDoNotCache(true))
+            .build());
   }
 
-  /** What goes in a Delta response ({@code RawDeltaResponse.GetDeltaDiscoveryResponse}): name, bytes, content hash. */
+  /**
+   * What goes in a Delta response ({@code RawDeltaResponse.GetDeltaDiscoveryResponse}): name,
+   * bytes, content hash.
+   */
   Resource deltaResource(String typeUrl) {
-    Resource.Builder resource = Resource.newBuilder().setName(name).setVersion(hash)
-        .setResource(Any.newBuilder().setTypeUrl(typeUrl).setValue(message.toByteString()));
+    Resource.Builder resource =
+        Resource.newBuilder()
+            .setName(name)
+            .setVersion(hash)
+            .setResource(Any.newBuilder().setTypeUrl(typeUrl).setValue(message.toByteString()));
     if (doNotCache) {
       resource.setCacheControl(Resource.CacheControl.newBuilder().setDoNotCache(true));
     }
@@ -55,7 +66,8 @@ record GoResource(String name, Message message, boolean doNotCache, String hash)
 
   private static String hash(Message message) {
     try {
-      return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(message.toByteArray()));
+      return HexFormat.of()
+          .formatHex(MessageDigest.getInstance("SHA-256").digest(message.toByteArray()));
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalStateException("every JVM has SHA-256", e);
     }

@@ -15,19 +15,21 @@ import java.util.function.Consumer;
 import java.util.function.Function;
 
 /**
- * go-control-plane HEAD's {@code snapshotCache} made with {@code NewSnapshotCache(true, hash, logger)}
- * (pkg/cache/v3/simple.go): ADS mode, one snapshot per node group, the group being {@code node.cluster}
- * (the {@code NodeHash} the suite's tests use). Its lock is go's {@code cache.mu}: watches are created,
- * cancelled and answered under it, from stream threads and from the thread calling
- * {@link #setSnapshot}.
+ * go-control-plane HEAD's {@code snapshotCache} made with {@code NewSnapshotCache(true, hash,
+ * logger)} (pkg/cache/v3/simple.go): ADS mode, one snapshot per node group, the group being {@code
+ * node.cluster} (the {@code NodeHash} the suite's tests use). Its lock is go's {@code cache.mu}:
+ * watches are created, cancelled and answered under it, from stream threads and from the thread
+ * calling {@link #setSnapshot}.
  *
- * <p>Go ranges over maps in random order; the model sends resources sorted by name and answers watches
- * of one type in creation order, one of the orders go may take.
+ * <p>Go ranges over maps in random order; the model sends resources sorted by name and answers
+ * watches of one type in creation order, one of the orders go may take.
  */
 final class GoSnapshotCache implements GoCache {
 
   /** {@code ResponseWatch} (status.go). */
-  private record SotwWatch(DiscoveryRequest request, GoSubscription.View subscription,
+  private record SotwWatch(
+      DiscoveryRequest request,
+      GoSubscription.View subscription,
       Consumer<GoResponses.Sotw> responder) {
 
     String typeUrl() {
@@ -40,7 +42,9 @@ final class GoSnapshotCache implements GoCache {
   }
 
   /** {@code DeltaResponseWatch} (status.go). */
-  private record DeltaWatch(DeltaDiscoveryRequest request, GoSubscription.View subscription,
+  private record DeltaWatch(
+      DeltaDiscoveryRequest request,
+      GoSubscription.View subscription,
       Consumer<GoResponses.Delta> responder) {}
 
   /** {@code statusInfo} (status.go): a group's open watches, by watch id. */
@@ -61,12 +65,14 @@ final class GoSnapshotCache implements GoCache {
   private long watchCount;
 
   /**
-   * {@code CreateWatch}: answered at once if {@link #createResponse} has something; otherwise a watch
-   * is kept — except when the superset rule refuses the request, which is then dropped with no watch
-   * ("ADS mode: not responding to request"), so no later snapshot answers it either.
+   * {@code CreateWatch}: answered at once if {@link #createResponse} has something; otherwise a
+   * watch is kept — except when the superset rule refuses the request, which is then dropped with
+   * no watch ("ADS mode: not responding to request"), so no later snapshot answers it either.
    */
   @Override
-  public synchronized Runnable createWatch(DiscoveryRequest request, GoSubscription.View subscription,
+  public synchronized Runnable createWatch(
+      DiscoveryRequest request,
+      GoSubscription.View subscription,
       Consumer<GoResponses.Sotw> responder) {
     String group = request.getNode().getCluster();
     Status info = status.computeIfAbsent(group, g -> new Status());
@@ -89,10 +95,10 @@ final class GoSnapshotCache implements GoCache {
   }
 
   /**
-   * {@code SetSnapshot} then {@code respondSOTWWatches} and {@code respondDeltaWatches}: every open SotW
-   * watch whose request version differs from the snapshot's is answered, in {@code ResponseType} order
-   * (ADS); one the superset rule refuses is kept, unanswered. Delta watches follow, in the same order,
-   * answered only if something changed for them.
+   * {@code SetSnapshot} then {@code respondSOTWWatches} and {@code respondDeltaWatches}: every open
+   * SotW watch whose request version differs from the snapshot's is answered, in {@code
+   * ResponseType} order (ADS); one the superset rule refuses is kept, unanswered. Delta watches
+   * follow, in the same order, answered only if something changed for them.
    */
   synchronized void setSnapshot(String group, GoSnapshot snapshot) {
     snapshots.put(group, snapshot);
@@ -116,7 +122,8 @@ final class GoSnapshotCache implements GoCache {
         info.watches.remove(entry.getKey());
       }
     }
-    for (Map.Entry<Long, DeltaWatch> entry : inResponseTypeOrder(info.deltaWatches, w -> w.request().getTypeUrl())) {
+    for (Map.Entry<Long, DeltaWatch> entry :
+        inResponseTypeOrder(info.deltaWatches, w -> w.request().getTypeUrl())) {
       DeltaWatch watch = entry.getValue();
       GoResponses.Delta response = createDeltaResponse(snapshot, watch, false);
       if (response != null) {
@@ -132,20 +139,24 @@ final class GoSnapshotCache implements GoCache {
    * <ul>
    *   <li>ADS superset rule: a request that is not wildcard and does not name every resource the
    *       snapshot has of its type is refused; names the snapshot lacks are fine.
-   *   <li>Request version differs from the snapshot's: every subscribed resource that exists (wildcard:
-   *       all of them).
-   *   <li>Version equal: only resources this stream was not yet returned; nothing new means no answer —
-   *       except for full-state types (CDS, LDS), which answer with everything if a returned resource
-   *       was deleted or unsubscribed as well.
+   *   <li>Request version differs from the snapshot's: every subscribed resource that exists
+   *       (wildcard: all of them).
+   *   <li>Version equal: only resources this stream was not yet returned; nothing new means no
+   *       answer — except for full-state types (CDS, LDS), which answer with everything if a
+   *       returned resource was deleted or unsubscribed as well.
    * </ul>
    */
-  private static GoResponses.Sotw createResponse(GoSnapshot snapshot, SotwWatch watch) throws MissingRequestResource {
+  private static GoResponses.Sotw createResponse(GoSnapshot snapshot, SotwWatch watch)
+      throws MissingRequestResource {
     String typeUrl = watch.typeUrl();
     Map<String, GoResource> resources = snapshot.resources(typeUrl);
     GoSubscription.View subscription = watch.subscription();
     if (!subscription.wildcard()) {
-      List<String> missing = resources.keySet().stream().filter(name -> !subscription.subscribed().contains(name))
-          .sorted().toList();
+      List<String> missing =
+          resources.keySet().stream()
+              .filter(name -> !subscription.subscribed().contains(name))
+              .sorted()
+              .toList();
       if (!missing.isEmpty()) {
         throw new MissingRequestResource(missing);
       }
@@ -161,7 +172,8 @@ final class GoSnapshotCache implements GoCache {
       if (subscription.wildcard()) {
         resources.keySet().stream().filter(name -> !known.containsKey(name)).forEach(changed::add);
       }
-      subscribed.stream().filter(name -> resources.containsKey(name) && !known.containsKey(name))
+      subscribed.stream()
+          .filter(name -> resources.containsKey(name) && !known.containsKey(name))
           .forEach(changed::add);
       if (changed.isEmpty() && !watch.sendFullStateResponses()) {
         return null;
@@ -188,7 +200,8 @@ final class GoSnapshotCache implements GoCache {
           returned.put(resource.name(), version);
         }
       }
-      // Appended after the wildcard's: a name both subscribed and covered by "*" goes out twice, as in go.
+      // Appended after the wildcard's: a name both subscribed and covered by "*" goes out twice, as
+      // in go.
       for (String name : subscribed) {
         GoResource resource = resources.get(name);
         if (resource != null) {
@@ -204,24 +217,29 @@ final class GoSnapshotCache implements GoCache {
       }
       deleted.forEach(returned::remove);
     }
-    return new GoResponses.Sotw(watch.request(), version, List.copyOf(toReturn), Map.copyOf(returned));
+    return new GoResponses.Sotw(
+        watch.request(), version, List.copyOf(toReturn), Map.copyOf(returned));
   }
 
   /**
    * {@code CreateDeltaWatch}: with a snapshot, answered at once if anything differs from what the
-   * subscription was returned — or even if nothing does, when the request is wildcard and carries no
-   * nonce (the first of its type, which Envoy needs answered to finish initialising). Otherwise a watch.
+   * subscription was returned — or even if nothing does, when the request is wildcard and carries
+   * no nonce (the first of its type, which Envoy needs answered to finish initialising). Otherwise
+   * a watch.
    */
   @Override
-  public synchronized Runnable createDeltaWatch(DeltaDiscoveryRequest request, GoSubscription.View subscription,
+  public synchronized Runnable createDeltaWatch(
+      DeltaDiscoveryRequest request,
+      GoSubscription.View subscription,
       Consumer<GoResponses.Delta> responder) {
     String group = request.getNode().getCluster();
     Status info = status.computeIfAbsent(group, g -> new Status());
     DeltaWatch watch = new DeltaWatch(request, subscription, responder);
     GoSnapshot snapshot = snapshots.get(group);
     if (snapshot != null) {
-      GoResponses.Delta response = createDeltaResponse(snapshot, watch,
-          subscription.wildcard() && request.getResponseNonce().isEmpty());
+      GoResponses.Delta response =
+          createDeltaResponse(
+              snapshot, watch, subscription.wildcard() && request.getResponseNonce().isEmpty());
       if (response != null) {
         responder.accept(response);
         return () -> {};
@@ -231,30 +249,34 @@ final class GoSnapshotCache implements GoCache {
   }
 
   /**
-   * {@code createDeltaResponse} (simple.go): per-resource versions are content hashes
-   * ({@code ConstructVersionMap}). A resource is sent if its hash differs from what the subscription was
-   * returned; a returned name is reported removed if the snapshot no longer has it or, not wildcard, it
-   * is no longer subscribed. Names never returned are never reported removed.
+   * {@code createDeltaResponse} (simple.go): per-resource versions are content hashes ({@code
+   * ConstructVersionMap}). A resource is sent if its hash differs from what the subscription was
+   * returned; a returned name is reported removed if the snapshot no longer has it or, not
+   * wildcard, it is no longer subscribed. Names never returned are never reported removed.
    */
-  private static GoResponses.Delta createDeltaResponse(GoSnapshot snapshot, DeltaWatch watch, boolean replyIfEmpty) {
+  private static GoResponses.Delta createDeltaResponse(
+      GoSnapshot snapshot, DeltaWatch watch, boolean replyIfEmpty) {
     String typeUrl = watch.request().getTypeUrl();
     Map<String, GoResource> resources = snapshot.resources(typeUrl);
     GoSubscription.View subscription = watch.subscription();
     Map<String, String> returned = new HashMap<>(subscription.returned());
     List<GoResource> toReturn = new ArrayList<>();
-    Consumer<GoResource> addIfChanged = resource -> {
-      if (!resource.hash().equals(returned.get(resource.name()))) {
-        toReturn.add(resource);
-        returned.put(resource.name(), resource.hash());
-      }
-    };
+    Consumer<GoResource> addIfChanged =
+        resource -> {
+          if (!resource.hash().equals(returned.get(resource.name()))) {
+            toReturn.add(resource);
+            returned.put(resource.name(), resource.hash());
+          }
+        };
     if (subscription.wildcard()) {
       new TreeMap<>(resources).values().forEach(addIfChanged);
     }
-    new TreeSet<>(subscription.subscribed()).stream().map(resources::get).filter(r -> r != null).forEach(addIfChanged);
+    new TreeSet<>(subscription.subscribed())
+        .stream().map(resources::get).filter(r -> r != null).forEach(addIfChanged);
     List<String> removed = new ArrayList<>();
     for (String name : new TreeSet<>(returned.keySet())) {
-      if (!resources.containsKey(name) || (!subscription.wildcard() && !subscription.subscribed().contains(name))) {
+      if (!resources.containsKey(name)
+          || (!subscription.wildcard() && !subscription.subscribed().contains(name))) {
         removed.add(name);
         returned.remove(name);
       }
@@ -262,8 +284,12 @@ final class GoSnapshotCache implements GoCache {
     if (toReturn.isEmpty() && removed.isEmpty() && !replyIfEmpty) {
       return null;
     }
-    return new GoResponses.Delta(watch.request(), snapshot.version(typeUrl), List.copyOf(toReturn),
-        List.copyOf(removed), Map.copyOf(returned));
+    return new GoResponses.Delta(
+        watch.request(),
+        snapshot.version(typeUrl),
+        List.copyOf(toReturn),
+        List.copyOf(removed),
+        Map.copyOf(returned));
   }
 
   private <W> Runnable track(String group, Map<Long, W> watches, W watch) {
@@ -281,11 +307,18 @@ final class GoSnapshotCache implements GoCache {
     }
   }
 
-  /** {@code orderResponseWatches} sorted by {@code keys.Less}: the type's ResponseType, then (here) creation. */
-  private static <W> List<Map.Entry<Long, W>> inResponseTypeOrder(Map<Long, W> watches, Function<W, String> typeUrl) {
-    return watches.entrySet().stream().map(e -> Map.entry(e.getKey(), e.getValue()))
-        .sorted(Comparator.comparingInt((Map.Entry<Long, W> e) -> GoSnapshot.responseType(typeUrl.apply(e.getValue())))
-            .thenComparing(Map.Entry::getKey))
+  /**
+   * {@code orderResponseWatches} sorted by {@code keys.Less}: the type's ResponseType, then (here)
+   * creation.
+   */
+  private static <W> List<Map.Entry<Long, W>> inResponseTypeOrder(
+      Map<Long, W> watches, Function<W, String> typeUrl) {
+    return watches.entrySet().stream()
+        .map(e -> Map.entry(e.getKey(), e.getValue()))
+        .sorted(
+            Comparator.comparingInt(
+                    (Map.Entry<Long, W> e) -> GoSnapshot.responseType(typeUrl.apply(e.getValue())))
+                .thenComparing(Map.Entry::getKey))
         .toList();
   }
 }

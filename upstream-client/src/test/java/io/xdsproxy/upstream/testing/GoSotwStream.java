@@ -9,11 +9,12 @@ import java.util.HashMap;
 import java.util.Map;
 
 /**
- * One SotW ADS stream of go-control-plane HEAD's server: {@code process} in pkg/server/sotw/v3/xds.go
- * (the default, unordered loop: no {@code WithOrderedADS}), {@code streamWrapper.send} in server.go,
- * with legacy wildcard active for every type (no {@code DeactivateLegacyWildcard}). There is no ACK or
- * NACK in it: every request it accepts replaces the type's watch and asks the cache, which decides from
- * the version, the names and what this stream was already returned.
+ * One SotW ADS stream of go-control-plane HEAD's server: {@code process} in
+ * pkg/server/sotw/v3/xds.go (the default, unordered loop: no {@code WithOrderedADS}), {@code
+ * streamWrapper.send} in server.go, with legacy wildcard active for every type (no {@code
+ * DeactivateLegacyWildcard}). There is no ACK or NACK in it: every request it accepts replaces the
+ * type's watch and asks the cache, which decides from the version, the names and what this stream
+ * was already returned.
  */
 final class GoSotwStream implements GoStreamLink.Handler<DiscoveryRequest> {
 
@@ -21,7 +22,11 @@ final class GoSotwStream implements GoStreamLink.Handler<DiscoveryRequest> {
   private static final class Watch {
     private final GoSubscription subscription;
     private Runnable cancel = () -> {};
-    /** The nonce of the response this watch sent; "" until it sends one, so a new watch accepts any nonce. */
+
+    /**
+     * The nonce of the response this watch sent; "" until it sends one, so a new watch accepts any
+     * nonce.
+     */
     private String nonce = "";
 
     Watch(GoSubscription subscription) {
@@ -33,8 +38,10 @@ final class GoSotwStream implements GoStreamLink.Handler<DiscoveryRequest> {
   private final GoStreamLink<DiscoveryResponse> link;
   private final Map<String, Watch> watches = new HashMap<>();
   private Node node = Node.getDefaultInstance();
+
   /** One counter for every type: {@code streamWrapper.nonce}. */
   private long nonce;
+
   private boolean closed;
 
   GoSotwStream(GoCache cache, GoStreamLink<DiscoveryResponse> link) {
@@ -63,7 +70,8 @@ final class GoSotwStream implements GoStreamLink.Handler<DiscoveryRequest> {
     Watch current = watches.get(typeUrl);
     GoSubscription subscription;
     if (current != null) {
-      // The watch's nonce, not the type's last one: a watch replaced by an accepted request has none until
+      // The watch's nonce, not the type's last one: a watch replaced by an accepted request has
+      // none until
       // it sends, and until then any nonce, empty included, is accepted.
       if (!current.nonce.isEmpty() && !request.getResponseNonce().equals(current.nonce)) {
         return;
@@ -77,16 +85,18 @@ final class GoSotwStream implements GoStreamLink.Handler<DiscoveryRequest> {
     Watch next = new Watch(subscription);
     watches.put(typeUrl, next);
     try {
-      next.cancel = cache.createWatch(request, subscription.view(), response -> link.post(() -> send(next, response)));
+      next.cancel =
+          cache.createWatch(
+              request, subscription.view(), response -> link.post(() -> send(next, response)));
     } catch (StatusException e) {
       end(e.getStatus());
     }
   }
 
   /**
-   * {@code streamWrapper.send}. A response of a watch that a later request replaced is dropped: go's loop
-   * stops selecting on the replaced watch's channel ({@code watches.recompute}), so what was queued there
-   * is never read.
+   * {@code streamWrapper.send}. A response of a watch that a later request replaced is dropped:
+   * go's loop stops selecting on the replaced watch's channel ({@code watches.recompute}), so what
+   * was queued there is never read.
    */
   private void send(Watch from, GoResponses.Sotw response) {
     if (closed || watches.get(response.typeUrl()) != from) {
@@ -102,11 +112,13 @@ final class GoSotwStream implements GoStreamLink.Handler<DiscoveryRequest> {
   }
 
   /**
-   * {@code responseMatchesCurrentSubscription} (server.go, go-control-plane#1498): a response naming a
-   * resource the client no longer subscribes to is dropped. With the caches modelled here a response is
-   * always computed for its watch's subscription, so this only guards, as it does in go's unordered loop.
+   * {@code responseMatchesCurrentSubscription} (server.go, go-control-plane#1498): a response
+   * naming a resource the client no longer subscribes to is dropped. With the caches modelled here
+   * a response is always computed for its watch's subscription, so this only guards, as it does in
+   * go's unordered loop.
    */
-  private static boolean matchesCurrentSubscription(GoResponses.Sotw response, GoSubscription.View subscription) {
+  private static boolean matchesCurrentSubscription(
+      GoResponses.Sotw response, GoSubscription.View subscription) {
     if (subscription.wildcard()) {
       return true;
     }

@@ -10,10 +10,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * What a go-control-plane stream goroutine is, in Java: one {@link SynchronizationContext} owns the
- * stream's state and runs, one at a time and in arrival order, what go's {@code process} loop selects on
- * — the client's requests and the cache's responses. A cache answers a watch by {@link #post posting} to
- * the context (go: a send on the watch's buffered channel), which never blocks and never runs stream code
- * under the cache's lock; a pool thread then drains the context.
+ * stream's state and runs, one at a time and in arrival order, what go's {@code process} loop
+ * selects on — the client's requests and the cache's responses. A cache answers a watch by {@link
+ * #post posting} to the context (go: a send on the watch's buffered channel), which never blocks
+ * and never runs stream code under the cache's lock; a pool thread then drains the context.
  *
  * @param <R> the response message of the stream (SotW or Delta)
  */
@@ -21,11 +21,16 @@ final class GoStreamLink<R> {
 
   private static final Logger log = LoggerFactory.getLogger(GoStreamLink.class);
 
-  /** One stream's request handling, as the go server's per-stream loop; every method runs in the link's context. */
+  /**
+   * One stream's request handling, as the go server's per-stream loop; every method runs in the
+   * link's context.
+   */
   interface Handler<Q> {
     void onRequest(Q request);
 
-    /** The stream ended (client gone, server stopped, or the handler failed it): cancel every watch. */
+    /**
+     * The stream ended (client gone, server stopped, or the handler failed it): cancel every watch.
+     */
     void close();
   }
 
@@ -60,8 +65,8 @@ final class GoStreamLink<R> {
   }
 
   /**
-   * Queues {@code task} (a response the cache computed) behind whatever the stream has queued, from any
-   * thread, holding any lock.
+   * Queues {@code task} (a response the cache computed) behind whatever the stream has queued, from
+   * any thread, holding any lock.
    */
   void post(Runnable task) {
     context.executeLater(task);
@@ -111,8 +116,10 @@ final class GoStreamLink<R> {
 
   private void uncaught(Thread thread, Throwable error) {
     log.warn("go-control-plane model: stream {} failed", id, error);
-    fail(Status.INTERNAL.withDescription("go-control-plane model failed on stream " + id + ": " + error)
-        .withCause(error));
+    fail(
+        Status.INTERNAL
+            .withDescription("go-control-plane model failed on stream " + id + ": " + error)
+            .withCause(error));
     if (handler != null) {
       handler.close();
     }

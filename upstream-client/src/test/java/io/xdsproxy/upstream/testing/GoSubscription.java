@@ -8,8 +8,8 @@ import java.util.Set;
 
 /**
  * go-control-plane HEAD's server-side view of one type on one stream: {@code stream.Subscription}
- * (pkg/server/stream/v3/subscription.go). Owned by its stream; a cache only ever sees a {@link View},
- * as go hands the cache a copy of the struct with the watch.
+ * (pkg/server/stream/v3/subscription.go). Owned by its stream; a cache only ever sees a {@link
+ * View}, as go hands the cache a copy of the struct with the watch.
  */
 final class GoSubscription {
 
@@ -17,18 +17,28 @@ final class GoSubscription {
   private static final String GLOB_SUFFIX = "/*";
 
   private boolean wildcard;
-  /** True until the stream sends a name (or "*") for the type: only then is an empty list a wildcard. */
+
+  /**
+   * True until the stream sends a name (or "*") for the type: only then is an empty list a
+   * wildcard.
+   */
   private boolean allowLegacyWildcard;
+
   private Set<String> subscribed = new HashSet<>();
   private Set<String> prefixes = new HashSet<>();
+
   /**
-   * What the client was sent and at which version (SotW: the response's version; Delta: the resource's
-   * hash), set by the server when it sends a response, not when the client ACKs it.
+   * What the client was sent and at which version (SotW: the response's version; Delta: the
+   * resource's hash), set by the server when it sends a response, not when the client ACKs it.
    */
   private Map<String, String> returned;
 
-  /** {@code newSubscription}: wildcard only when the first request names nothing and legacy wildcard is allowed. */
-  private GoSubscription(boolean emptyRequest, boolean allowLegacyWildcard, Map<String, String> initialVersions) {
+  /**
+   * {@code newSubscription}: wildcard only when the first request names nothing and legacy wildcard
+   * is allowed.
+   */
+  private GoSubscription(
+      boolean emptyRequest, boolean allowLegacyWildcard, Map<String, String> initialVersions) {
     this.wildcard = emptyRequest && allowLegacyWildcard;
     this.allowLegacyWildcard = allowLegacyWildcard;
     this.returned = new HashMap<>(initialVersions);
@@ -36,26 +46,32 @@ final class GoSubscription {
 
   /** {@code NewSotwSubscription}: the first SotW request of the type on the stream. */
   static GoSubscription sotw(List<String> names, boolean allowLegacyWildcard) {
-    GoSubscription subscription = new GoSubscription(names.isEmpty(), allowLegacyWildcard, Map.of());
+    GoSubscription subscription =
+        new GoSubscription(names.isEmpty(), allowLegacyWildcard, Map.of());
     subscription.setResourceSubscription(names);
     return subscription;
   }
 
   /**
-   * {@code NewDeltaSubscription}: the first Delta request of the type; its
-   * {@code initial_resource_versions} become what the client was returned.
+   * {@code NewDeltaSubscription}: the first Delta request of the type; its {@code
+   * initial_resource_versions} become what the client was returned.
    */
-  static GoSubscription delta(List<String> subscribe, List<String> unsubscribe, Map<String, String> initialVersions,
+  static GoSubscription delta(
+      List<String> subscribe,
+      List<String> unsubscribe,
+      Map<String, String> initialVersions,
       boolean allowLegacyWildcard) {
-    GoSubscription subscription = new GoSubscription(subscribe.isEmpty(), allowLegacyWildcard, initialVersions);
+    GoSubscription subscription =
+        new GoSubscription(subscribe.isEmpty(), allowLegacyWildcard, initialVersions);
     subscription.updateResourceSubscriptions(subscribe, unsubscribe);
     return subscription;
   }
 
   /**
-   * {@code SetResourceSubscription}: a SotW request's names are the whole subscription. Once a name was
-   * sent an empty list subscribes to nothing; names no longer subscribed leave {@code returned}, "so later
-   * subscriptions will trigger responses, even if the version has not changed" (unless "*" is sent).
+   * {@code SetResourceSubscription}: a SotW request's names are the whole subscription. Once a name
+   * was sent an empty list subscribes to nothing; names no longer subscribed leave {@code
+   * returned}, "so later subscriptions will trigger responses, even if the version has not changed"
+   * (unless "*" is sent).
    */
   void setResourceSubscription(List<String> names) {
     if (allowLegacyWildcard) {
@@ -77,7 +93,9 @@ final class GoSubscription {
       }
     }
     if (!explicitWildcard) {
-      returned.keySet().removeIf(name -> !newNames.contains(name) && !matchesAnyPrefix(newPrefixes, name));
+      returned
+          .keySet()
+          .removeIf(name -> !newNames.contains(name) && !matchesAnyPrefix(newPrefixes, name));
     }
     wildcard = explicitWildcard;
     subscribed = newNames;
@@ -85,12 +103,12 @@ final class GoSubscription {
   }
 
   /**
-   * {@code UpdateResourceSubscriptions}: subscriptions first, then unsubscriptions, so a name in both
-   * ends unsubscribed. While legacy wildcard, a request subscribing nothing changes nothing (its
-   * unsubscriptions included); the first name ends legacy mode but keeps the wildcard. Unsubscribing a
-   * named resource while wildcard marks it returned at version "", so the next answer either sends it
-   * again or reports it removed (the protocol requires one of the two); otherwise it leaves
-   * {@code returned}.
+   * {@code UpdateResourceSubscriptions}: subscriptions first, then unsubscriptions, so a name in
+   * both ends unsubscribed. While legacy wildcard, a request subscribing nothing changes nothing
+   * (its unsubscriptions included); the first name ends legacy mode but keeps the wildcard.
+   * Unsubscribing a named resource while wildcard marks it returned at version "", so the next
+   * answer either sends it again or reports it removed (the protocol requires one of the two);
+   * otherwise it leaves {@code returned}.
    */
   void updateResourceSubscriptions(List<String> subscribe, List<String> unsubscribe) {
     if (allowLegacyWildcard) {
@@ -145,7 +163,11 @@ final class GoSubscription {
   }
 
   /** The cache's side of {@code cache.Subscription} (pkg/cache/v3/cache.go). */
-  record View(boolean wildcard, Set<String> subscribed, Set<String> prefixes, Map<String, String> returned) {
+  record View(
+      boolean wildcard,
+      Set<String> subscribed,
+      Set<String> prefixes,
+      Map<String, String> returned) {
 
     /** {@code isSubscribedTo} (linear.go): by name or by a prefix glob. */
     boolean isSubscribedTo(String name) {

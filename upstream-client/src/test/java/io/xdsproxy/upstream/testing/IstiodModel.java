@@ -29,26 +29,29 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * An executable model of istiod as the proxy's upstream: a gRPC ADS server on loopback, SotW and Delta,
- * whose answering rules follow istio/istio at 86c9f01 (2026-08-22), each citing the file and function
- * it follows. The rules are in {@link IstiodSotwConnection} (pkg/xds/server.go {@code ShouldRespond},
- * xdsgen.go {@code pushXds}), {@link IstiodDeltaConnection} (pilot/pkg/xds/delta.go) and
- * {@link IstiodConfig} (the generators, and which push sends which type); this class is istiod's
- * {@code DiscoveryServer}: it keeps each node group's configuration, makes push versions, and pushes a
- * configuration change to every connection.
+ * An executable model of istiod as the proxy's upstream: a gRPC ADS server on loopback, SotW and
+ * Delta, whose answering rules follow istio/istio at 86c9f01 (2026-08-22), each citing the file and
+ * function it follows. The rules are in {@link IstiodSotwConnection} (pkg/xds/server.go {@code
+ * ShouldRespond}, xdsgen.go {@code pushXds}), {@link IstiodDeltaConnection}
+ * (pilot/pkg/xds/delta.go) and {@link IstiodConfig} (the generators, and which push sends which
+ * type); this class is istiod's {@code DiscoveryServer}: it keeps each node group's configuration,
+ * makes push versions, and pushes a configuration change to every connection.
  *
  * <p>A node group ({@code node.cluster}) stands for proxies istiod would generate identical
- * configuration for; {@link #setSnapshot} is a config change of that group. What the model leaves out:
- * istiod's readiness and rate limits, authentication, the "type~ip~id~domain" node id, health probes,
- * debug types, proxyless gRPC (which is sent every watched name), gateways (which get nothing for an
- * unknown route name), and every type beyond the five of a snapshot.
+ * configuration for; {@link #setSnapshot} is a config change of that group. What the model leaves
+ * out: istiod's readiness and rate limits, authentication, the "type~ip~id~domain" node id, health
+ * probes, debug types, proxyless gRPC (which is sent every watched name), gateways (which get
+ * nothing for an unknown route name), and every type beyond the five of a snapshot.
  */
 public final class IstiodModel implements UpstreamControlPlane {
 
   /** A stream that sent its node: what the recording accessors report. */
   private record StreamRecord(long id, String group, String nodeId) {}
 
-  /** {@code proxy.LastPushContext} of a connection that just sent its node, and its group's configuration. */
+  /**
+   * {@code proxy.LastPushContext} of a connection that just sent its node, and its group's
+   * configuration.
+   */
   record Connected(String pushVersion, IstiodConfig config) {}
 
   /**
@@ -103,15 +106,17 @@ public final class IstiodModel implements UpstreamControlPlane {
   /**
    * A config change for {@code group}: if anything in it differs from the group's previous
    * configuration (an identical one is no change, and istiod would not push), a new push version
-   * (discovery.go {@code Push}, {@code NextVersion}) and a push to every open stream, which the stream's
-   * own group's streams act on (see {@link IstiodConfig.ConfigChange} for what each change sends).
+   * (discovery.go {@code Push}, {@code NextVersion}) and a push to every open stream, which the
+   * stream's own group's streams act on (see {@link IstiodConfig.ConfigChange} for what each change
+   * sends).
    */
   @Override
   public void setSnapshot(String group, Snapshot snapshot) {
     List<IstiodConnection<?, ?>> reached;
     synchronized (this) {
       IstiodConfig config = IstiodConfig.of(snapshot, doNotCache);
-      ConfigChange change = IstiodConfig.changeBetween(configs.getOrDefault(group, IstiodConfig.EMPTY), config);
+      ConfigChange change =
+          IstiodConfig.changeBetween(configs.getOrDefault(group, IstiodConfig.EMPTY), config);
       configs.put(group, config);
       if (change.isEmpty()) {
         return;
@@ -119,7 +124,8 @@ public final class IstiodModel implements UpstreamControlPlane {
       pushVersion = nextVersion();
       PushEvent event = new PushEvent(group, pushVersion, config, change);
       reached = new ArrayList<>(connections);
-      reached.forEach(connection -> connection.context.executeLater(() -> connection.onPush(event)));
+      reached.forEach(
+          connection -> connection.context.executeLater(() -> connection.onPush(event)));
     }
     // Runs the pushes here unless a gRPC thread is already running that stream's work.
     reached.forEach(connection -> connection.context.drain());
@@ -132,21 +138,29 @@ public final class IstiodModel implements UpstreamControlPlane {
 
   @Override
   public synchronized void start() throws IOException {
-    server = SamePort.start(() -> NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port))
-        .addService(new AggregatedDiscoveryServiceImplBase() {
-          @Override
-          public StreamObserver<DiscoveryRequest> streamAggregatedResources(
-              StreamObserver<DiscoveryResponse> responses) {
-            return new IstiodSotwConnection(IstiodModel.this, streamIds.incrementAndGet(), responses).requests();
-          }
+    server =
+        SamePort.start(
+            () ->
+                NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port))
+                    .addService(
+                        new AggregatedDiscoveryServiceImplBase() {
+                          @Override
+                          public StreamObserver<DiscoveryRequest> streamAggregatedResources(
+                              StreamObserver<DiscoveryResponse> responses) {
+                            return new IstiodSotwConnection(
+                                    IstiodModel.this, streamIds.incrementAndGet(), responses)
+                                .requests();
+                          }
 
-          @Override
-          public StreamObserver<DeltaDiscoveryRequest> deltaAggregatedResources(
-              StreamObserver<DeltaDiscoveryResponse> responses) {
-            return new IstiodDeltaConnection(IstiodModel.this, streamIds.incrementAndGet(), responses).requests();
-          }
-        })
-        .build());
+                          @Override
+                          public StreamObserver<DeltaDiscoveryRequest> deltaAggregatedResources(
+                              StreamObserver<DeltaDiscoveryResponse> responses) {
+                            return new IstiodDeltaConnection(
+                                    IstiodModel.this, streamIds.incrementAndGet(), responses)
+                                .requests();
+                          }
+                        })
+                    .build());
     port = server.getPort();
   }
 
@@ -172,7 +186,10 @@ public final class IstiodModel implements UpstreamControlPlane {
 
   @Override
   public List<String> openStreamNodeIds() {
-    return streams.stream().filter(stream -> !closedStreams.contains(stream.id())).map(StreamRecord::nodeId).toList();
+    return streams.stream()
+        .filter(stream -> !closedStreams.contains(stream.id()))
+        .map(StreamRecord::nodeId)
+        .toList();
   }
 
   @Override
@@ -204,7 +221,9 @@ public final class IstiodModel implements UpstreamControlPlane {
     closing.shutdownNow();
   }
 
-  /** ads.go {@code initConnection}: registers the stream for pushes, with the push context of now. */
+  /**
+   * ads.go {@code initConnection}: registers the stream for pushes, with the push context of now.
+   */
   synchronized Connected connect(IstiodConnection<?, ?> connection, Node node) {
     connections.add(connection);
     streams.add(new StreamRecord(connection.streamId, node.getCluster(), node.getId()));
@@ -229,15 +248,19 @@ public final class IstiodModel implements UpstreamControlPlane {
     responses.incrementAndGet();
   }
 
-  /** discovery.go {@code nonce}: the push version followed by a UUID, so a nonce names its version. */
+  /**
+   * discovery.go {@code nonce}: the push version followed by a UUID, so a nonce names its version.
+   */
   String nonce(String version) {
     return version + UUID.randomUUID();
   }
 
   /** discovery.go {@code NextVersion}: the time (RFC 3339) and a counter. */
   private String nextVersion() {
-    String now = OffsetDateTime.now(clock).truncatedTo(ChronoUnit.SECONDS)
-        .format(DateTimeFormatter.ISO_OFFSET_DATE_TIME);
+    String now =
+        OffsetDateTime.now(clock)
+            .truncatedTo(ChronoUnit.SECONDS)
+            .format(DateTimeFormatter.ISO_OFFSET_DATE_TIME);
     return now + "/" + ++pushVersionNumber;
   }
 }

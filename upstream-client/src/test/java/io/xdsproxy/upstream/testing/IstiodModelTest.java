@@ -55,14 +55,16 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * {@link IstiodModel} over the wire: each of istiod's answering rules it models, shown with a raw ADS
- * client on loopback sending the requests and reading what comes back (or that nothing does).
+ * {@link IstiodModel} over the wire: each of istiod's answering rules it models, shown with a raw
+ * ADS client on loopback sending the requests and reading what comes back (or that nothing does).
  */
 class IstiodModelTest {
 
   private static final Duration RESPONSE_WAIT = Duration.ofSeconds(5);
+
   /** How long "no response" is watched for: istiod answers a request at once or not at all. */
   private static final Duration QUIET = Duration.ofMillis(300);
+
   private static final String GROUP = "mesh";
   private static final Node NODE = Node.newBuilder().setId("sidecar-1").setCluster(GROUP).build();
 
@@ -72,9 +74,14 @@ class IstiodModelTest {
   @BeforeEach
   void startIstiod() throws Exception {
     istiod = new IstiodModel();
-    istiod.setSnapshot(GROUP, snapshot(List.of(cluster("c1"), cluster("c2")),
-        List.of(endpoints("c1", 8001), endpoints("c2", 8002)), List.of(listener("l1"), listener("l2")),
-        List.of(route("r1")), List.of(secret("s1"))));
+    istiod.setSnapshot(
+        GROUP,
+        snapshot(
+            List.of(cluster("c1"), cluster("c2")),
+            List.of(endpoints("c1", 8001), endpoints("c2", 8002)),
+            List.of(listener("l1"), listener("l2")),
+            List.of(route("r1")),
+            List.of(secret("s1"))));
   }
 
   @AfterEach
@@ -105,7 +112,8 @@ class IstiodModelTest {
     SotwStream stream = new SotwStream();
     stream.ask(CLUSTER_TYPE);
     stream.next();
-    stream.send(DiscoveryRequest.newBuilder().setTypeUrl(ENDPOINT_TYPE).addResourceNames("c1").build());
+    stream.send(
+        DiscoveryRequest.newBuilder().setTypeUrl(ENDPOINT_TYPE).addResourceNames("c1").build());
 
     assertThat(names(stream.next())).containsExactly("c1");
   }
@@ -244,8 +252,12 @@ class IstiodModelTest {
         .isEqualTo(ClusterLoadAssignment.newBuilder().setClusterName("no-such-cluster").build());
 
     stream.ask(ROUTE_TYPE, "no-such-route");
-    assertThat(stream.next().getResources(0).unpack(RouteConfiguration.class)).isEqualTo(
-        RouteConfiguration.newBuilder().setName("no-such-route").setValidateClusters(BoolValue.of(false)).build());
+    assertThat(stream.next().getResources(0).unpack(RouteConfiguration.class))
+        .isEqualTo(
+            RouteConfiguration.newBuilder()
+                .setName("no-such-route")
+                .setValidateClusters(BoolValue.of(false))
+                .build());
 
     stream.ask(SECRET_TYPE, "no-such-secret");
     stream.nothingArrives();
@@ -281,12 +293,14 @@ class IstiodModelTest {
 
     DiscoveryResponse clusters = stream.next();
     DiscoveryResponse endpoints = stream.next();
-    assertThat(List.of(clusters.getTypeUrl(), endpoints.getTypeUrl())).containsExactly(CLUSTER_TYPE, ENDPOINT_TYPE);
+    assertThat(List.of(clusters.getTypeUrl(), endpoints.getTypeUrl()))
+        .containsExactly(CLUSTER_TYPE, ENDPOINT_TYPE);
     assertThat(names(clusters)).containsExactly("c1", "c2", "c3");
     assertThat(names(endpoints)).containsExactly("c1", "c2");
     assertThat(endpoints.getVersionInfo()).isEqualTo(clusters.getVersionInfo());
-    assertThat(List.of(clusters.getNonce(), endpoints.getNonce())).allMatch(
-        nonce -> nonce.startsWith(clusters.getVersionInfo())).doesNotHaveDuplicates();
+    assertThat(List.of(clusters.getNonce(), endpoints.getNonce()))
+        .allMatch(nonce -> nonce.startsWith(clusters.getVersionInfo()))
+        .doesNotHaveDuplicates();
     stream.nothingArrives();
   }
 
@@ -294,14 +308,22 @@ class IstiodModelTest {
   void listenerAndRouteChangesPushTheirOwnTypesInPushOrder() {
     SotwStream stream = watchingEverything();
 
-    istiod.setSnapshot(GROUP, snapshot(List.of(cluster("c1"), cluster("c2")),
-        List.of(endpoints("c1", 8001), endpoints("c2", 8002)), List.of(listener("l1")),
-        List.of(route("r1").toBuilder().addVirtualHosts(VirtualHost.newBuilder().setName("more")).build()),
-        List.of(secret("s1"))));
+    istiod.setSnapshot(
+        GROUP,
+        snapshot(
+            List.of(cluster("c1"), cluster("c2")),
+            List.of(endpoints("c1", 8001), endpoints("c2", 8002)),
+            List.of(listener("l1")),
+            List.of(
+                route("r1").toBuilder()
+                    .addVirtualHosts(VirtualHost.newBuilder().setName("more"))
+                    .build()),
+            List.of(secret("s1"))));
 
     DiscoveryResponse listeners = stream.next();
     DiscoveryResponse routes = stream.next();
-    assertThat(List.of(listeners.getTypeUrl(), routes.getTypeUrl())).containsExactly(LISTENER_TYPE, ROUTE_TYPE);
+    assertThat(List.of(listeners.getTypeUrl(), routes.getTypeUrl()))
+        .containsExactly(LISTENER_TYPE, ROUTE_TYPE);
     assertThat(names(listeners)).containsExactly("l1");
     assertThat(names(routes)).containsExactly("r1");
     assertThat(routes.getVersionInfo()).isEqualTo(listeners.getVersionInfo());
@@ -324,7 +346,8 @@ class IstiodModelTest {
 
   @Test
   void aChangeOfAnotherGroupIsNotPushed() {
-    SotwStream other = new SotwStream(Node.newBuilder().setId("sidecar-2").setCluster("other").build());
+    SotwStream other =
+        new SotwStream(Node.newBuilder().setId("sidecar-2").setCluster("other").build());
     other.ask(CLUSTER_TYPE);
     assertThat(names(other.next())).isEmpty();
 
@@ -355,7 +378,8 @@ class IstiodModelTest {
 
     List<Resource> deltaClusters = delta.next().getResourcesList();
     assertThat(deltaClusters).extracting(Resource::getName).containsExactly("c1", "c2", "c3");
-    assertThat(deltaClusters).extracting(resource -> resource.getCacheControl().getDoNotCache())
+    assertThat(deltaClusters)
+        .extracting(resource -> resource.getCacheControl().getDoNotCache())
         .containsExactly(true, false, false);
   }
 
@@ -438,7 +462,8 @@ class IstiodModelTest {
 
     DeltaDiscoveryResponse clusters = stream.next();
     DeltaDiscoveryResponse endpoints = stream.next();
-    assertThat(List.of(clusters.getTypeUrl(), endpoints.getTypeUrl())).containsExactly(CLUSTER_TYPE, ENDPOINT_TYPE);
+    assertThat(List.of(clusters.getTypeUrl(), endpoints.getTypeUrl()))
+        .containsExactly(CLUSTER_TYPE, ENDPOINT_TYPE);
     assertThat(names(endpoints)).containsExactly("c1");
   }
 
@@ -448,8 +473,10 @@ class IstiodModelTest {
     stream.subscribe(ENDPOINT_TYPE, "c1");
     DeltaDiscoveryResponse first = stream.next();
 
-    stream.send(delta(ENDPOINT_TYPE, first.getNonce(), List.of("c2"), List.of(), Map.of()).toBuilder()
-        .setErrorDetail(com.google.rpc.Status.newBuilder().setMessage("rejected")).build());
+    stream.send(
+        delta(ENDPOINT_TYPE, first.getNonce(), List.of("c2"), List.of(), Map.of()).toBuilder()
+            .setErrorDetail(com.google.rpc.Status.newBuilder().setMessage("rejected"))
+            .build());
 
     stream.nothingArrives();
   }
@@ -474,8 +501,14 @@ class IstiodModelTest {
     stream.subscribe(ENDPOINT_TYPE, "c1", "c2");
     stream.ack(stream.next());
 
-    istiod.setSnapshot(GROUP, snapshot(List.of(cluster("c1")), List.of(endpoints("c1", 8001)),
-        List.of(listener("l1"), listener("l2")), List.of(route("r1")), List.of(secret("s1"))));
+    istiod.setSnapshot(
+        GROUP,
+        snapshot(
+            List.of(cluster("c1")),
+            List.of(endpoints("c1", 8001)),
+            List.of(listener("l1"), listener("l2")),
+            List.of(route("r1")),
+            List.of(secret("s1"))));
 
     DeltaDiscoveryResponse clusters = stream.next();
     assertThat(names(clusters)).containsExactly("c1");
@@ -506,7 +539,8 @@ class IstiodModelTest {
     SotwStream sotw = new SotwStream();
     sotw.ask(CLUSTER_TYPE);
     sotw.next();
-    DeltaStream delta = new DeltaStream(Node.newBuilder().setId("sidecar-2").setCluster("other").build());
+    DeltaStream delta =
+        new DeltaStream(Node.newBuilder().setId("sidecar-2").setCluster("other").build());
     delta.subscribe(CLUSTER_TYPE);
     delta.next();
 
@@ -557,7 +591,8 @@ class IstiodModelTest {
   }
 
   private ManagedChannel channel() {
-    ManagedChannel channel = Grpc.newChannelBuilder(istiod.target(), InsecureChannelCredentials.create()).build();
+    ManagedChannel channel =
+        Grpc.newChannelBuilder(istiod.target(), InsecureChannelCredentials.create()).build();
     channels.add(channel);
     return channel;
   }
@@ -594,7 +629,11 @@ class IstiodModelTest {
       try {
         ResponseT response = received.poll(RESPONSE_WAIT.toMillis(), TimeUnit.MILLISECONDS);
         if (response == null) {
-          fail("expected a response within " + RESPONSE_WAIT + "; exchanged:\n" + String.join("\n", transcript));
+          fail(
+              "expected a response within "
+                  + RESPONSE_WAIT
+                  + "; exchanged:\n"
+                  + String.join("\n", transcript));
         }
         return response;
       } catch (InterruptedException e) {
@@ -606,7 +645,9 @@ class IstiodModelTest {
     void nothingArrives() {
       try {
         ResponseT response = received.poll(QUIET.toMillis(), TimeUnit.MILLISECONDS);
-        assertThat(response).as("no response expected; exchanged:\n%s", String.join("\n", transcript)).isNull();
+        assertThat(response)
+            .as("no response expected; exchanged:\n%s", String.join("\n", transcript))
+            .isNull();
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         throw new AssertionError(e);
@@ -615,14 +656,20 @@ class IstiodModelTest {
 
     void endsWith(Status.Code code, String description) {
       Status status = ended.orTimeout(RESPONSE_WAIT.toMillis(), TimeUnit.MILLISECONDS).join();
-      assertThat(status.getCode()).as("stream end; exchanged:\n%s", String.join("\n", transcript)).isEqualTo(code);
+      assertThat(status.getCode())
+          .as("stream end; exchanged:\n%s", String.join("\n", transcript))
+          .isEqualTo(code);
       assertThat(status.getDescription()).isEqualTo(description);
     }
 
-    /** The server went away: gRPC reports the reset stream as cancelled, or the lost connection as unavailable. */
+    /**
+     * The server went away: gRPC reports the reset stream as cancelled, or the lost connection as
+     * unavailable.
+     */
     void isCutOff() {
       Status status = ended.orTimeout(RESPONSE_WAIT.toMillis(), TimeUnit.MILLISECONDS).join();
-      assertThat(status.getCode()).as("stream end; exchanged:\n%s", String.join("\n", transcript))
+      assertThat(status.getCode())
+          .as("stream end; exchanged:\n%s", String.join("\n", transcript))
           .isIn(Status.Code.CANCELLED, Status.Code.UNAVAILABLE);
     }
   }
@@ -639,7 +686,8 @@ class IstiodModelTest {
 
     SotwStream(Node node) {
       this.node = node;
-      requests = AggregatedDiscoveryServiceGrpc.newStub(channel()).streamAggregatedResources(observer());
+      requests =
+          AggregatedDiscoveryServiceGrpc.newStub(channel()).streamAggregatedResources(observer());
     }
 
     void send(DiscoveryRequest request) {
@@ -647,10 +695,17 @@ class IstiodModelTest {
         request = request.toBuilder().setNode(node).build();
       }
       sentFirst = true;
-      transcript.add("-> " + request.getTypeUrl() + " names=" + request.getResourceNamesList() + " version="
-          + request.getVersionInfo() + " nonce=" + request.getResponseNonce()
-          + (request.hasErrorDetail() ? " NACK" : "")
-          + (request.hasNode() ? " node=" + request.getNode().getId() : ""));
+      transcript.add(
+          "-> "
+              + request.getTypeUrl()
+              + " names="
+              + request.getResourceNamesList()
+              + " version="
+              + request.getVersionInfo()
+              + " nonce="
+              + request.getResponseNonce()
+              + (request.hasErrorDetail() ? " NACK" : "")
+              + (request.hasNode() ? " node=" + request.getNode().getId() : ""));
       requests.onNext(request);
     }
 
@@ -661,7 +716,12 @@ class IstiodModelTest {
 
     @Override
     String summary(DiscoveryResponse response) {
-      return response.getTypeUrl() + " " + names(response) + " version=" + response.getVersionInfo() + " nonce="
+      return response.getTypeUrl()
+          + " "
+          + names(response)
+          + " version="
+          + response.getVersionInfo()
+          + " nonce="
           + response.getNonce();
     }
   }
@@ -678,7 +738,8 @@ class IstiodModelTest {
 
     DeltaStream(Node node) {
       this.node = node;
-      requests = AggregatedDiscoveryServiceGrpc.newStub(channel()).deltaAggregatedResources(observer());
+      requests =
+          AggregatedDiscoveryServiceGrpc.newStub(channel()).deltaAggregatedResources(observer());
     }
 
     void send(DeltaDiscoveryRequest request) {
@@ -686,11 +747,19 @@ class IstiodModelTest {
         request = request.toBuilder().setNode(node).build();
       }
       sentFirst = true;
-      transcript.add("-> " + request.getTypeUrl() + " subscribe=" + request.getResourceNamesSubscribeList()
-          + " unsubscribe=" + request.getResourceNamesUnsubscribeList() + " initial="
-          + request.getInitialResourceVersionsMap().keySet() + " nonce=" + request.getResponseNonce()
-          + (request.hasErrorDetail() ? " NACK" : "")
-          + (request.hasNode() ? " node=" + request.getNode().getId() : ""));
+      transcript.add(
+          "-> "
+              + request.getTypeUrl()
+              + " subscribe="
+              + request.getResourceNamesSubscribeList()
+              + " unsubscribe="
+              + request.getResourceNamesUnsubscribeList()
+              + " initial="
+              + request.getInitialResourceVersionsMap().keySet()
+              + " nonce="
+              + request.getResponseNonce()
+              + (request.hasErrorDetail() ? " NACK" : "")
+              + (request.hasNode() ? " node=" + request.getNode().getId() : ""));
       requests.onNext(request);
     }
 
@@ -708,14 +777,26 @@ class IstiodModelTest {
 
     @Override
     String summary(DeltaDiscoveryResponse response) {
-      return response.getTypeUrl() + " " + names(response) + " removed=" + response.getRemovedResourcesList()
-          + " version=" + response.getSystemVersionInfo() + " nonce=" + response.getNonce();
+      return response.getTypeUrl()
+          + " "
+          + names(response)
+          + " removed="
+          + response.getRemovedResourcesList()
+          + " version="
+          + response.getSystemVersionInfo()
+          + " nonce="
+          + response.getNonce();
     }
   }
 
-  private static DiscoveryRequest request(String typeUrl, String version, String nonce, String... names) {
-    return DiscoveryRequest.newBuilder().setTypeUrl(typeUrl).setVersionInfo(version).setResponseNonce(nonce)
-        .addAllResourceNames(List.of(names)).build();
+  private static DiscoveryRequest request(
+      String typeUrl, String version, String nonce, String... names) {
+    return DiscoveryRequest.newBuilder()
+        .setTypeUrl(typeUrl)
+        .setVersionInfo(version)
+        .setResponseNonce(nonce)
+        .addAllResourceNames(List.of(names))
+        .build();
   }
 
   /** An ACK of {@code response} (its version and nonce) asking for {@code names}. */
@@ -726,14 +807,23 @@ class IstiodModelTest {
   /** A NACK of {@code response}: its nonce, no accepted version, an error. */
   private static DiscoveryRequest nack(DiscoveryResponse response, String... names) {
     return request(response.getTypeUrl(), "", response.getNonce(), names).toBuilder()
-        .setErrorDetail(com.google.rpc.Status.newBuilder().setCode(3).setMessage("rejected")).build();
+        .setErrorDetail(com.google.rpc.Status.newBuilder().setCode(3).setMessage("rejected"))
+        .build();
   }
 
-  private static DeltaDiscoveryRequest delta(String typeUrl, String nonce, List<String> subscribe,
-      List<String> unsubscribe, Map<String, String> initialVersions) {
-    return DeltaDiscoveryRequest.newBuilder().setTypeUrl(typeUrl).setResponseNonce(nonce)
-        .addAllResourceNamesSubscribe(subscribe).addAllResourceNamesUnsubscribe(unsubscribe)
-        .putAllInitialResourceVersions(initialVersions).build();
+  private static DeltaDiscoveryRequest delta(
+      String typeUrl,
+      String nonce,
+      List<String> subscribe,
+      List<String> unsubscribe,
+      Map<String, String> initialVersions) {
+    return DeltaDiscoveryRequest.newBuilder()
+        .setTypeUrl(typeUrl)
+        .setResponseNonce(nonce)
+        .addAllResourceNamesSubscribe(subscribe)
+        .addAllResourceNamesUnsubscribe(unsubscribe)
+        .putAllInitialResourceVersions(initialVersions)
+        .build();
   }
 
   private static List<String> names(DiscoveryResponse response) {
@@ -767,11 +857,14 @@ class IstiodModelTest {
 
   // ---- Configuration ----
 
-  /** The default snapshot with {@code replacements} in place of (or added to) its resources of the same name. */
+  /**
+   * The default snapshot with {@code replacements} in place of (or added to) its resources of the
+   * same name.
+   */
   private static Snapshot defaultSnapshotWith(Message... replacements) {
     Map<String, Cluster> clusters = new TreeMap<>(Map.of("c1", cluster("c1"), "c2", cluster("c2")));
-    Map<String, ClusterLoadAssignment> endpoints = new TreeMap<>(
-        Map.of("c1", endpoints("c1", 8001), "c2", endpoints("c2", 8002)));
+    Map<String, ClusterLoadAssignment> endpoints =
+        new TreeMap<>(Map.of("c1", endpoints("c1", 8001), "c2", endpoints("c2", 8002)));
     for (Message replacement : replacements) {
       if (replacement instanceof Cluster cluster) {
         clusters.put(cluster.getName(), cluster);
@@ -779,27 +872,49 @@ class IstiodModelTest {
         endpoints.put(assignment.getClusterName(), assignment);
       }
     }
-    return snapshot(List.copyOf(clusters.values()), List.copyOf(endpoints.values()),
-        List.of(listener("l1"), listener("l2")), List.of(route("r1")), List.of(secret("s1")));
+    return snapshot(
+        List.copyOf(clusters.values()),
+        List.copyOf(endpoints.values()),
+        List.of(listener("l1"), listener("l2")),
+        List.of(route("r1")),
+        List.of(secret("s1")));
   }
 
-  private static Snapshot snapshot(List<Cluster> clusters, List<ClusterLoadAssignment> endpoints,
-      List<Listener> listeners, List<RouteConfiguration> routes, List<Secret> secrets) {
+  private static Snapshot snapshot(
+      List<Cluster> clusters,
+      List<ClusterLoadAssignment> endpoints,
+      List<Listener> listeners,
+      List<RouteConfiguration> routes,
+      List<Secret> secrets) {
     return Snapshot.create(clusters, endpoints, listeners, routes, secrets, "ignored-by-istiod");
   }
 
   private static Cluster cluster(String name) {
-    return Cluster.newBuilder().setName(name).setType(Cluster.DiscoveryType.EDS)
-        .setEdsClusterConfig(Cluster.EdsClusterConfig.newBuilder()
-            .setEdsConfig(ConfigSource.newBuilder().setAds(AggregatedConfigSource.getDefaultInstance())))
+    return Cluster.newBuilder()
+        .setName(name)
+        .setType(Cluster.DiscoveryType.EDS)
+        .setEdsClusterConfig(
+            Cluster.EdsClusterConfig.newBuilder()
+                .setEdsConfig(
+                    ConfigSource.newBuilder().setAds(AggregatedConfigSource.getDefaultInstance())))
         .build();
   }
 
   private static ClusterLoadAssignment endpoints(String cluster, int port) {
-    return ClusterLoadAssignment.newBuilder().setClusterName(cluster)
-        .addEndpoints(LocalityLbEndpoints.newBuilder().addLbEndpoints(LbEndpoint.newBuilder()
-            .setEndpoint(Endpoint.newBuilder().setAddress(Address.newBuilder()
-                .setSocketAddress(SocketAddress.newBuilder().setAddress("127.0.0.1").setPortValue(port))))))
+    return ClusterLoadAssignment.newBuilder()
+        .setClusterName(cluster)
+        .addEndpoints(
+            LocalityLbEndpoints.newBuilder()
+                .addLbEndpoints(
+                    LbEndpoint.newBuilder()
+                        .setEndpoint(
+                            Endpoint.newBuilder()
+                                .setAddress(
+                                    Address.newBuilder()
+                                        .setSocketAddress(
+                                            SocketAddress.newBuilder()
+                                                .setAddress("127.0.0.1")
+                                                .setPortValue(port))))))
         .build();
   }
 
@@ -808,8 +923,10 @@ class IstiodModelTest {
   }
 
   private static RouteConfiguration route(String name) {
-    return RouteConfiguration.newBuilder().setName(name)
-        .addVirtualHosts(VirtualHost.newBuilder().setName("all").addDomains("*")).build();
+    return RouteConfiguration.newBuilder()
+        .setName(name)
+        .addVirtualHosts(VirtualHost.newBuilder().setName("all").addDomains("*"))
+        .build();
   }
 
   private static Secret secret(String name) {

@@ -16,10 +16,16 @@ import java.util.HashSet;
 import java.util.Optional;
 import java.util.Set;
 
-/** A SotW ADS stream to {@link IstiodModel}: pkg/xds/server.go {@code ShouldRespond} and xdsgen.go {@code pushXds}. */
+/**
+ * A SotW ADS stream to {@link IstiodModel}: pkg/xds/server.go {@code ShouldRespond} and xdsgen.go
+ * {@code pushXds}.
+ */
 final class IstiodSotwConnection extends IstiodConnection<DiscoveryRequest, DiscoveryResponse> {
 
-  /** pkg/xds/server.go {@code ResourceDelta} as SotW fills it: only the added names, or none for the whole watch. */
+  /**
+   * pkg/xds/server.go {@code ResourceDelta} as SotW fills it: only the added names, or none for the
+   * whole watch.
+   */
   private record ResourceDelta(Set<String> subscribed) {
     static final ResourceDelta EMPTY = new ResourceDelta(Set.of());
 
@@ -28,7 +34,8 @@ final class IstiodSotwConnection extends IstiodConnection<DiscoveryRequest, Disc
     }
   }
 
-  IstiodSotwConnection(IstiodModel model, long streamId, StreamObserver<DiscoveryResponse> responses) {
+  IstiodSotwConnection(
+      IstiodModel model, long streamId, StreamObserver<DiscoveryResponse> responses) {
     super(model, streamId, responses);
   }
 
@@ -39,9 +46,9 @@ final class IstiodSotwConnection extends IstiodConnection<DiscoveryRequest, Disc
 
   /**
    * ads.go {@code processRequest}: a request that should be answered is a forced push of its type,
-   * with the stream's last push version. xdsgen.go {@code pushXds}: a non-empty delta narrows what is
-   * generated to the added names (for every proxy but proxyless gRPC); the watch itself keeps every
-   * name, so later pushes send them all.
+   * with the stream's last push version. xdsgen.go {@code pushXds}: a non-empty delta narrows what
+   * is generated to the added names (for every proxy but proxyless gRPC); the watch itself keeps
+   * every name, so later pushes send them all.
    */
   @Override
   void process(DiscoveryRequest request) {
@@ -50,13 +57,14 @@ final class IstiodSotwConnection extends IstiodConnection<DiscoveryRequest, Disc
       return;
     }
     String typeUrl = request.getTypeUrl();
-    Set<String> names = delta.get().isEmpty() ? watched.get(typeUrl).resourceNames : delta.get().subscribed();
+    Set<String> names =
+        delta.get().isEmpty() ? watched.get(typeUrl).resourceNames : delta.get().subscribed();
     push(typeUrl, names, Build.EVERYTHING, lastPushVersion);
   }
 
   /**
-   * pkg/xds/server.go {@code ShouldRespond}, in its order. Empty: no response. {@code version_info} is
-   * never read: whether a request is an ACK is decided by its nonce and names alone.
+   * pkg/xds/server.go {@code ShouldRespond}, in its order. Empty: no response. {@code version_info}
+   * is never read: whether a request is an ACK is decided by its nonce and names alone.
    */
   private Optional<ResourceDelta> shouldRespond(DiscoveryRequest request) {
     String typeUrl = request.getTypeUrl();
@@ -70,7 +78,8 @@ final class IstiodSotwConnection extends IstiodConnection<DiscoveryRequest, Disc
       return Optional.empty();
     }
     WatchedResource previous = watched.get(typeUrl);
-    // INIT/RECONNECT: an empty nonce, or a type this connection never watched, answers everything asked.
+    // INIT/RECONNECT: an empty nonce, or a type this connection never watched, answers everything
+    // asked.
     if (request.getResponseNonce().isEmpty() || previous == null) {
       newWatchedResource(typeUrl, Set.copyOf(request.getResourceNamesList()));
       return Optional.of(ResourceDelta.EMPTY);
@@ -104,9 +113,9 @@ final class IstiodSotwConnection extends IstiodConnection<DiscoveryRequest, Disc
   }
 
   /**
-   * context.go {@code Proxy.NewWatchedResource}: a new watch, and for a Cluster watch
-   * ({@code WarmingDependencies}) every existing EDS watch answers its next ACK-looking request once,
-   * so that Envoy can finish warming the clusters it was just sent (envoy#13009).
+   * context.go {@code Proxy.NewWatchedResource}: a new watch, and for a Cluster watch ({@code
+   * WarmingDependencies}) every existing EDS watch answers its next ACK-looking request once, so
+   * that Envoy can finish warming the clusters it was just sent (envoy#13009).
    */
   private void newWatchedResource(String typeUrl, Set<String> names) {
     watched.put(typeUrl, new WatchedResource(names, false));
@@ -117,8 +126,8 @@ final class IstiodSotwConnection extends IstiodConnection<DiscoveryRequest, Disc
 
   /**
    * xdsgen.go {@code pushXds}: one response with every generated resource, {@code version_info} the
-   * push version and the nonce that version with a unique suffix (discovery.go {@code nonce}); nothing
-   * when the generator built nothing.
+   * push version and the nonce that version with a unique suffix (discovery.go {@code nonce});
+   * nothing when the generator built nothing.
    */
   @Override
   void push(String typeUrl, Set<String> names, Build build, String version) {
@@ -127,16 +136,17 @@ final class IstiodSotwConnection extends IstiodConnection<DiscoveryRequest, Disc
       return;
     }
     String nonce = model.nonce(version);
-    DiscoveryResponse.Builder response = DiscoveryResponse.newBuilder().setTypeUrl(typeUrl).setVersionInfo(version)
-        .setNonce(nonce);
+    DiscoveryResponse.Builder response =
+        DiscoveryResponse.newBuilder().setTypeUrl(typeUrl).setVersionInfo(version).setNonce(nonce);
     generated.get().resources().forEach(resource -> response.addResources(sotwAny(resource)));
     send(response.build());
     sentFor(typeUrl, nonce);
   }
 
   /**
-   * pkg/xds/server.go {@code ResourcesToAny} sends the bare resource. A resource marked do_not_cache
-   * (this suite's extension) goes in its Resource wrapper, the only place SotW can carry the mark.
+   * pkg/xds/server.go {@code ResourcesToAny} sends the bare resource. A resource marked
+   * do_not_cache (this suite's extension) goes in its Resource wrapper, the only place SotW can
+   * carry the mark.
    */
   private static Any sotwAny(Resource resource) {
     return resource.hasCacheControl() ? Any.pack(resource) : resource.getResource();

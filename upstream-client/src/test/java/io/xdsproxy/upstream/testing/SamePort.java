@@ -1,8 +1,8 @@
 package io.xdsproxy.upstream.testing;
 
-import io.grpc.Server;
 import static org.awaitility.Awaitility.await;
 
+import io.grpc.Server;
 import java.net.BindException;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicReference;
@@ -25,12 +25,16 @@ final class SamePort {
   /** The server {@code build} makes, started; a port taken meanwhile is waited for. */
   static Server start(Supplier<Server> build) {
     AtomicReference<Server> started = new AtomicReference<>();
-    await().atMost(PATIENCE).pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(50))
+    await()
+        .atMost(PATIENCE)
+        .pollDelay(Duration.ZERO)
+        .pollInterval(Duration.ofMillis(50))
         .ignoreExceptionsMatching(SamePort::portTaken)
-        .until(() -> {
-          started.set(build.get().start());
-          return true;
-        });
+        .until(
+            () -> {
+              started.set(build.get().start());
+              return true;
+            });
     return started.get();
   }
 

@@ -18,9 +18,9 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 /**
- * An ADS server on loopback (SotW and incremental) whose every response the test writes by hand: the control plane that
- * sends what no well-behaved one would (a resource of the wrong type, bytes that do not parse), and
- * whose every request the test reads.
+ * An ADS server on loopback (SotW and incremental) whose every response the test writes by hand:
+ * the control plane that sends what no well-behaved one would (a resource of the wrong type, bytes
+ * that do not parse), and whose every request the test reads.
  */
 public final class ScriptedControlPlane implements AutoCloseable {
 
@@ -28,55 +28,59 @@ public final class ScriptedControlPlane implements AutoCloseable {
   private final BlockingQueue<DeltaDiscoveryRequest> deltaRequests = new LinkedBlockingQueue<>();
   private volatile StreamObserver<DiscoveryResponse> stream;
   private volatile StreamObserver<DeltaDiscoveryResponse> deltaStream;
-  private final java.util.concurrent.atomic.AtomicInteger streamsOpened = new java.util.concurrent.atomic.AtomicInteger();
+  private final java.util.concurrent.atomic.AtomicInteger streamsOpened =
+      new java.util.concurrent.atomic.AtomicInteger();
   private final Server server;
 
   public ScriptedControlPlane() throws IOException {
-    server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
-        .addService(new AggregatedDiscoveryServiceImplBase() {
-          @Override
-          public StreamObserver<DiscoveryRequest> streamAggregatedResources(StreamObserver<DiscoveryResponse> responses) {
-            stream = responses;
-            streamsOpened.incrementAndGet();
-            return new StreamObserver<>() {
-              @Override
-              public void onNext(DiscoveryRequest request) {
-                requests.add(request);
-              }
+    server =
+        NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
+            .addService(
+                new AggregatedDiscoveryServiceImplBase() {
+                  @Override
+                  public StreamObserver<DiscoveryRequest> streamAggregatedResources(
+                      StreamObserver<DiscoveryResponse> responses) {
+                    stream = responses;
+                    streamsOpened.incrementAndGet();
+                    return new StreamObserver<>() {
+                      @Override
+                      public void onNext(DiscoveryRequest request) {
+                        requests.add(request);
+                      }
 
-              @Override
-              public void onError(Throwable t) {}
+                      @Override
+                      public void onError(Throwable t) {}
 
-              @Override
-              public void onCompleted() {
-                responses.onCompleted();
-              }
-            };
-          }
+                      @Override
+                      public void onCompleted() {
+                        responses.onCompleted();
+                      }
+                    };
+                  }
 
-          @Override
-          public StreamObserver<DeltaDiscoveryRequest> deltaAggregatedResources(
-              StreamObserver<DeltaDiscoveryResponse> responses) {
-            deltaStream = responses;
-            streamsOpened.incrementAndGet();
-            return new StreamObserver<>() {
-              @Override
-              public void onNext(DeltaDiscoveryRequest request) {
-                deltaRequests.add(request);
-              }
+                  @Override
+                  public StreamObserver<DeltaDiscoveryRequest> deltaAggregatedResources(
+                      StreamObserver<DeltaDiscoveryResponse> responses) {
+                    deltaStream = responses;
+                    streamsOpened.incrementAndGet();
+                    return new StreamObserver<>() {
+                      @Override
+                      public void onNext(DeltaDiscoveryRequest request) {
+                        deltaRequests.add(request);
+                      }
 
-              @Override
-              public void onError(Throwable t) {}
+                      @Override
+                      public void onError(Throwable t) {}
 
-              @Override
-              public void onCompleted() {
-                responses.onCompleted();
-              }
-            };
-          }
-        })
-        .build()
-        .start();
+                      @Override
+                      public void onCompleted() {
+                        responses.onCompleted();
+                      }
+                    };
+                  }
+                })
+            .build()
+            .start();
   }
 
   public String target() {

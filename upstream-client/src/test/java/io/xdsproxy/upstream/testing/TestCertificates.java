@@ -84,7 +84,8 @@ public final class TestCertificates {
       JcaX509v3CertificateBuilder builder = builder(subject, subject, keys, Duration.ofDays(1));
       try {
         builder.addExtension(Extension.basicConstraints, true, new BasicConstraints(true));
-        builder.addExtension(Extension.keyUsage, true, new KeyUsage(KeyUsage.keyCertSign | KeyUsage.cRLSign));
+        builder.addExtension(
+            Extension.keyUsage, true, new KeyUsage(KeyUsage.keyCertSign | KeyUsage.cRLSign));
       } catch (IOException e) {
         throw new UncheckedIOException(e);
       }
@@ -112,7 +113,11 @@ public final class TestCertificates {
     public Issued issue(String name, Leaf made, String... uriSans) {
       KeyPair leafKeys = made.keyAlgorithm().equals("RSA") ? rsaKeys() : ecKeys();
       JcaX509v3CertificateBuilder builder =
-          builder(new X500Name("CN=" + this.name), new X500Name("CN=" + name), leafKeys, made.validity());
+          builder(
+              new X500Name("CN=" + this.name),
+              new X500Name("CN=" + name),
+              leafKeys,
+              made.validity());
       List<GeneralName> names = new ArrayList<>();
       names.add(new GeneralName(GeneralName.dNSName, "localhost"));
       names.add(new GeneralName(GeneralName.iPAddress, "127.0.0.1"));
@@ -120,7 +125,10 @@ public final class TestCertificates {
         names.add(new GeneralName(GeneralName.uniformResourceIdentifier, uri));
       }
       try {
-        builder.addExtension(Extension.subjectAlternativeName, false, new GeneralNames(names.toArray(GeneralName[]::new)));
+        builder.addExtension(
+            Extension.subjectAlternativeName,
+            false,
+            new GeneralNames(names.toArray(GeneralName[]::new)));
         builder.addExtension(Extension.basicConstraints, true, new BasicConstraints(false));
       } catch (IOException e) {
         throw new UncheckedIOException(e);
@@ -129,7 +137,12 @@ public final class TestCertificates {
       Path cert = dir.resolve(name + "-" + this.name + ".pem");
       Path key = dir.resolve(name + "-" + this.name + ".key");
       write(cert, toPem(leaf) + toPem(certificate));
-      write(key, toPem(made.traditional() ? traditional(leafKeys.getPrivate()) : pkcs8(leafKeys.getPrivate())));
+      write(
+          key,
+          toPem(
+              made.traditional()
+                  ? traditional(leafKeys.getPrivate())
+                  : pkcs8(leafKeys.getPrivate())));
       return new Issued(cert, key);
     }
   }
@@ -139,16 +152,24 @@ public final class TestCertificates {
     return new Ca(name, dir);
   }
 
-  private static JcaX509v3CertificateBuilder builder(X500Name issuer, X500Name subject, KeyPair keys, Duration validity) {
+  private static JcaX509v3CertificateBuilder builder(
+      X500Name issuer, X500Name subject, KeyPair keys, Duration validity) {
     Instant now = Instant.now();
-    return new JcaX509v3CertificateBuilder(issuer, BigInteger.valueOf(SERIALS.incrementAndGet()),
-        Date.from(now.minus(Duration.ofHours(1))), Date.from(now.plus(validity)), subject, keys.getPublic());
+    return new JcaX509v3CertificateBuilder(
+        issuer,
+        BigInteger.valueOf(SERIALS.incrementAndGet()),
+        Date.from(now.minus(Duration.ofHours(1))),
+        Date.from(now.plus(validity)),
+        subject,
+        keys.getPublic());
   }
 
   private static X509Certificate sign(X509v3CertificateBuilder builder, KeyPair signer) {
     try {
-      return new JcaX509CertificateConverter().getCertificate(
-          builder.build(new JcaContentSignerBuilder("SHA256withECDSA").build(signer.getPrivate())));
+      return new JcaX509CertificateConverter()
+          .getCertificate(
+              builder.build(
+                  new JcaContentSignerBuilder("SHA256withECDSA").build(signer.getPrivate())));
     } catch (GeneralSecurityException | OperatorCreationException e) {
       throw new IllegalStateException(e);
     }
@@ -202,10 +223,14 @@ public final class TestCertificates {
     if (!(key instanceof ECPrivateKey ec)) {
       return key;
     }
-    ASN1Encodable curve = PrivateKeyInfo.getInstance(key.getEncoded()).getPrivateKeyAlgorithm().getParameters();
+    ASN1Encodable curve =
+        PrivateKeyInfo.getInstance(key.getEncoded()).getPrivateKeyAlgorithm().getParameters();
     try {
-      return new PemObject("EC PRIVATE KEY",
-          new org.bouncycastle.asn1.sec.ECPrivateKey(ec.getParams().getOrder().bitLength(), ec.getS(), curve).getEncoded());
+      return new PemObject(
+          "EC PRIVATE KEY",
+          new org.bouncycastle.asn1.sec.ECPrivateKey(
+                  ec.getParams().getOrder().bitLength(), ec.getS(), curve)
+              .getEncoded());
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }

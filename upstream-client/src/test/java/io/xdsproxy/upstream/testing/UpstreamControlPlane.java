@@ -8,29 +8,32 @@ import java.util.List;
 import java.util.Set;
 
 /**
- * A control plane on loopback that the proxy's upstream can be: java-control-plane itself
- * ({@link ControlPlane}), or an executable model of one the suite cannot run (istiod,
- * go-control-plane), whose request handling follows the source it cites. Every one serves ADS, SotW
- * and Delta, keyed by {@code node.cluster}; tests that run over {@link ControlPlaneKind} see only this.
+ * A control plane on loopback that the proxy's upstream can be: java-control-plane itself ({@link
+ * ControlPlane}), or an executable model of one the suite cannot run (istiod, go-control-plane),
+ * whose request handling follows the source it cites. Every one serves ADS, SotW and Delta, keyed
+ * by {@code node.cluster}; tests that run over {@link ControlPlaneKind} see only this.
  */
 public interface UpstreamControlPlane extends AutoCloseable {
 
-  /** What it is, for test names and failure messages: "istiod", "go-control-plane (LinearCache)", … */
+  /**
+   * What it is, for test names and failure messages: "istiod", "go-control-plane (LinearCache)", …
+   */
   String name();
 
   /** host:port to reach it. */
   String target();
 
   /**
-   * Serves {@code snapshot} (its clusters, endpoints, listeners, routes and secrets; its version where
-   * the modelled control plane uses the caller's versions) to nodes whose {@code node.cluster} is
-   * {@code group}, and pushes it to their open streams the way the modelled control plane does.
+   * Serves {@code snapshot} (its clusters, endpoints, listeners, routes and secrets; its version
+   * where the modelled control plane uses the caller's versions) to nodes whose {@code
+   * node.cluster} is {@code group}, and pushes it to their open streams the way the modelled
+   * control plane does.
    */
   void setSnapshot(String group, Snapshot snapshot);
 
   /**
-   * From the next {@link #setSnapshot} on, resources named {@code names} go out marked
-   * {@code cache_control.do_not_cache} (in a {@code Resource} wrapper in SotW, as a control plane that
+   * From the next {@link #setSnapshot} on, resources named {@code names} go out marked {@code
+   * cache_control.do_not_cache} (in a {@code Resource} wrapper in SotW, as a control plane that
    * sets it must send it). Not every control plane can: java-control-plane cannot, and throws
    * {@link UnsupportedOperationException}.
    */
@@ -60,7 +63,10 @@ public interface UpstreamControlPlane extends AutoCloseable {
   /** Every Delta request received, in order. */
   List<DeltaDiscoveryRequest> deltaRequests();
 
-  /** How many responses (SotW and Delta) it has sent so far: a loop shows as a count that keeps rising. */
+  /**
+   * How many responses (SotW and Delta) it has sent so far: a loop shows as a count that keeps
+   * rising.
+   */
   long responsesSent();
 
   @Override
