@@ -15,7 +15,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -294,12 +293,7 @@ final class Flags {
               "TLS on the xDS port: the server's certificate chain (PEM); with --tls-key, both or neither",
               (config, setting) -> {
                 ServerTls tls = config.tls();
-                return config.withTls(
-                    new ServerTls(
-                        Optional.of(certificates(setting)),
-                        tls.key(),
-                        tls.clientCa(),
-                        tls.nodeIdPattern()));
+                return config.withTls(tls.withCert(certificates(setting)));
               }),
           single(
               "tls-key",
@@ -308,12 +302,7 @@ final class Flags {
               "its private key (PEM: PKCS#8, PKCS#1 RSA or SEC1 EC)",
               (config, setting) -> {
                 ServerTls tls = config.tls();
-                return config.withTls(
-                    new ServerTls(
-                        tls.cert(),
-                        Optional.of(privateKey(setting)),
-                        tls.clientCa(),
-                        tls.nodeIdPattern()));
+                return config.withTls(tls.withKey(privateKey(setting)));
               }),
           single(
               "tls-client-ca",
@@ -322,12 +311,7 @@ final class Flags {
               "mTLS: clients must present a certificate of these CAs (PEM)",
               (config, setting) -> {
                 ServerTls tls = config.tls();
-                return config.withTls(
-                    new ServerTls(
-                        tls.cert(),
-                        tls.key(),
-                        Optional.of(certificates(setting)),
-                        tls.nodeIdPattern()));
+                return config.withTls(tls.withClientCa(certificates(setting)));
               }),
           single(
               "tls-node-id-pattern",
@@ -342,9 +326,7 @@ final class Flags {
                   throw new ConfigException(setting.where() + ": " + e.getMessage());
                 }
                 ServerTls tls = config.tls();
-                return config.withTls(
-                    new ServerTls(
-                        tls.cert(), tls.key(), tls.clientCa(), Optional.of(setting.value())));
+                return config.withTls(tls.withNodeIdPattern(setting.value()));
               }),
           single(
               "upstream-tls",
@@ -354,9 +336,7 @@ final class Flags {
               (config, setting) -> {
                 UpstreamTls tls = config.upstreamTls();
                 return switch (setting.value()) {
-                  case "true" ->
-                      config.withUpstreamTls(
-                          new UpstreamTls(true, tls.ca(), tls.cert(), tls.key(), tls.authority()));
+                  case "true" -> config.withUpstreamTls(tls.withTls());
                   case "false" -> config;
                   default ->
                       throw new ConfigException(
@@ -373,13 +353,7 @@ final class Flags {
               "TLS to the control plane, trusting these CAs (PEM)",
               (config, setting) -> {
                 UpstreamTls tls = config.upstreamTls();
-                return config.withUpstreamTls(
-                    new UpstreamTls(
-                        true,
-                        Optional.of(certificates(setting)),
-                        tls.cert(),
-                        tls.key(),
-                        tls.authority()));
+                return config.withUpstreamTls(tls.withCa(certificates(setting)));
               }),
           single(
               "upstream-cert",
@@ -388,13 +362,7 @@ final class Flags {
               "mTLS to the control plane: the proxy's certificate chain (PEM); with --upstream-key, both or neither",
               (config, setting) -> {
                 UpstreamTls tls = config.upstreamTls();
-                return config.withUpstreamTls(
-                    new UpstreamTls(
-                        true,
-                        tls.ca(),
-                        Optional.of(certificates(setting)),
-                        tls.key(),
-                        tls.authority()));
+                return config.withUpstreamTls(tls.withTls().withCert(certificates(setting)));
               }),
           single(
               "upstream-key",
@@ -403,13 +371,7 @@ final class Flags {
               "its private key (PEM, as --tls-key)",
               (config, setting) -> {
                 UpstreamTls tls = config.upstreamTls();
-                return config.withUpstreamTls(
-                    new UpstreamTls(
-                        tls.enabled(),
-                        tls.ca(),
-                        tls.cert(),
-                        Optional.of(privateKey(setting)),
-                        tls.authority()));
+                return config.withUpstreamTls(tls.withKey(privateKey(setting)));
               }),
           single(
               "upstream-authority",
@@ -426,13 +388,7 @@ final class Flags {
                           + "' is not a host name");
                 }
                 UpstreamTls tls = config.upstreamTls();
-                return config.withUpstreamTls(
-                    new UpstreamTls(
-                        tls.enabled(),
-                        tls.ca(),
-                        tls.cert(),
-                        tls.key(),
-                        Optional.of(setting.value())));
+                return config.withUpstreamTls(tls.withAuthority(setting.value()));
               }),
           single(
               "max-request-bytes",
@@ -441,15 +397,7 @@ final class Flags {
               "the largest request a client may send",
               (config, setting) -> {
                 Limits limits = config.limits();
-                return config.withLimits(
-                    new Limits(
-                        count(setting, 1),
-                        limits.maxNamesPerRequest(),
-                        limits.maxNameLength(),
-                        limits.maxStreamsPerConnection(),
-                        limits.maxStreamsPerGroup(),
-                        limits.maxStreamsPerNode(),
-                        limits.requestsPerSecond()));
+                return config.withLimits(limits.withMaxRequestBytes(count(setting, 1)));
               }),
           single(
               "max-names-per-request",
@@ -458,15 +406,7 @@ final class Flags {
               "the most resource names in one request, and subscribed to of one type on one stream",
               (config, setting) -> {
                 Limits limits = config.limits();
-                return config.withLimits(
-                    new Limits(
-                        limits.maxRequestBytes(),
-                        count(setting, 1),
-                        limits.maxNameLength(),
-                        limits.maxStreamsPerConnection(),
-                        limits.maxStreamsPerGroup(),
-                        limits.maxStreamsPerNode(),
-                        limits.requestsPerSecond()));
+                return config.withLimits(limits.withMaxNamesPerRequest(count(setting, 1)));
               }),
           single(
               "max-name-length",
@@ -475,15 +415,7 @@ final class Flags {
               "the longest resource name, in characters",
               (config, setting) -> {
                 Limits limits = config.limits();
-                return config.withLimits(
-                    new Limits(
-                        limits.maxRequestBytes(),
-                        limits.maxNamesPerRequest(),
-                        count(setting, 1),
-                        limits.maxStreamsPerConnection(),
-                        limits.maxStreamsPerGroup(),
-                        limits.maxStreamsPerNode(),
-                        limits.requestsPerSecond()));
+                return config.withLimits(limits.withMaxNameLength(count(setting, 1)));
               }),
           single(
               "max-streams-per-connection",
@@ -492,15 +424,7 @@ final class Flags {
               "streams one client connection may have open",
               (config, setting) -> {
                 Limits limits = config.limits();
-                return config.withLimits(
-                    new Limits(
-                        limits.maxRequestBytes(),
-                        limits.maxNamesPerRequest(),
-                        limits.maxNameLength(),
-                        count(setting, 1),
-                        limits.maxStreamsPerGroup(),
-                        limits.maxStreamsPerNode(),
-                        limits.requestsPerSecond()));
+                return config.withLimits(limits.withMaxStreamsPerConnection(count(setting, 1)));
               }),
           single(
               "max-streams-per-group",
@@ -509,15 +433,7 @@ final class Flags {
               "streams one node group may have open",
               (config, setting) -> {
                 Limits limits = config.limits();
-                return config.withLimits(
-                    new Limits(
-                        limits.maxRequestBytes(),
-                        limits.maxNamesPerRequest(),
-                        limits.maxNameLength(),
-                        limits.maxStreamsPerConnection(),
-                        count(setting, 1),
-                        limits.maxStreamsPerNode(),
-                        limits.requestsPerSecond()));
+                return config.withLimits(limits.withMaxStreamsPerGroup(count(setting, 1)));
               }),
           single(
               "max-streams-per-node",
@@ -526,15 +442,7 @@ final class Flags {
               "streams one node id may have open, 0 for no limit",
               (config, setting) -> {
                 Limits limits = config.limits();
-                return config.withLimits(
-                    new Limits(
-                        limits.maxRequestBytes(),
-                        limits.maxNamesPerRequest(),
-                        limits.maxNameLength(),
-                        limits.maxStreamsPerConnection(),
-                        limits.maxStreamsPerGroup(),
-                        count(setting, 0),
-                        limits.requestsPerSecond()));
+                return config.withLimits(limits.withMaxStreamsPerNode(count(setting, 0)));
               }),
           single(
               "max-requests-per-second",
@@ -543,15 +451,7 @@ final class Flags {
               "the rate a stream's requests are read at, at most; 0 for no limit",
               (config, setting) -> {
                 Limits limits = config.limits();
-                return config.withLimits(
-                    new Limits(
-                        limits.maxRequestBytes(),
-                        limits.maxNamesPerRequest(),
-                        limits.maxNameLength(),
-                        limits.maxStreamsPerConnection(),
-                        limits.maxStreamsPerGroup(),
-                        limits.maxStreamsPerNode(),
-                        count(setting, 0)));
+                return config.withLimits(limits.withRequestsPerSecond(count(setting, 0)));
               }),
           single(
               "upstream-keepalive-time",

@@ -36,4 +36,12 @@ public record ServerTls(
   public boolean enabled() {
     return cert.isPresent();
   }
+
+  public ServerTls withCert(Path chain) {
+    return new ServerTls(Optional.of(chain), key, clientCa, nodeIdPattern);
+  }
+
+  public ServerTls withKey(Path privateKey) {
+    return new ServerTls(cert, Optional.of(privateKey), clientCa, nodeIdPattern);
+  }
 }

@@ -65,4 +65,81 @@ public record Limits(
           "limits must be positive (per node and requests per second: 0 for none)");
     }
   }
+
+  public Limits withMaxRequestBytes(int value) {
+    return new Limits(
+        value,
+        maxNamesPerRequest,
+        maxNameLength,
+        maxStreamsPerConnection,
+        maxStreamsPerGroup,
+        maxStreamsPerNode,
+        requestsPerSecond);
+  }
+
+  public Limits withMaxNamesPerRequest(int value) {
+    return new Limits(
+        maxRequestBytes,
+        value,
+        maxNameLength,
+        maxStreamsPerConnection,
+        maxStreamsPerGroup,
+        maxStreamsPerNode,
+        requestsPerSecond);
+  }
+
+  public Limits withMaxNameLength(int value) {
+    return new Limits(
+        maxRequestBytes,
+        maxNamesPerRequest,
+        value,
+        maxStreamsPerConnection,
+        maxStreamsPerGroup,
+        maxStreamsPerNode,
+        requestsPerSecond);
+  }
+
+  public Limits withMaxStreamsPerConnection(int value) {
+    return new Limits(
+        maxRequestBytes,
+        maxNamesPerRequest,
+        maxNameLength,
+        value,
+        maxStreamsPerGroup,
+        maxStreamsPerNode,
+        requestsPerSecond);
+  }
+
+  public Limits withMaxStreamsPerGroup(int value) {
+    return new Limits(
+        maxRequestBytes,
+        maxNamesPerRequest,
+        maxNameLength,
+        maxStreamsPerConnection,
+        value,
+        maxStreamsPerNode,
+        requestsPerSecond);
+  }
+
+  public Limits withMaxStreamsPerNode(int value) {
+    return new Limits(
+        maxRequestBytes,
+        maxNamesPerRequest,
+        maxNameLength,
+        maxStreamsPerConnection,
+        maxStreamsPerGroup,
+        value,
+        requestsPerSecond);
+  }
+
+  public Limits withRequestsPerSecond(int value) {
+    return new Limits(
+        maxRequestBytes,
+        maxNamesPerRequest,
+        maxNameLength,
+        maxStreamsPerConnection,
+        maxStreamsPerGroup,
+        maxStreamsPerNode,
+        value);
+  }
 }

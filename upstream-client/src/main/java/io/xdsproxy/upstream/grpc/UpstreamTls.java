@@ -44,4 +44,17 @@ public record UpstreamTls(
   public UpstreamTls withAuthority(String name) {
     return new UpstreamTls(enabled, ca, cert, key, Optional.of(name));
   }
+
+  /** TLS on, the rest as it is. */
+  public UpstreamTls withTls() {
+    return new UpstreamTls(true, ca, cert, key, authority);
+  }
+
+  public UpstreamTls withCert(Path chain) {
+    return new UpstreamTls(enabled, ca, Optional.of(chain), key, authority);
+  }
+
+  public UpstreamTls withKey(Path privateKey) {
+    return new UpstreamTls(enabled, ca, cert, Optional.of(privateKey), authority);
+  }
 }
