@@ -28,6 +28,7 @@ import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.netty.util.internal.PlatformDependent;
 import io.xdsproxy.core.NodeGroupRule;
 import io.xdsproxy.core.NodeGroups;
+import io.xdsproxy.core.Ticker;
 import io.xdsproxy.core.UpstreamSource;
 import io.xdsproxy.downstream.xds.AggregatedDiscoveryService;
 import io.xdsproxy.downstream.xds.ClientStatusDiscovery;
@@ -134,6 +135,7 @@ public final class XdsProxy implements AutoCloseable {
             upstream,
             pool,
             timer,
+            Ticker.SYSTEM,
             config.groupIdleGrace(),
             meters);
     clients = new Clients();

@@ -33,8 +33,9 @@ public final class NodeGroup {
   private final Node upstreamNode;
   private final SerialExecutor executor;
   private final ScheduledExecutorService timer;
+  private final Ticker ticker;
   private final GroupMetrics metrics;
-  private final ResourceStore store = new ResourceStore();
+  private final ResourceStore store;
   private final Map<TypeUrl, InterestCount> interest = new HashMap<>();
 
   /**
@@ -53,11 +54,14 @@ public final class NodeGroup {
       Node upstreamNode,
       Executor pool,
       ScheduledExecutorService timer,
+      Ticker ticker,
       UpstreamSource source,
       GroupMetrics metrics) {
     this.key = key;
     this.upstreamNode = upstreamNode;
     this.timer = timer;
+    this.ticker = ticker;
+    this.store = new ResourceStore(ticker);
     this.metrics = metrics;
     this.executor = new SerialExecutor(pool, "node group " + key);
     executor.execute(
@@ -162,7 +166,7 @@ public final class NodeGroup {
   }
 
   private void onUpstreamUpdates(List<ResourceUpdate> updates) {
-    long receivedAt = System.nanoTime();
+    long receivedAt = ticker.nanos();
     executor.execute(() -> apply(updates, receivedAt));
   }
 
@@ -262,7 +266,7 @@ public final class NodeGroup {
       metrics.expired(type);
       apply(
           List.of(ResourceUpdate.partial(type, List.of(), Set.of(resource.name()), false)),
-          System.nanoTime());
+          ticker.nanos());
     }
   }
 

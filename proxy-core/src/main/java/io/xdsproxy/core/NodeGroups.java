@@ -28,6 +28,7 @@ public final class NodeGroups implements AutoCloseable {
   private final UpstreamSource source;
   private final Executor pool;
   private final ScheduledExecutorService timer;
+  private final Ticker ticker;
   private final Duration idleGrace;
   private final ConcurrentMap<NodeGroupKey, NodeGroup> groups = new ConcurrentHashMap<>();
   private final GroupMetrics metrics;
@@ -36,6 +37,9 @@ public final class NodeGroups implements AutoCloseable {
   /**
    * @param upstreamNode the node the upstream sees for a group, made from the group's first
    *     client's node; {@link #firstClientsNode()} or {@link #withId(String)}
+   * @param timer runs the timed rules: a group's idle grace, its resources' TTLs
+   * @param ticker stamps the time each update reached the proxy ({@link Ticker#SYSTEM} but in
+   *     tests)
    * @param meters where the groups' meters go: open groups, store size, do_not_cache relays, TTL
    *     expiries
    */
@@ -45,6 +49,7 @@ public final class NodeGroups implements AutoCloseable {
       UpstreamSource source,
       Executor pool,
       ScheduledExecutorService timer,
+      Ticker ticker,
       Duration idleGrace,
       MeterRegistry meters) {
     this.grouping = grouping;
@@ -52,6 +57,7 @@ public final class NodeGroups implements AutoCloseable {
     this.source = source;
     this.pool = pool;
     this.timer = timer;
+    this.ticker = ticker;
     this.idleGrace = idleGrace;
     this.metrics = new GroupMetrics(meters, this);
   }
@@ -102,7 +108,7 @@ public final class NodeGroups implements AutoCloseable {
             (k, group) -> {
               if (group == null) {
                 Node upstreamNode = upstreamNodeOf.apply(k, node);
-                group = new NodeGroup(k, upstreamNode, pool, timer, source, metrics);
+                group = new NodeGroup(k, upstreamNode, pool, timer, ticker, source, metrics);
                 LogFields.NONE
                     .node(node.getId())
                     .group(k)

@@ -11,6 +11,14 @@ import java.util.concurrent.ConcurrentHashMap;
 public final class ResourceStore {
 
   private final Map<TypeUrl, TypeSnapshot> types = new ConcurrentHashMap<>();
+  private final Ticker ticker;
+
+  /**
+   * @param ticker when an update applied without a time of its own reached the proxy
+   */
+  public ResourceStore(Ticker ticker) {
+    this.ticker = ticker;
+  }
 
   /** The current state of {@code type}; an empty, not-yet-received snapshot if never heard of. */
   public TypeSnapshot snapshot(TypeUrl type) {
@@ -25,11 +33,11 @@ public final class ResourceStore {
 
   /** Applies an update that reached the proxy now. */
   Optional<TypeSnapshot> apply(ResourceUpdate update) {
-    return apply(update, System.nanoTime());
+    return apply(update, ticker.nanos());
   }
 
   /**
-   * Applies an update that reached the proxy at {@code receivedAt} ({@link System#nanoTime});
+   * Applies an update that reached the proxy at {@code receivedAt} (read from the {@link Ticker});
    * returns the new snapshot, or empty when nothing a client could see changed.
    */
   Optional<TypeSnapshot> apply(ResourceUpdate update, long receivedAt) {

@@ -193,7 +193,7 @@ public final class TypeSnapshot {
   }
 
   /**
-   * When the update that made this state reached the proxy ({@link System#nanoTime}), so streams
+   * When the update that made this state reached the proxy (the group's {@link Ticker}), so streams
    * can measure how long it took to reach their clients.
    */
   public long changedAt() {
@@ -201,7 +201,7 @@ public final class TypeSnapshot {
   }
 
   /**
-   * Applies an update that reached the proxy at {@code receivedAt} ({@link System#nanoTime});
+   * Applies an update that reached the proxy at {@code receivedAt} (the group's {@link Ticker});
    * returns {@code this} when nothing a client could see changed.
    */
   TypeSnapshot apply(ResourceUpdate update, long receivedAt) {

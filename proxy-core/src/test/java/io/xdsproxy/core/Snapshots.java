@@ -9,7 +9,9 @@ public final class Snapshots {
 
   /** The complete state {@code resources} of {@code type}, as a wildcard answer makes it. */
   public static TypeSnapshot complete(TypeUrl type, List<XdsResource> resources) {
-    return new ResourceStore().apply(ResourceUpdate.complete(type, resources)).orElseThrow();
+    return new ResourceStore(Ticker.SYSTEM)
+        .apply(ResourceUpdate.complete(type, resources))
+        .orElseThrow();
   }
 
   /** The snapshot after {@code current}, as its store makes it when {@code update} comes. */

@@ -11,7 +11,7 @@ import org.junit.jupiter.api.Test;
 
 class TypeSnapshotTest {
 
-  private final ResourceStore store = new ResourceStore();
+  private final ResourceStore store = new ResourceStore(Ticker.SYSTEM);
 
   private static XdsResource cluster(String name, int timeoutSeconds) {
     Cluster cluster =
@@ -55,7 +55,7 @@ class TypeSnapshotTest {
 
   @Test
   void theTypeVersionIsAFunctionOfContentAlone() {
-    ResourceStore other = new ResourceStore();
+    ResourceStore other = new ResourceStore(Ticker.SYSTEM);
     store.apply(
         ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("a", 1), cluster("b", 1))));
     other.apply(ResourceUpdate.partial(TypeUrl.CLUSTER, List.of(cluster("b", 1)), Set.of(), false));

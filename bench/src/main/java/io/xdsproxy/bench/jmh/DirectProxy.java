@@ -10,6 +10,7 @@ import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.xdsproxy.core.NodeGroupRule;
 import io.xdsproxy.core.NodeGroups;
+import io.xdsproxy.core.Ticker;
 import io.xdsproxy.core.UpstreamSource;
 import io.xdsproxy.downstream.xds.AggregatedDiscoveryService;
 import io.xdsproxy.downstream.xds.Clients;
@@ -56,6 +57,7 @@ final class DirectProxy implements AutoCloseable {
             upstream,
             CALLING_THREAD,
             timer,
+            Ticker.SYSTEM,
             Duration.ofMinutes(5),
             meters);
     Serving serving =

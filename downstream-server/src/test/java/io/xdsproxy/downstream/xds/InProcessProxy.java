@@ -9,6 +9,7 @@ import io.grpc.ServerServiceDefinition;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.xdsproxy.core.NodeGroupRule;
 import io.xdsproxy.core.NodeGroups;
+import io.xdsproxy.core.Ticker;
 import java.net.InetSocketAddress;
 import java.time.Clock;
 import java.time.Duration;
@@ -52,6 +53,7 @@ final class InProcessProxy implements AutoCloseable {
             upstream,
             CALLING_THREAD,
             timer,
+            Ticker.SYSTEM,
             Duration.ofMinutes(5),
             meters);
     Serving serving =

@@ -2,6 +2,7 @@ package io.xdsproxy.downstream.xds;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.xdsproxy.core.testing.FakeClock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -10,7 +11,7 @@ import org.junit.jupiter.api.Test;
 /** The request rate of a stream, on a manual clock and timer: no real waits. */
 class RequestPacerTest {
 
-  private final ManualClock clock = new ManualClock();
+  private final FakeClock time = new FakeClock();
 
   /** The delays the pacer asked the timer for, in order; the tasks are run by the test. */
   private final List<Long> delays = new ArrayList<>();
@@ -22,7 +23,7 @@ class RequestPacerTest {
   private RequestPacer pacer(int rate) {
     return new RequestPacer(
         rate,
-        clock,
+        time.clock(),
         (task, millis) -> {
           delays.add(millis);
           scheduled.add(task);
@@ -68,7 +69,7 @@ class RequestPacerTest {
     RequestPacer pacer = pacer(10);
 
     next(pacer, 25);
-    clock.advance(Duration.ofSeconds(10));
+    time.forwardTime(Duration.ofSeconds(10));
     next(pacer, 25);
 
     assertThat(pacedAt).containsExactly(10);
@@ -79,12 +80,12 @@ class RequestPacerTest {
     RequestPacer pacer = pacer(10);
     next(pacer, 20);
 
-    clock.advance(Duration.ofSeconds(1));
+    time.forwardTime(Duration.ofSeconds(1));
     next(pacer, 10);
     assertThat(reads).as("a second gives 10 tokens").isEqualTo(30);
     assertThat(delays).isEmpty();
 
-    clock.advance(Duration.ofMinutes(1));
+    time.forwardTime(Duration.ofMinutes(1));
     next(pacer, 21);
     assertThat(reads).as("a long pause gives no more than the burst").isEqualTo(50);
     assertThat(delays).containsExactly(100L);

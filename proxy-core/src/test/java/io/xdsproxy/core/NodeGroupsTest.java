@@ -1,0 +1,157 @@
+package io.xdsproxy.core;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.google.protobuf.Any;
+import com.google.protobuf.StringValue;
+import com.google.protobuf.util.Durations;
+import io.envoyproxy.envoy.config.core.v3.Node;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.xdsproxy.core.UpstreamSource.UpstreamListener;
+import io.xdsproxy.core.UpstreamSource.UpstreamSession;
+import io.xdsproxy.core.testing.FakeClock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.Executor;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The timed rules of the node groups (the idle grace, TTLs) and the time an update is stamped with,
+ * on a fake clock: exact to the millisecond, without waiting.
+ */
+class NodeGroupsTest {
+
+  private static final Duration GRACE = Duration.ofSeconds(30);
+  private static final Executor CALLING_THREAD = Runnable::run;
+  private static final Node NODE = Node.newBuilder().setId("envoy-1").setCluster("fleet").build();
+
+  private final FakeClock time = new FakeClock();
+  private final FakeUpstream upstream = new FakeUpstream();
+  private final NodeGroups groups =
+      new NodeGroups(
+          NodeGroupRule.of(List.of("cluster")),
+          NodeGroups.firstClientsNode(),
+          upstream,
+          CALLING_THREAD,
+          time.scheduler(),
+          time.ticker(),
+          GRACE,
+          new SimpleMeterRegistry());
+
+  @AfterEach
+  void close() {
+    groups.close();
+  }
+
+  @Test
+  void aGroupWithoutStreamsIsClosedExactlyAfterTheGraceNotBefore() throws Exception {
+    NodeGroup group = groups.acquire(NODE);
+    groups.release(group);
+
+    time.forwardTime(GRACE.minusMillis(1));
+    assertThat(groups.groups()).as("a millisecond before the grace ends").containsExactly(group);
+    assertThat(upstream.sessions.get(0).closed).isFalse();
+
+    time.forwardTime(Duration.ofMillis(1));
+    assertThat(groups.groups()).as("when the grace ends").isEmpty();
+    assertThat(upstream.sessions.get(0).closed).as("its upstream session").isTrue();
+  }
+
+  @Test
+  void aStreamJoiningWithinTheGraceKeepsTheGroup() throws Exception {
+    NodeGroup group = groups.acquire(NODE);
+    groups.release(group);
+    time.forwardTime(GRACE.minusSeconds(1));
+
+    NodeGroup again = groups.acquire(NODE);
+    time.forwardTime(GRACE.multipliedBy(10));
+
+    assertThat(again).as("the same group, not a new one").isSameAs(group);
+    assertThat(groups.groups()).containsExactly(group);
+    assertThat(upstream.sessions).hasSize(1);
+    assertThat(upstream.sessions.get(0).closed).isFalse();
+  }
+
+  @Test
+  void anUpdateIsStampedWithTheTimeItReachedTheProxy() throws Exception {
+    NodeGroup group = groups.acquire(NODE);
+    time.forwardTime(Duration.ofMillis(1234));
+
+    upstream.sessions.get(0).listener.onUpdate(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of()));
+
+    assertThat(group.snapshot(TypeUrl.CLUSTER).changedAt())
+        .isEqualTo(Duration.ofMillis(1234).toNanos());
+  }
+
+  @Test
+  void aResourceWithATtlLeavesTheStoreExactlyWhenItLapsesWithoutAHeartbeat() throws Exception {
+    NodeGroup group = groups.acquire(NODE);
+    XdsResource leased =
+        new XdsResource(
+            "leased",
+            "1",
+            Any.pack(StringValue.of("body")),
+            List.of(),
+            Optional.of(Durations.fromSeconds(10)),
+            false);
+
+    upstream
+        .sessions
+        .get(0)
+        .listener
+        .onUpdate(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(leased)));
+    time.forwardTime(Duration.ofSeconds(10).minusMillis(1));
+    assertThat(group.snapshot(TypeUrl.CLUSTER).get("leased")).isSameAs(leased);
+
+    time.forwardTime(Duration.ofMillis(1));
+    assertThat(group.snapshot(TypeUrl.CLUSTER).get("leased")).as("lapsed").isNull();
+  }
+
+  /** An upstream that sends nothing by itself: the test speaks for it through each listener. */
+  private static final class FakeUpstream implements UpstreamSource {
+    final List<FakeSession> sessions = new ArrayList<>();
+
+    @Override
+    public UpstreamSession open(NodeGroupKey group, Node node, UpstreamListener listener) {
+      FakeSession session = new FakeSession(listener);
+      sessions.add(session);
+      return session;
+    }
+
+    @Override
+    public String describe() {
+      return "fake";
+    }
+
+    @Override
+    public boolean reached() {
+      return true;
+    }
+
+    @Override
+    public void close() {}
+  }
+
+  private static final class FakeSession implements UpstreamSession {
+    final UpstreamListener listener;
+    boolean closed;
+
+    FakeSession(UpstreamListener listener) {
+      this.listener = listener;
+    }
+
+    @Override
+    public void updateInterest(TypeUrl type, Interest interest) {}
+
+    @Override
+    public void refetch(TypeUrl type) {}
+
+    @Override
+    public void close() {
+      closed = true;
+    }
+  }
+}
