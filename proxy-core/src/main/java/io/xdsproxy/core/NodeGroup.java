@@ -49,6 +49,12 @@ public final class NodeGroup {
   /** Streams holding this group; guarded by {@link NodeGroups}' map, not by the executor. */
   int references;
 
+  /**
+   * How many times the group has been left without streams; a check of the idle grace closes it
+   * only if no stream came since the period it was scheduled for. Guarded like {@link #references}.
+   */
+  int idlePeriods;
+
   NodeGroup(
       NodeGroupKey key,
       Node upstreamNode,

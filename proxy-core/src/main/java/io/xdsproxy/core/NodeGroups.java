@@ -144,14 +144,22 @@ public final class NodeGroups implements AutoCloseable {
     }
   }
 
-  /** A stream of {@code group} ended. The group closes after the idle grace if no other comes. */
+  /**
+   * A stream of {@code group} ended. The group closes after the idle grace if no other comes: the
+   * grace runs from the last stream's leaving, so a check scheduled when an earlier one left finds
+   * the group has been idle again since, and leaves it to the newer check.
+   */
   public void release(NodeGroup group) {
     boolean[] idle = {false};
+    int[] idleSince = {0};
     groups.computeIfPresent(
         group.key(),
         (k, current) -> {
           current.references--;
           idle[0] = current.references == 0;
+          if (idle[0]) {
+            idleSince[0] = ++current.idlePeriods;
+          }
           return current;
         });
     if (closed || !idle[0]) {
@@ -161,20 +169,22 @@ public final class NodeGroups implements AutoCloseable {
       return;
     }
     try {
-      timer.schedule(() -> closeIfIdle(group), idleGrace.toMillis(), TimeUnit.MILLISECONDS);
+      timer.schedule(
+          () -> closeIfIdle(group, idleSince[0]), idleGrace.toMillis(), TimeUnit.MILLISECONDS);
     } catch (RejectedExecutionException shuttingDown) {
-      closeIfIdle(group);
+      closeIfIdle(group, idleSince[0]);
     }
   }
 
-  private void closeIfIdle(NodeGroup group) {
+  /** Closes {@code group} if it has had no stream since its idle period {@code period} began. */
+  private void closeIfIdle(NodeGroup group, int period) {
     boolean[] idle = {false};
     // Decided inside compute, which acquire() also runs under, so no stream can take the group
     // meanwhile.
     groups.computeIfPresent(
         group.key(),
         (k, current) -> {
-          idle[0] = current == group && current.references == 0;
+          idle[0] = current == group && current.references == 0 && current.idlePeriods == period;
           return idle[0] ? null : current;
         });
     if (idle[0]) {

@@ -76,6 +76,22 @@ class NodeGroupsTest {
   }
 
   @Test
+  void theGraceRunsFromTheLastStreamLeavingNotFromAnEarlierOne() throws Exception {
+    NodeGroup group = groups.acquire(NODE);
+    groups.release(group);
+    time.forwardTime(Duration.ofSeconds(20));
+    groups.release(groups.acquire(NODE));
+
+    time.forwardTime(GRACE.minusMillis(1));
+    assertThat(groups.groups())
+        .as("a millisecond before the grace from the last stream's leaving ends")
+        .containsExactly(group);
+
+    time.forwardTime(Duration.ofMillis(1));
+    assertThat(groups.groups()).as("when it ends").isEmpty();
+  }
+
+  @Test
   void anUpdateIsStampedWithTheTimeItReachedTheProxy() throws Exception {
     NodeGroup group = groups.acquire(NODE);
     time.forwardTime(Duration.ofMillis(1234));
