@@ -37,7 +37,7 @@ import io.xdsproxy.downstream.xds.NodeIdPattern;
 import io.xdsproxy.downstream.xds.PeerInterceptor;
 import io.xdsproxy.downstream.xds.PerTypeServices;
 import io.xdsproxy.downstream.xds.RestDiscovery;
-import io.xdsproxy.downstream.xds.Serving;
+import io.xdsproxy.downstream.xds.ServerContext;
 import io.xdsproxy.downstream.xds.StreamMetrics;
 import io.xdsproxy.upstream.fs.FileSystemSource;
 import io.xdsproxy.upstream.grpc.AdsUpstream;
@@ -140,8 +140,8 @@ public final class XdsProxy implements AutoCloseable {
             meters);
     clients = new Clients();
     StreamMetrics streamMetrics = new StreamMetrics(meters);
-    Serving serving =
-        new Serving(
+    ServerContext serving =
+        new ServerContext(
             groups, pool, streamMetrics, clients, Clock.systemUTC(), timer, config.limits());
     ServerServiceDefinition ads = AggregatedDiscoveryService.definition(serving);
     List<ServerServiceDefinition> perType = PerTypeServices.definitions(serving);

@@ -15,7 +15,7 @@ import io.xdsproxy.core.UpstreamSource;
 import io.xdsproxy.downstream.xds.AggregatedDiscoveryService;
 import io.xdsproxy.downstream.xds.Clients;
 import io.xdsproxy.downstream.xds.PeerInterceptor;
-import io.xdsproxy.downstream.xds.Serving;
+import io.xdsproxy.downstream.xds.ServerContext;
 import io.xdsproxy.downstream.xds.StreamMetrics;
 import java.time.Clock;
 import java.time.Duration;
@@ -60,8 +60,9 @@ final class DirectProxy implements AutoCloseable {
             Ticker.SYSTEM,
             Duration.ofMinutes(5),
             meters);
-    Serving serving =
-        new Serving(groups, CALLING_THREAD, new StreamMetrics(meters), clients, Clock.systemUTC());
+    ServerContext serving =
+        new ServerContext(
+            groups, CALLING_THREAD, new StreamMetrics(meters), clients, Clock.systemUTC());
     ads =
         ServerInterceptors.intercept(
             AggregatedDiscoveryService.definition(serving), new PeerInterceptor());

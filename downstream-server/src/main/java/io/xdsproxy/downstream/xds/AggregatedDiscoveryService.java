@@ -21,7 +21,7 @@ public final class AggregatedDiscoveryService {
   private AggregatedDiscoveryService() {}
 
   /** The service to add to the xDS server, its SotW method as {@link #sotw} makes it. */
-  public static ServerServiceDefinition definition(Serving serving) {
+  public static ServerServiceDefinition definition(ServerContext serving) {
     MethodDescriptor<DiscoveryRequest, EncodedResponse> sotw =
         sotw(AggregatedDiscoveryServiceGrpc.getStreamAggregatedResourcesMethod());
     MethodDescriptor<DeltaDiscoveryRequest, EncodedResponse> delta =

@@ -48,7 +48,7 @@ abstract class ClientStream<Q, S extends TypeState<?>> implements StreamObserver
   private final ServerCallStreamObserver<EncodedResponse> responses;
 
   /** The node groups, registry of streams, clock, timer and limits every stream shares. */
-  private final Serving serving;
+  private final ServerContext serving;
 
   /** Where this stream's metrics and log lines go. */
   private final StreamEvents events;
@@ -96,7 +96,7 @@ abstract class ClientStream<Q, S extends TypeState<?>> implements StreamObserver
   ClientStream(
       String protocol,
       StreamObserver<EncodedResponse> responseObserver,
-      Serving serving,
+      ServerContext serving,
       Optional<TypeUrl> fixedType,
       SocketAddress peer) {
     this.responses = (ServerCallStreamObserver<EncodedResponse>) responseObserver;

@@ -30,7 +30,7 @@ import java.util.TreeSet;
  * identity, the one in the snapshot of a response the client ACKed, and NACKed when it came in the
  * response the client NACKed.
  */
-final class Deliveries {
+final class DeliveryStatus {
 
   /**
    * One response: its version, the snapshot it brought the client to, the subscription it answered,
@@ -76,7 +76,7 @@ final class Deliveries {
   private Answer acked;
   private Answer rejected;
 
-  private Deliveries(
+  private DeliveryStatus(
       Clock clock, boolean fullState, boolean tellsAbsence, boolean perResourceVersions) {
     this.clock = clock;
     this.fullState = fullState;
@@ -84,12 +84,12 @@ final class Deliveries {
     this.perResourceVersions = perResourceVersions;
   }
 
-  static Deliveries sotw(TypeUrl type, Clock clock) {
-    return new Deliveries(clock, type.isFullStateInSotw(), type.isFullStateInSotw(), false);
+  static DeliveryStatus sotw(TypeUrl type, Clock clock) {
+    return new DeliveryStatus(clock, type.isFullStateInSotw(), type.isFullStateInSotw(), false);
   }
 
-  static Deliveries delta(Clock clock) {
-    return new Deliveries(clock, false, true, true);
+  static DeliveryStatus delta(Clock clock) {
+    return new DeliveryStatus(clock, false, true, true);
   }
 
   /**

@@ -21,7 +21,7 @@ public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, Delta
    */
   public DeltaStream(
       StreamObserver<EncodedResponse> responses,
-      Serving serving,
+      ServerContext serving,
       Optional<TypeUrl> fixedType,
       SocketAddress peer) {
     super(PROTOCOL, responses, serving, fixedType, peer);

@@ -86,7 +86,7 @@ final class DeltaTypeState extends TypeState<DeltaTypeState.Outgoing> {
    * @param clock stamps responses, ACKs and NACKs for client status
    */
   DeltaTypeState(TypeUrl type, TypeSnapshot initial, boolean knowsTtl, Clock clock) {
-    super(type, "Delta", initial, knowsTtl, Deliveries.delta(clock));
+    super(type, "Delta", initial, knowsTtl, DeliveryStatus.delta(clock));
   }
 
   /**

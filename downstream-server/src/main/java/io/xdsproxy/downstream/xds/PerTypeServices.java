@@ -84,11 +84,11 @@ public final class PerTypeServices {
               RuntimeDiscoveryServiceGrpc.getDeltaRuntimeMethod()));
 
   /** The definitions to add to the xDS server. */
-  public static List<ServerServiceDefinition> definitions(Serving serving) {
+  public static List<ServerServiceDefinition> definitions(ServerContext serving) {
     return SERVICES.stream().map(service -> definition(service, serving)).toList();
   }
 
-  private static ServerServiceDefinition definition(Service service, Serving serving) {
+  private static ServerServiceDefinition definition(Service service, ServerContext serving) {
     Optional<TypeUrl> type = Optional.of(service.type());
     ServiceDescriptor.Builder descriptor =
         AggregatedDiscoveryService.describedAs(service.generated());

@@ -11,7 +11,7 @@ import java.util.concurrent.ScheduledExecutorService;
  * stamped with and its request rate is measured by, the timer that reads a paced stream's next
  * request, the limits on what a client may ask, and where its metrics and log lines go.
  */
-public record Serving(
+public record ServerContext(
     NodeGroups groups,
     Executor pool,
     StreamMetrics metrics,
@@ -21,17 +21,17 @@ public record Serving(
     Limits limits,
     StreamEvents events) {
 
-  public Serving {
+  public ServerContext {
     if (limits.requestsPerSecond() > 0 && timer == null) {
       throw new IllegalArgumentException("a request rate needs a timer to read paced requests by");
     }
   }
 
   /**
-   * Serving whose streams' events are counted in {@code metrics} and logged ({@link
+   * A context whose streams' events are counted in {@code metrics} and logged ({@link
    * MeteredStreamEvents}).
    */
-  public Serving(
+  public ServerContext(
       NodeGroups groups,
       Executor pool,
       StreamMetrics metrics,
@@ -42,8 +42,8 @@ public record Serving(
     this(groups, pool, metrics, clients, clock, timer, limits, new MeteredStreamEvents(metrics));
   }
 
-  /** Serving without limits and without a timer: for in-process benchmarks. */
-  public Serving(
+  /** A context without limits and without a timer: for in-process benchmarks. */
+  public ServerContext(
       NodeGroups groups, Executor pool, StreamMetrics metrics, Clients clients, Clock clock) {
     this(groups, pool, metrics, clients, clock, null, Limits.NONE);
   }

@@ -21,7 +21,7 @@ public final class SotwStream extends ClientStream<DiscoveryRequest, SotwTypeSta
    */
   public SotwStream(
       StreamObserver<EncodedResponse> responses,
-      Serving serving,
+      ServerContext serving,
       Optional<TypeUrl> fixedType,
       SocketAddress peer) {
     super(PROTOCOL, responses, serving, fixedType, peer);

@@ -104,7 +104,7 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
    * @param clock stamps responses, ACKs and NACKs for client status
    */
   SotwTypeState(TypeUrl type, TypeSnapshot initial, boolean knowsTtl, Clock clock) {
-    super(type, "SotW", initial, knowsTtl, Deliveries.sotw(type, clock));
+    super(type, "SotW", initial, knowsTtl, DeliveryStatus.sotw(type, clock));
   }
 
   /**

@@ -61,7 +61,7 @@ abstract class TypeState<O extends TypeState.Outgoing<O>> {
   /** The client announced TTL support: it gets TTLs and heartbeats ("TTL"). */
   protected final boolean knowsTtl;
 
-  private final Deliveries deliveries;
+  private final DeliveryStatus deliveries;
   protected Subscription subscription = Subscription.NONE;
 
   /** The group's latest snapshot of the type, as the stream last heard of it. */
@@ -105,7 +105,11 @@ abstract class TypeState<O extends TypeState.Outgoing<O>> {
    * @param deliveries where client status records what was sent and answered
    */
   TypeState(
-      TypeUrl type, String variant, TypeSnapshot initial, boolean knowsTtl, Deliveries deliveries) {
+      TypeUrl type,
+      String variant,
+      TypeSnapshot initial,
+      boolean knowsTtl,
+      DeliveryStatus deliveries) {
     this.type = type;
     this.variant = variant;
     this.latest = initial;

@@ -17,7 +17,7 @@
  * <p>Depends on {@code proxy-core} and gRPC (API, stubs, protobuf), never on {@code
  * upstream-client} or the application: it sees the upstream only as the node groups' snapshots and
  * {@link io.xdsproxy.core.Interest}, and gets its threads, clock, timer and limits from {@link
- * io.xdsproxy.downstream.xds.Serving}.
+ * io.xdsproxy.downstream.xds.ServerContext}.
  *
  * <p>Threads: a stream's state (its type states, what it sent, what its client ACKed) is confined
  * to its own {@link io.xdsproxy.core.SerialExecutor} on the shared worker pool. gRPC's callbacks

@@ -56,8 +56,8 @@ final class InProcessProxy implements AutoCloseable {
             Ticker.SYSTEM,
             Duration.ofMinutes(5),
             meters);
-    Serving serving =
-        new Serving(
+    ServerContext serving =
+        new ServerContext(
             groups,
             CALLING_THREAD,
             new StreamMetrics(meters),

@@ -60,7 +60,7 @@ import org.slf4j.event.Level;
  * @param <R> the response message
  * @param <S> the per-type state of the variant
  */
-abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements UpstreamSession {
+abstract class AdsSession<Q, R, S extends AdsSession.SubscriptionState> implements UpstreamSession {
 
   private static final Logger log = LoggerFactory.getLogger(AdsSession.class);
   // A control plane that fails or misbehaves does so for every group at once: the lines are
@@ -73,7 +73,7 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
       LimitedLog.of(log, Level.INFO, 100, Duration.ofSeconds(10));
 
   /** What every variant keeps of one type. */
-  static class TypeState {
+  static class SubscriptionState {
     final TypeUrl type;
 
     /** What the group wants. */
@@ -100,7 +100,7 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
      */
     final Map<String, XdsResource> decoded = new HashMap<>();
 
-    TypeState(TypeUrl type) {
+    SubscriptionState(TypeUrl type) {
       this.type = type;
     }
   }
@@ -196,7 +196,10 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
   /** Starts the variant's streaming call on {@code channel}. */
   abstract void startCall(Channel channel, ClientResponseObserver<Q, R> observer);
 
-  /** A new stream is open: forget per-stream state and send each type's {@link TypeState#wire}. */
+  /**
+   * A new stream is open: forget per-stream state and send each type's {@link
+   * SubscriptionState#wire}.
+   */
   abstract void streamOpened(Iterable<S> types);
 
   /**
@@ -206,16 +209,19 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
    */
   abstract Interest expressible(TypeUrl type, Interest interest, Interest wire);
 
-  /** {@code state}'s {@link TypeState#wire} changed from {@code previous}; tell the upstream. */
+  /**
+   * {@code state}'s {@link SubscriptionState#wire} changed from {@code previous}; tell the
+   * upstream.
+   */
   abstract void wireChanged(S state, Interest previous);
 
   /** A response arrived on the current stream. */
   abstract void onResponse(R response);
 
   /**
-   * Asks the upstream to send {@code state}'s {@link TypeState#awaitingFresh} again, unchanged or
-   * not, with requests every modelled control plane answers one of; if none does, {@link #refetch}
-   * falls back to a new stream.
+   * Asks the upstream to send {@code state}'s {@link SubscriptionState#awaitingFresh} again,
+   * unchanged or not, with requests every modelled control plane answers one of; if none does,
+   * {@link #refetch} falls back to a new stream.
    */
   abstract void askAgain(S state);
 
@@ -376,7 +382,9 @@ abstract class AdsSession<Q, R, S extends AdsSession.TypeState> implements Upstr
     openStream();
   }
 
-  /** Passes {@code update} to the group's store, keeping {@link TypeState#received} in step. */
+  /**
+   * Passes {@code update} to the group's store, keeping {@link SubscriptionState#received} in step.
+   */
   final void publish(S state, ResourceUpdate update) {
     if (update.replaceAll()) {
       state.received.clear();

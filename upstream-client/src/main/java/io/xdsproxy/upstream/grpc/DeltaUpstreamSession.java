@@ -34,10 +34,12 @@ import java.util.TreeSet;
  */
 final class DeltaUpstreamSession
     extends AdsSession<
-        DeltaDiscoveryRequest, DeltaDiscoveryResponse, DeltaUpstreamSession.DeltaTypeState> {
+        DeltaDiscoveryRequest,
+        DeltaDiscoveryResponse,
+        DeltaUpstreamSession.DeltaSubscriptionState> {
 
   /** One type's logical stream within the Delta ADS stream. */
-  static final class DeltaTypeState extends AdsSession.TypeState {
+  static final class DeltaSubscriptionState extends AdsSession.SubscriptionState {
     /** Name to version of every resource held, for initial_resource_versions on reconnect. */
     final Map<String, String> held = new HashMap<>();
 
@@ -46,7 +48,7 @@ final class DeltaUpstreamSession
     boolean wildcardOnStream;
     final Set<String> namesOnStream = new HashSet<>();
 
-    DeltaTypeState(TypeUrl type) {
+    DeltaSubscriptionState(TypeUrl type) {
       super(type);
     }
   }
@@ -56,8 +58,8 @@ final class DeltaUpstreamSession
   }
 
   @Override
-  DeltaTypeState newTypeState(TypeUrl type) {
-    return new DeltaTypeState(type);
+  DeltaSubscriptionState newTypeState(TypeUrl type) {
+    return new DeltaSubscriptionState(type);
   }
 
   @Override
@@ -68,8 +70,8 @@ final class DeltaUpstreamSession
   }
 
   @Override
-  void streamOpened(Iterable<DeltaTypeState> types) {
-    for (DeltaTypeState state : types) {
+  void streamOpened(Iterable<DeltaSubscriptionState> types) {
+    for (DeltaSubscriptionState state : types) {
       state.requestedOnStream = false;
       state.wildcardOnStream = false;
       state.namesOnStream.clear();
@@ -104,17 +106,17 @@ final class DeltaUpstreamSession
   }
 
   @Override
-  void wireChanged(DeltaTypeState state, Interest previous) {
+  void wireChanged(DeltaSubscriptionState state, Interest previous) {
     state.held.keySet().retainAll(state.received);
     subscriptionChanged(state);
   }
 
   /**
-   * Tells the upstream how {@link TypeState#wire} differs from what the stream is subscribed to.
-   * The first request of a type subscribes to a wildcard the legacy way (no names), which every
-   * control plane understands, and carries the versions held from earlier streams.
+   * Tells the upstream how {@link SubscriptionState#wire} differs from what the stream is
+   * subscribed to. The first request of a type subscribes to a wildcard the legacy way (no names),
+   * which every control plane understands, and carries the versions held from earlier streams.
    */
-  private void subscriptionChanged(DeltaTypeState state) {
+  private void subscriptionChanged(DeltaSubscriptionState state) {
     if (!isStreamOpen()) {
       return;
     }
@@ -158,7 +160,7 @@ final class DeltaUpstreamSession
    * a wildcard's name unsubscribed, istiod answers a subscription that changed with everything.
    */
   @Override
-  void askAgain(DeltaTypeState state) {
+  void askAgain(DeltaSubscriptionState state) {
     if (!state.requestedOnStream) {
       return;
     }
@@ -179,11 +181,11 @@ final class DeltaUpstreamSession
 
   @Override
   void onResponse(DeltaDiscoveryResponse response) {
-    Optional<DeltaTypeState> found = stateOfResponse(response.getTypeUrl());
+    Optional<DeltaSubscriptionState> found = stateOfResponse(response.getTypeUrl());
     if (found.isEmpty()) {
       return;
     }
-    DeltaTypeState state = found.get();
+    DeltaSubscriptionState state = found.get();
     List<XdsResource> resources = new ArrayList<>();
     Set<String> heartbeats = new HashSet<>();
     Set<String> names = new HashSet<>();

@@ -27,10 +27,11 @@ import java.util.TreeSet;
  * ACKs or NACKs every response.
  */
 final class SotwUpstreamSession
-    extends AdsSession<DiscoveryRequest, DiscoveryResponse, SotwUpstreamSession.SotwTypeState> {
+    extends AdsSession<
+        DiscoveryRequest, DiscoveryResponse, SotwUpstreamSession.SotwSubscriptionState> {
 
   /** One type's logical stream within the ADS stream. */
-  static final class SotwTypeState extends AdsSession.TypeState {
+  static final class SotwSubscriptionState extends AdsSession.SubscriptionState {
     /** The version_info of the last response accepted; sent again on reconnect. */
     String acceptedVersion = "";
 
@@ -41,7 +42,7 @@ final class SotwUpstreamSession
     boolean answeredOnStream;
     Set<String> firstRequest = Set.of();
 
-    SotwTypeState(TypeUrl type) {
+    SotwSubscriptionState(TypeUrl type) {
       super(type);
     }
   }
@@ -51,8 +52,8 @@ final class SotwUpstreamSession
   }
 
   @Override
-  SotwTypeState newTypeState(TypeUrl type) {
-    return new SotwTypeState(type);
+  SotwSubscriptionState newTypeState(TypeUrl type) {
+    return new SotwSubscriptionState(type);
   }
 
   @Override
@@ -62,8 +63,8 @@ final class SotwUpstreamSession
   }
 
   @Override
-  void streamOpened(Iterable<SotwTypeState> types) {
-    for (SotwTypeState state : types) {
+  void streamOpened(Iterable<SotwSubscriptionState> types) {
+    for (SotwSubscriptionState state : types) {
       state.nonce = "";
       state.requestedOnStream = false;
       state.explicitOnStream = false;
@@ -98,7 +99,7 @@ final class SotwUpstreamSession
   }
 
   @Override
-  void wireChanged(SotwTypeState state, Interest previous) {
+  void wireChanged(SotwSubscriptionState state, Interest previous) {
     Interest wire = state.wire;
     boolean asksForMore =
         wire.wildcard() && !previous.wildcard()
@@ -130,7 +131,7 @@ final class SotwUpstreamSession
    * process}, {@code DiscoveryRequestStreamObserver.onNext}). Each answers one.
    */
   @Override
-  void askAgain(SotwTypeState state) {
+  void askAgain(SotwSubscriptionState state) {
     state.acceptedVersion = "";
     request(state, null);
     String nonce = state.nonce;
@@ -141,11 +142,11 @@ final class SotwUpstreamSession
 
   @Override
   void onResponse(DiscoveryResponse response) {
-    Optional<SotwTypeState> found = stateOfResponse(response.getTypeUrl());
+    Optional<SotwSubscriptionState> found = stateOfResponse(response.getTypeUrl());
     if (found.isEmpty()) {
       return;
     }
-    SotwTypeState state = found.get();
+    SotwSubscriptionState state = found.get();
     Decoded decoded;
     try {
       decoded = ResourceDecoder.decode(state.type, response.getResourcesList(), state.decoded::get);
@@ -176,7 +177,7 @@ final class SotwUpstreamSession
    * TTL"), and a response of heartbeats alone only refreshes TTLs.
    */
   private static ResourceUpdate toUpdate(
-      SotwTypeState state, List<XdsResource> resources, Set<String> heartbeats) {
+      SotwSubscriptionState state, List<XdsResource> resources, Set<String> heartbeats) {
     if (!state.type.isFullStateInSotw() || resources.isEmpty() && !heartbeats.isEmpty()) {
       return ResourceUpdate.partial(state.type, resources, Set.of(), false)
           .withHeartbeats(heartbeats);
@@ -199,14 +200,14 @@ final class SotwUpstreamSession
   }
 
   /**
-   * Sends the request that states {@code state}'s {@link TypeState#wire}: an ACK when {@code error}
-   * is null, a NACK otherwise. A wildcard is sent the legacy way, with no names ("How the client
-   * specifies what resources to return"): every control plane understands it, where some
+   * Sends the request that states {@code state}'s {@link SubscriptionState#wire}: an ACK when
+   * {@code error} is null, a NACK otherwise. A wildcard is sent the legacy way, with no names ("How
+   * the client specifies what resources to return"): every control plane understands it, where some
    * (java-control-plane) take {@code *} for a resource name. Names asked for beside a wildcard are
    * not sent: for Listener and Cluster the wildcard is everything the node may have, and a name it
    * leaves out does not exist.
    */
-  private void request(SotwTypeState state, com.google.rpc.Status error) {
+  private void request(SotwSubscriptionState state, com.google.rpc.Status error) {
     if (!isStreamOpen()) {
       return;
     }
