@@ -196,6 +196,11 @@ public final class NodeGroups implements AutoCloseable {
     }
   }
 
+  /** The time updates are stamped with: what a fan-out latency must be measured against. */
+  public Ticker ticker() {
+    return ticker;
+  }
+
   public List<NodeGroup> groups() {
     return List.copyOf(groups.values());
   }

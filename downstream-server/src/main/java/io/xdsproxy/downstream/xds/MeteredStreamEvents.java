@@ -2,9 +2,9 @@ package io.xdsproxy.downstream.xds;
 
 import io.grpc.Status;
 import io.xdsproxy.core.LimitedLog;
+import io.xdsproxy.core.Ticker;
 import io.xdsproxy.core.TypeUrl;
 import java.time.Duration;
-import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.slf4j.event.Level;
@@ -38,19 +38,12 @@ final class MeteredStreamEvents implements StreamEvents {
 
   private final StreamMetrics metrics;
 
-  /**
-   * The time the fan-out latency is measured by: {@link System#nanoTime}, as the node groups stamp
-   * updates.
-   */
-  private final LongSupplier nanoTime;
+  /** The node groups' ticker, which stamped the updates: the fan-out latency is read against it. */
+  private final Ticker ticker;
 
-  MeteredStreamEvents(StreamMetrics metrics) {
-    this(metrics, System::nanoTime);
-  }
-
-  MeteredStreamEvents(StreamMetrics metrics, LongSupplier nanoTime) {
+  MeteredStreamEvents(StreamMetrics metrics, Ticker ticker) {
     this.metrics = metrics;
-    this.nanoTime = nanoTime;
+    this.ticker = ticker;
   }
 
   @Override
@@ -121,7 +114,7 @@ final class MeteredStreamEvents implements StreamEvents {
 
   @Override
   public void fannedOut(ClientStream<?, ?> stream, TypeUrl type, long receivedAt) {
-    metrics.fannedOut(type, nanoTime.getAsLong() - receivedAt);
+    metrics.fannedOut(type, ticker.nanos() - receivedAt);
   }
 
   @Override

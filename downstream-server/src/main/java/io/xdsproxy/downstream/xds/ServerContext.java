@@ -39,7 +39,15 @@ public record ServerContext(
       Clock clock,
       ScheduledExecutorService timer,
       Limits limits) {
-    this(groups, pool, metrics, clients, clock, timer, limits, new MeteredStreamEvents(metrics));
+    this(
+        groups,
+        pool,
+        metrics,
+        clients,
+        clock,
+        timer,
+        limits,
+        new MeteredStreamEvents(metrics, groups.ticker()));
   }
 
   /** A context without limits and without a timer: for in-process benchmarks. */
