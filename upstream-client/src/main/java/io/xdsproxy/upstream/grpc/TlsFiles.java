@@ -275,6 +275,12 @@ public final class TlsFiles {
     /** The last problem logged, so that a file missing for a while is logged once too. */
     private String reported;
 
+    /**
+     * Whether {@link #reported} is of files that could not be read, not of contents that did not
+     * load.
+     */
+    private boolean reportedUnreadable;
+
     Poller(List<Path> files, Listener listener, Load load) {
       this.files = files;
       this.listener = listener;
@@ -298,11 +304,17 @@ public final class TlsFiles {
       } catch (IOException e) {
         // A file missing for a while fails every poll: logged and counted once, not every second.
         if (report(e)) {
+          reportedUnreadable = true;
           listener.failed();
         }
         return;
       }
       if (same(contents, tried)) {
+        // Readable again as they were (a file back after going missing): a later failure is news.
+        if (reportedUnreadable) {
+          reported = null;
+          reportedUnreadable = false;
+        }
         return;
       }
       tried = contents;

@@ -202,4 +202,38 @@ class TlsFilesTest {
       assertThat(heard).containsExactly("CN=first", "failed", "failed", "CN=second");
     }
   }
+
+  @Test
+  void aFileThatGoesMissingAgainAfterComingBackUnchangedIsCountedAgain() throws Exception {
+    Path caFile = dir.resolve("ca.pem");
+    Path kept = dir.resolve("kept.pem");
+    copy(TestCertificates.ca("first", dir).pem(), caFile);
+    copy(caFile, kept);
+    List<String> heard = new java.util.concurrent.CopyOnWriteArrayList<>();
+    TlsFiles.Listener listener =
+        new TlsFiles.Listener() {
+          @Override
+          public void loaded(List<X509Certificate> certificates) {
+            heard.add("loaded");
+          }
+
+          @Override
+          public void failed() {
+            heard.add("failed");
+          }
+        };
+    try (var watched = TlsFiles.trust(caFile, false, timer, listener)) {
+      Files.delete(caFile);
+      watched.pollNow().run();
+      watched.pollNow().run();
+      copy(kept, caFile);
+      watched.pollNow().run();
+      Files.delete(caFile);
+      watched.pollNow().run();
+
+      assertThat(heard)
+          .as("missing once (told once), back unchanged (nothing to load), missing again")
+          .containsExactly("loaded", "failed", "failed");
+    }
+  }
 }
