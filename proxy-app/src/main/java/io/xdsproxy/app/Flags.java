@@ -3,6 +3,7 @@ package io.xdsproxy.app;
 import io.xdsproxy.app.ProxyConfig.ConfigException;
 import io.xdsproxy.app.ProxyConfig.LogFormat;
 import io.xdsproxy.app.ProxyConfig.Setting;
+import io.xdsproxy.app.logging.Logs;
 import io.xdsproxy.core.NodeGroupRule;
 import io.xdsproxy.downstream.xds.Limits;
 import io.xdsproxy.downstream.xds.NodeIdPattern;
@@ -132,8 +133,13 @@ final class Flags {
               "first wait before reconnecting, doubling after each failure",
               (config, setting) -> {
                 Duration initial = duration(setting);
+                Backoff backoff = config.upstreamBackoff();
                 return config.withUpstreamBackoff(
-                    new Backoff(initial, max(initial, config.upstreamBackoff().max()), 2.0, 0.2));
+                    new Backoff(
+                        initial,
+                        max(initial, backoff.max()),
+                        backoff.multiplier(),
+                        backoff.jitter()));
               }),
           single(
               "upstream-backoff-max",
@@ -150,7 +156,8 @@ final class Flags {
                           + backoff.initial().toMillis()
                           + "ms");
                 }
-                return config.withUpstreamBackoff(new Backoff(backoff.initial(), max, 2.0, 0.2));
+                return config.withUpstreamBackoff(
+                    new Backoff(backoff.initial(), max, backoff.multiplier(), backoff.jitter()));
               }),
           single(
               "resources-dir",
@@ -224,8 +231,11 @@ final class Flags {
               "error, warn, info, debug or trace, for all loggers or one; given once per logger",
               (config, setting) -> {
                 for (String level : setting.values()) {
-                  if (!level.matches(
-                      "([A-Za-z_$][\\w$]*(\\.[A-Za-z_$][\\w$]*)*=)?(?i:error|warn|info|debug|trace)")) {
+                  int equals = level.indexOf('=');
+                  if (Logs.problem(
+                          equals < 0 ? Logs.ROOT : level.substring(0, equals),
+                          level.substring(equals + 1))
+                      .isPresent()) {
                     throw new ConfigException(
                         setting.where()
                             + ": log-level '"

@@ -342,8 +342,12 @@ public record ProxyConfig(
     }
     flags.forEach((name, values) -> settings.put(name, new Setting(values, "flag --" + name)));
     ProxyConfig config = DEFAULTS;
-    for (Map.Entry<String, Setting> entry : settings.entrySet()) {
-      config = config.with(entry.getKey(), entry.getValue());
+    // In the table's order, not the order given: a key read against another (the backoff's maximum
+    // against its initial wait) then means the same wherever either is written.
+    for (String key : KEYS) {
+      if (settings.containsKey(key)) {
+        config = config.with(key, settings.get(key));
+      }
     }
     checkTls(settings);
     checkPorts(config, settings);

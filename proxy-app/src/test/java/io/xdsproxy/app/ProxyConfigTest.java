@@ -10,6 +10,8 @@ import io.xdsproxy.upstream.testing.TestCertificates.Ca;
 import io.xdsproxy.upstream.testing.TestCertificates.Issued;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -28,6 +30,29 @@ class ProxyConfigTest {
     assertThat(config.adminAddress()).isEqualTo("127.0.0.1");
     assertThat(config.adminPort()).isEqualTo(19001);
     assertThat(config.restPort()).as("REST-JSON xDS is off by default").isEmpty();
+  }
+
+  @Test
+  void theBackoffsTwoKeysMeanTheSameInEitherOrder() throws Exception {
+    for (String[] args :
+        List.of(
+            new String[] {"--upstream-backoff-max", "200ms", "--upstream-backoff-initial", "100ms"},
+            new String[] {
+              "--upstream-backoff-initial", "100ms", "--upstream-backoff-max", "200ms"
+            })) {
+      ProxyConfig config = ProxyConfig.parse(args);
+      assertThat(config.upstreamBackoff().initial()).isEqualTo(Duration.ofMillis(100));
+      assertThat(config.upstreamBackoff().max()).isEqualTo(Duration.ofMillis(200));
+    }
+    for (String[] args :
+        List.of(
+            new String[] {"--upstream-backoff-max", "1s", "--upstream-backoff-initial", "2s"},
+            new String[] {"--upstream-backoff-initial", "2s", "--upstream-backoff-max", "1s"})) {
+      assertThatThrownBy(() -> ProxyConfig.parse(args))
+          .isInstanceOf(ConfigException.class)
+          .hasMessageContaining("flag --upstream-backoff-max")
+          .hasMessageContaining("below its initial wait 2000ms");
+    }
   }
 
   @Test
