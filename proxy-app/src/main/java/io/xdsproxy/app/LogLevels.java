@@ -4,7 +4,6 @@ import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpHandler;
 import io.xdsproxy.app.logging.Logs;
 import java.io.IOException;
-import java.io.OutputStream;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
@@ -94,14 +93,11 @@ final class LogLevels implements HttpHandler {
     return URLDecoder.decode(part, StandardCharsets.UTF_8);
   }
 
+  /** A listing as JSON, anything else as text, written as every admin answer is. */
   private static void reply(HttpExchange exchange, int status, String body) throws IOException {
-    byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
     exchange
         .getResponseHeaders()
         .set("Content-Type", status == 200 ? "application/json" : "text/plain; charset=utf-8");
-    exchange.sendResponseHeaders(status, bytes.length);
-    try (OutputStream out = exchange.getResponseBody()) {
-      out.write(bytes);
-    }
+    AdminServer.reply(exchange, status, body);
   }
 }

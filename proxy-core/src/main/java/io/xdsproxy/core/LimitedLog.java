@@ -47,6 +47,9 @@ public final class LimitedLog {
    * for were about other nodes and groups.
    */
   public void log(LogFields fields, String format, Object... arguments) {
+    if (!log.isEnabledForLevel(level)) {
+      return; // neither written nor worth counting as left out
+    }
     long left = admit();
     if (left < 0) {
       return;

@@ -84,6 +84,9 @@ final class MeteredStreamEvents implements StreamEvents {
 
   @Override
   public void stale(ClientStream<?, ?> stream, TypeUrl type, String nonce) {
+    if (!sotwLog.isDebugEnabled()) {
+      return; // a stale request is routine: its fields are not built for nothing
+    }
     stream
         .fields()
         .type(type)
