@@ -182,8 +182,8 @@ public final class XdsProxy implements AutoCloseable {
                   .permitKeepAliveTime(10, TimeUnit.SECONDS)
                   .permitKeepAliveWithoutCalls(true)
                   // Clients move to other replicas in time (an added replica gets its share); gRPC
-                  // spreads
-                  // the age by +-10 % so that connections made together do not all end together.
+                  // spreads the age by +-10 % so that connections made together do not all end
+                  // together.
                   .maxConnectionAge(config.maxConnectionAge().toMillis(), TimeUnit.MILLISECONDS)
                   .maxConnectionAgeGrace(CONNECTION_AGE_GRACE.toSeconds(), TimeUnit.SECONDS)
                   .build(),

@@ -190,8 +190,7 @@ class ConformanceTest {
       publish("2", 1000, "a", "b");
 
       // What changed is sent: SotW's full state carries a again, Delta sends b alone (a is
-      // unchanged
-      // since the version the client rejected).
+      // unchanged since the version the client rejected).
       client.awaitHeld(TypeUrl.CLUSTER, WAIT, held -> held.containsKey("b"));
       assertThat(client.held(TypeUrl.CLUSTER))
           .containsOnlyKeys(variant.delta() ? Set.of("b") : Set.of("a", "b"));

@@ -62,8 +62,8 @@ class ConvergenceCheckerTest {
         .client(behind)
         .awaitConverged(WAIT);
     // The clients' last ACKs reach the proxy before the change: one taken after it would be
-    // answered
-    // with the additions and the removal together, not the split the message below describes.
+    // answered with the additions and the removal together, not the split the message below
+    // describes.
     await()
         .atMost(WAIT)
         .until(

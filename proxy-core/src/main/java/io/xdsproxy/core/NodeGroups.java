@@ -164,8 +164,8 @@ public final class NodeGroups implements AutoCloseable {
         });
     if (closed || !idle[0]) {
       // Every group is closed already (streams ending during shutdown have nothing left to
-      // release),
-      // or the group has streams still: no idle check per stream that ends, which churn makes many.
+      // release), or the group has streams still: no idle check per stream that ends, which churn
+      // makes many.
       return;
     }
     try {

@@ -221,8 +221,7 @@ public final class TypeSnapshot {
       XdsResource previous = resources.get(resource.name());
       // Keep the object clients already have when nothing about it changed: streams compare by
       // reference. A do_not_cache resource is always a new object: each delivery reaches the
-      // streams
-      // subscribed at that moment, including any that joined since the last one.
+      // streams subscribed at that moment, including any that joined since the last one.
       boolean same = resource.sameAs(previous) && !resource.doNotCache();
       next.put(resource.name(), same ? previous : resource);
       if (!same) {

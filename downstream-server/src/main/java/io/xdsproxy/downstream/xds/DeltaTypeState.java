@@ -132,10 +132,8 @@ final class DeltaTypeState extends TypeState<DeltaTypeState.Outgoing> {
     }
     for (String name : subscribe) {
       // "Subscribing to Resources": sent even if the client seems to have it; it may have
-      // forgotten.
-      // Only what the same first request claims it has is taken at its word: a claim not yet
-      // answered
-      // may be of a resource the client has dropped since, unsubscribing.
+      // forgotten. Only what the same first request claims it has is taken at its word: a claim not
+      // yet answered may be of a resource the client has dropped since, unsubscribing.
       if (!Subscription.WILDCARD.equals(name) && !(first && claimed.containsKey(name))) {
         owed = NameSets.with(owed, name);
       }

@@ -148,8 +148,7 @@ final class PushScheduler<S extends TypeState<?>> {
   private void sendAssignmentsOfWarming(S clustersSent, boolean deferRemovals) {
     Slot<S> endpoints = types.get(TypeUrl.ENDPOINT);
     // Before the client asks for assignments, only those of clusters it held may be claimed
-    // unchanged
-    // by its first request for them; any other it is sent in full.
+    // unchanged by its first request for them; any other it is sent in full.
     List<XdsResource> clusters = clustersSent.takeWarming(endpoints == null);
     if (clusters.isEmpty() || !ads) {
       return;

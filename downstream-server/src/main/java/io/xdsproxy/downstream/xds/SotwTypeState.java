@@ -181,8 +181,7 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
   /** Applies the names of a request; returns whether the subscription changed. */
   boolean subscribe(List<String> resourceNames) {
     // An ACK repeats the names of the request before it: the same list, the same subscription,
-    // found
-    // without building a set of what can be thousands of names on every ACK.
+    // found without building a set of what can be thousands of names on every ACK.
     if (repeats(resourceNames)) {
       return false;
     }

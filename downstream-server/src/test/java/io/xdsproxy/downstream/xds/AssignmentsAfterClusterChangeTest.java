@@ -123,8 +123,7 @@ class AssignmentsAfterClusterChangeTest {
         .as("the changed cluster's assignment, unchanged; not d's")
         .containsExactly("c");
     // Envoy's warming request repeats its last EDS request (its nonce stale now), and its ACKs
-    // follow:
-    // none is answered again.
+    // follow: none is answered again.
     call.receive(ack(TypeUrl.ENDPOINT, endpoints, "c", "d").toByteArray());
     call.receive(ack(TypeUrl.ENDPOINT, sent.get(1), "c", "d").toByteArray());
     call.receive(ack(TypeUrl.CLUSTER, sent.get(0)).toByteArray());
@@ -195,8 +194,7 @@ class AssignmentsAfterClusterChangeTest {
     call.receive(sotw(TypeUrl.ENDPOINT, "", "present", "missing").toByteArray());
 
     // Rule 21: the upstream answered for every assignment (a whole state here), so "missing" does
-    // not
-    // exist; an Envoy warming its cluster is told so with an empty one, as istiod tells it.
+    // not exist; an Envoy warming its cluster is told so with an empty one, as istiod tells it.
     Sent sent = sotwWritten(call).get(0);
     assertThat(sent.names()).containsExactlyInAnyOrder("present", "missing");
     call.receive(ack(TypeUrl.ENDPOINT, sent, "present", "missing").toByteArray());

@@ -57,9 +57,9 @@ class DeltaTypeStateTest {
     send(state);
 
     // "Unsubscribing from Resources": dropping "a" by name under the wildcard makes the client
-    // unsure
-    // whether to keep it, so it is owed "a". The client is slow: before the response goes out it
-    // unsubscribes "a" again, which it no longer names (a phantom unsubscription, to be ignored).
+    // unsure whether to keep it, so it is owed "a". The client is slow: before the response goes
+    // out it unsubscribes "a" again, which it no longer names (a phantom unsubscription, to be
+    // ignored).
     state.subscribe(List.of(), List.of("a"), Map.of());
     state.subscribe(List.of(), List.of("a"), Map.of());
 

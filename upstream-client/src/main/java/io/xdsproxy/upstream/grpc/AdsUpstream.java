@@ -153,11 +153,9 @@ public final class AdsUpstream implements UpstreamSource {
                         .keepAliveTime(keepalive.time().toMillis(), TimeUnit.MILLISECONDS)
                         .keepAliveTimeout(keepalive.timeout().toMillis(), TimeUnit.MILLISECONDS)
                         // A session's stream waits on a connection that has not finished its HTTP/2
-                        // handshake (an
-                        // address that accepts TCP and never answers): no call is on it yet, and
-                        // only pings sent
-                        // without calls notice that it never will, so the stream fails and goes to
-                        // the next address.
+                        // handshake (an address that accepts TCP and never answers): no call is on
+                        // it yet, and only pings sent without calls notice that it never will, so
+                        // the stream fails and goes to the next address.
                         .keepAliveWithoutCalls(true)
                         .build())
             .toList();

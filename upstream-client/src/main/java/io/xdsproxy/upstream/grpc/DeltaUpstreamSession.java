@@ -220,8 +220,7 @@ final class DeltaUpstreamSession
     healthy();
     Set<String> removed = new HashSet<>(response.getRemovedResourcesList());
     // What the upstream removes of a name the proxy unsubscribed only to ask for it again answers
-    // the
-    // unsubscription, and says nothing of whether the resource exists.
+    // the unsubscription, and says nothing of whether the resource exists.
     removed.removeAll(state.awaitingFresh);
     for (XdsResource resource : resources) {
       state.held.put(resource.name(), resource.version());

@@ -72,8 +72,8 @@ final class SotwUpstreamSession
       state.firstRequest = Set.of();
       if (!state.awaitingFresh.isEmpty()) {
         // java-control-plane and go-control-plane up to v0.13 answer a wildcard on a new stream
-        // only
-        // when its version is not theirs: a do_not_cache copy the group waits for must come again.
+        // only when its version is not theirs: a do_not_cache copy the group waits for must come
+        // again.
         state.acceptedVersion = "";
       }
       request(state, null);
@@ -113,9 +113,8 @@ final class SotwUpstreamSession
     }
     if (isStreamOpen() && wire.wildcard() && !previous.wildcard() && state.explicitOnStream) {
       // Names were sent on this stream, so an empty list would now mean "nothing" to
-      // go-control-plane,
-      // and java-control-plane takes "*" for a name: only a new stream's first request is a
-      // wildcard.
+      // go-control-plane, and java-control-plane takes "*" for a name: only a new stream's first
+      // request is a wildcard.
       reopenStream("subscribing to every " + state.type.shortName() + " needs a new stream");
       return;
     }
@@ -225,9 +224,8 @@ final class SotwUpstreamSession
             .setResponseNonce(state.nonce)
             .addAllResourceNames(names)
             // Only the first request must carry the node, but some control planes
-            // (java-control-plane
-            // among them) read it from every request; one session per group makes the bytes
-            // negligible.
+            // (java-control-plane among them) read it from every request; one session per group
+            // makes the bytes negligible.
             .setNode(node);
     if (error != null) {
       request.setErrorDetail(error);

@@ -234,8 +234,7 @@ class DeltaUpstreamSessionTest {
         named.refetch(TypeUrl.ENDPOINT);
 
         // istiod and go-control-plane ignore a subscription to a name already subscribed, and end
-        // up
-        // unsubscribed from a name one request both subscribes and unsubscribes (rule 14).
+        // up unsubscribed from a name one request both subscribes and unsubscribes (rule 14).
         DeltaDiscoveryRequest unsubscribe = scripted.nextDeltaRequest(WAIT);
         DeltaDiscoveryRequest subscribe = scripted.nextDeltaRequest(WAIT);
         assertThat(unsubscribe.getResourceNamesUnsubscribeList()).containsExactly("a");

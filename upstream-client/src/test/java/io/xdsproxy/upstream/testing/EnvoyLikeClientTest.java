@@ -154,8 +154,7 @@ class EnvoyLikeClientTest {
 
     Instant change = Instant.now();
     // Only CDS changes version: the EDS watch java-control-plane holds stays unanswered, so only
-    // the
-    // re-request (answered because hasClusterChanged) can bring the assignment.
+    // the re-request (answered because hasClusterChanged) can bring the assignment.
     controlPlane.setSnapshot(
         GROUP, separatelyVersioned(changed, "c2", assignment("svc-a", 8001), "e1"));
 

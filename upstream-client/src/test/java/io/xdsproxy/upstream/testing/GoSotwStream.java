@@ -71,8 +71,7 @@ final class GoSotwStream implements GoStreamLink.Handler<DiscoveryRequest> {
     GoSubscription subscription;
     if (current != null) {
       // The watch's nonce, not the type's last one: a watch replaced by an accepted request has
-      // none until
-      // it sends, and until then any nonce, empty included, is accepted.
+      // none until it sends, and until then any nonce, empty included, is accepted.
       if (!current.nonce.isEmpty() && !request.getResponseNonce().equals(current.nonce)) {
         return;
       }

@@ -65,8 +65,7 @@ final class GoSotwStreamV013 implements GoStreamLink.Handler<DiscoveryRequest> {
     }
     String requestNonce = request.getResponseNonce();
     // Recorded before the watch's nonce is checked: a request echoing the type's last answer makes
-    // that
-    // answer's names known.
+    // that answer's names known.
     LastResponse last = lastResponses.get(typeUrl);
     if (last != null && (last.nonce().isEmpty() || last.nonce().equals(requestNonce))) {
       knownResourceNames.put(typeUrl, last.requestedNames());

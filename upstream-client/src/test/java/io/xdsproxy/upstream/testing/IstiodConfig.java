@@ -146,8 +146,8 @@ record IstiodConfig(
       }
       case ENDPOINT_TYPE ->
           // eds.go buildEndpoints; endpoints/endpoint_builder.go BuildClusterLoadAssignment answers
-          // a
-          // name it has no service for with buildEmptyClusterLoadAssignment: only cluster_name set.
+          // a name it has no service for with buildEmptyClusterLoadAssignment: only cluster_name
+          // set.
           built.forEach(
               name ->
                   resources.add(
@@ -158,8 +158,7 @@ record IstiodConfig(
                               ClusterLoadAssignment.newBuilder().setClusterName(name).build()))));
       case ROUTE_TYPE ->
           // networking/core/httproute.go BuildHTTPRoutes, sidecar: an unknown route name gets an
-          // empty
-          // RouteConfiguration with that name, no virtual hosts and validate_clusters false.
+          // empty RouteConfiguration with that name, no virtual hosts and validate_clusters false.
           built.forEach(
               name ->
                   resources.add(
