@@ -1,14 +1,12 @@
 package io.xdsproxy.app;
 
-import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpHandler;
 import com.sun.net.httpserver.HttpServer;
 import com.sun.net.httpserver.HttpsConfigurator;
 import com.sun.net.httpserver.HttpsServer;
+import io.xdsproxy.downstream.xds.HttpReplies;
 import java.io.IOException;
-import java.io.OutputStream;
 import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.Executor;
@@ -50,11 +48,11 @@ final class AdminServer implements AutoCloseable {
    */
   static Map<String, HttpHandler> probes(BooleanSupplier ready) {
     return Map.of(
-        "/healthz", exchange -> reply(exchange, 200, "ok\n"),
+        "/healthz", exchange -> HttpReplies.text(exchange, 200, "ok\n"),
         "/readyz",
             exchange -> {
               boolean isReady = ready.getAsBoolean();
-              reply(exchange, isReady ? 200 : 503, isReady ? "ready\n" : "not ready\n");
+              HttpReplies.text(exchange, isReady ? 200 : 503, isReady ? "ready\n" : "not ready\n");
             });
   }
 
@@ -62,24 +60,12 @@ final class AdminServer implements AutoCloseable {
   static HttpHandler text(Supplier<String> body, String contentType) {
     return exchange -> {
       exchange.getResponseHeaders().set("Content-Type", contentType);
-      reply(exchange, 200, body.get());
+      HttpReplies.text(exchange, 200, body.get());
     };
   }
 
   int port() {
     return server.getAddress().getPort();
-  }
-
-  /** Answers with the text {@code body}, plain text unless the handler set a Content-Type. */
-  static void reply(HttpExchange exchange, int status, String body) throws IOException {
-    byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
-    if (!exchange.getResponseHeaders().containsKey("Content-Type")) {
-      exchange.getResponseHeaders().set("Content-Type", "text/plain; charset=utf-8");
-    }
-    exchange.sendResponseHeaders(status, bytes.length);
-    try (OutputStream out = exchange.getResponseBody()) {
-      out.write(bytes);
-    }
   }
 
   @Override

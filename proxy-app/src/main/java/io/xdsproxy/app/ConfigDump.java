@@ -20,6 +20,7 @@ import io.xdsproxy.core.NodeGroups;
 import io.xdsproxy.core.TypeSnapshot;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.core.XdsResource;
+import io.xdsproxy.downstream.xds.HttpReplies;
 import java.io.BufferedWriter;
 import java.io.IOException;
 import java.io.OutputStreamWriter;
@@ -72,7 +73,7 @@ final class ConfigDump implements HttpHandler {
     try {
       filter = ConfigDumpFilter.parse(exchange.getRequestURI().getRawQuery());
     } catch (IllegalArgumentException e) {
-      AdminServer.reply(exchange, 400, e.getMessage() + "\n");
+      HttpReplies.text(exchange, 400, e.getMessage() + "\n");
       return;
     }
     exchange.getResponseHeaders().set("Content-Type", "application/json");

@@ -3,6 +3,7 @@ package io.xdsproxy.app;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpHandler;
 import io.xdsproxy.app.logging.Logs;
+import io.xdsproxy.downstream.xds.HttpReplies;
 import java.io.IOException;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
@@ -98,6 +99,6 @@ final class LogLevels implements HttpHandler {
     exchange
         .getResponseHeaders()
         .set("Content-Type", status == 200 ? "application/json" : "text/plain; charset=utf-8");
-    AdminServer.reply(exchange, status, body);
+    HttpReplies.text(exchange, status, body);
   }
 }

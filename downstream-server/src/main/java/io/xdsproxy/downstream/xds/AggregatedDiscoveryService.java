@@ -26,8 +26,8 @@ public final class AggregatedDiscoveryService {
         sotw(AggregatedDiscoveryServiceGrpc.getStreamAggregatedResourcesMethod());
     MethodDescriptor<DeltaDiscoveryRequest, EncodedResponse> delta =
         delta(AggregatedDiscoveryServiceGrpc.getDeltaAggregatedResourcesMethod());
-    serving.metrics().serves(SotwStream.PROTOCOL, "ads");
-    serving.metrics().serves(DeltaStream.PROTOCOL, "ads");
+    serving.metrics().serves(ClientStream.SOTW, "ads");
+    serving.metrics().serves(ClientStream.DELTA, "ads");
     return ServerServiceDefinition.builder(
             describedAs(AggregatedDiscoveryServiceGrpc.getServiceDescriptor())
                 .addMethod(sotw)
@@ -36,15 +36,11 @@ public final class AggregatedDiscoveryService {
         .addMethod(
             sotw,
             ServerCalls.asyncBidiStreamingCall(
-                responses ->
-                    new SotwStream(
-                        responses, serving, Optional.empty(), PeerInterceptor.currentPeer())))
+                responses -> new SotwStream(responses, serving, Optional.empty())))
         .addMethod(
             delta,
             ServerCalls.asyncBidiStreamingCall(
-                responses ->
-                    new DeltaStream(
-                        responses, serving, Optional.empty(), PeerInterceptor.currentPeer())))
+                responses -> new DeltaStream(responses, serving, Optional.empty())))
         .build();
   }
 

@@ -25,6 +25,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
+import java.util.function.Predicate;
 
 /**
  * What every downstream xDS stream does, whatever its variant: its lifecycle and the dispatch of
@@ -43,8 +44,22 @@ import java.util.function.Function;
  * @param <Q> the request message
  * @param <S> the state of one type's logical stream in the variant
  */
-abstract class ClientStream<Q, S extends TypeState<?>> implements StreamObserver<Q>, GroupWatcher {
+abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S extends TypeState<?>>
+    implements StreamObserver<Q>, GroupWatcher {
 
+  /** The variant's protocol name, as the services register it in metrics. */
+  static final String SOTW = "SotW";
+
+  static final String DELTA = "Delta";
+
+  /**
+   * How a variant's requests name the client's node and the type they are about: what a stream
+   * reads of each request before its type's {@link TypeState} takes it.
+   */
+  record Requests<Q>(
+      String protocol, Predicate<Q> hasNode, Function<Q, Node> node, Function<Q, String> typeUrl) {}
+
+  private final Requests<Q> requests;
   private final ServerCallStreamObserver<EncodedResponse> responses;
 
   /** The node groups, registry of streams, clock, timer and limits every stream shares. */
@@ -89,16 +104,19 @@ abstract class ClientStream<Q, S extends TypeState<?>> implements StreamObserver
   private boolean closed;
 
   /**
-   * @param protocol "SotW" or "Delta", for logs
+   * Made on the call's thread, where gRPC's context tells the client's address and certificate.
+   *
+   * @param requests how the variant's requests say who and what they are about
    * @param fixedType the type of a per-type service, empty for ADS
-   * @param peer the client's address, for logs
    */
   ClientStream(
-      String protocol,
+      Requests<Q> requests,
       StreamObserver<EncodedResponse> responseObserver,
       ServerContext serving,
-      Optional<TypeUrl> fixedType,
-      SocketAddress peer) {
+      Optional<TypeUrl> fixedType) {
+    this.requests = requests;
+    String protocol = requests.protocol();
+    SocketAddress peer = PeerInterceptor.currentPeer();
     this.responses = (ServerCallStreamObserver<EncodedResponse>) responseObserver;
     this.serving = serving;
     this.events = serving.events();
@@ -145,15 +163,28 @@ abstract class ClientStream<Q, S extends TypeState<?>> implements StreamObserver
     responses.request(1);
   }
 
-  /** Handles one request, on the executor; the stream is identified and open. */
-  abstract void handle(Q request);
+  /**
+   * Handles one request for {@code type}, whose logical stream is {@code state}, on the executor;
+   * the stream is identified and open.
+   */
+  abstract void handle(Q request, TypeUrl type, S state);
+
+  /** The state of {@code type}'s logical stream, made on the type's first request. */
+  abstract S newTypeState(TypeUrl type);
 
   /**
-   * The state of {@code type}'s logical stream, made with {@code create} on the type's first
-   * request.
+   * Handles one request once it is found to be a request at all, from the stream's node, of a type
+   * the service serves; the stream is ended if not.
    */
-  final S typeStream(TypeUrl type, Function<TypeUrl, S> create) {
-    return pushes.state(type, create);
+  private void handle(Q request) {
+    executor.assertCurrent();
+    if (wellFormed(request)
+        && identify(requests.hasNode().test(request), requests.node().apply(request))) {
+      Optional<TypeUrl> type = typeOf(requests.typeUrl().apply(request));
+      if (type.isPresent()) {
+        handle(request, type.get(), pushes.state(type.get(), this::newTypeState));
+      }
+    }
   }
 
   /** "SotW ADS", "Delta envoy.config.cluster.v3.Cluster", …: for logs. */
@@ -270,23 +301,6 @@ abstract class ClientStream<Q, S extends TypeState<?>> implements StreamObserver
     if (changedScheduled.compareAndSet(false, true)) {
       executor.execute(guarded(this::takeChanges));
     }
-  }
-
-  /**
-   * The type {@code request} is about, once it is found to be a request at all, from the stream's
-   * node, of a type the service serves; empty when the stream was ended for it.
-   *
-   * @param hasNode whether the request carries a node, {@code requestNode}
-   */
-  final Optional<TypeUrl> typeOf(
-      com.google.protobuf.MessageOrBuilder request,
-      boolean hasNode,
-      Node requestNode,
-      String typeUrl) {
-    executor.assertCurrent();
-    return wellFormed(request) && identify(hasNode, requestNode)
-        ? typeOf(typeUrl)
-        : Optional.empty();
   }
 
   /**

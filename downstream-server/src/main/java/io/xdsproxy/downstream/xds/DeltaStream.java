@@ -3,7 +3,6 @@ package io.xdsproxy.downstream.xds;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
 import io.grpc.stub.StreamObserver;
 import io.xdsproxy.core.TypeUrl;
-import java.net.SocketAddress;
 import java.util.Optional;
 
 /**
@@ -12,31 +11,23 @@ import java.util.Optional;
  */
 public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, DeltaTypeState> {
 
-  /** The variant's name in logs; lower-cased, its {@code protocol} label in metrics. */
-  static final String PROTOCOL = "Delta";
+  private static final Requests<DeltaDiscoveryRequest> REQUESTS =
+      new Requests<>(
+          DELTA,
+          DeltaDiscoveryRequest::hasNode,
+          DeltaDiscoveryRequest::getNode,
+          DeltaDiscoveryRequest::getTypeUrl);
 
   /**
    * @param fixedType the type of a per-type service, empty for ADS
-   * @param peer the client's address, for logs
    */
   public DeltaStream(
-      StreamObserver<EncodedResponse> responses,
-      ServerContext serving,
-      Optional<TypeUrl> fixedType,
-      SocketAddress peer) {
-    super(PROTOCOL, responses, serving, fixedType, peer);
+      StreamObserver<EncodedResponse> out, ServerContext serving, Optional<TypeUrl> fixedType) {
+    super(REQUESTS, out, serving, fixedType);
   }
 
   @Override
-  void handle(DeltaDiscoveryRequest request) {
-    Optional<TypeUrl> parsed =
-        typeOf(request, request.hasNode(), request.getNode(), request.getTypeUrl());
-    if (parsed.isEmpty()) {
-      return;
-    }
-    TypeUrl type = parsed.get();
-    DeltaTypeState state =
-        typeStream(type, t -> new DeltaTypeState(t, group().snapshot(t), knowsTtl(false), clock()));
+  void handle(DeltaDiscoveryRequest request, TypeUrl type, DeltaTypeState state) {
     // The nonce pairs an ACK or NACK with a response, but "the server must honor changes to the
     // subscription state even if the nonce is stale" ("Incremental xDS").
     boolean latest = state.isLatest(request.getResponseNonce());
@@ -75,5 +66,10 @@ public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, Delta
     }
     state.update(group().snapshot(type));
     send(type);
+  }
+
+  @Override
+  DeltaTypeState newTypeState(TypeUrl type) {
+    return new DeltaTypeState(type, group().snapshot(type), knowsTtl(false), clock());
   }
 }

@@ -96,25 +96,23 @@ public final class PerTypeServices {
     if (service.sotw() != null) {
       sotw = AggregatedDiscoveryService.sotw(service.sotw());
       descriptor.addMethod(sotw);
-      serving.metrics().serves(SotwStream.PROTOCOL, service.type().shortName());
+      serving.metrics().serves(ClientStream.SOTW, service.type().shortName());
     }
     MethodDescriptor<DeltaDiscoveryRequest, EncodedResponse> delta =
         AggregatedDiscoveryService.delta(service.delta());
     descriptor.addMethod(delta);
-    serving.metrics().serves(DeltaStream.PROTOCOL, service.type().shortName());
+    serving.metrics().serves(ClientStream.DELTA, service.type().shortName());
     ServerServiceDefinition.Builder definition =
         ServerServiceDefinition.builder(descriptor.build());
     if (sotw != null) {
       definition.addMethod(
           sotw,
           ServerCalls.asyncBidiStreamingCall(
-              responses ->
-                  new SotwStream(responses, serving, type, PeerInterceptor.currentPeer())));
+              responses -> new SotwStream(responses, serving, type)));
     }
     definition.addMethod(
         delta,
-        ServerCalls.asyncBidiStreamingCall(
-            responses -> new DeltaStream(responses, serving, type, PeerInterceptor.currentPeer())));
+        ServerCalls.asyncBidiStreamingCall(responses -> new DeltaStream(responses, serving, type)));
     return definition.build();
   }
 }

@@ -22,7 +22,6 @@ import io.xdsproxy.core.XdsResource;
 import io.xdsproxy.downstream.xds.SotwTypeState.Outgoing;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
@@ -122,14 +121,14 @@ public final class RestDiscovery {
   private void poll(TypeUrl type, HttpExchange exchange) throws IOException {
     if (!"POST".equals(exchange.getRequestMethod())) {
       exchange.getResponseHeaders().set("Allow", "POST");
-      reply(exchange, 405, "POST a DiscoveryRequest in proto3 JSON\n");
+      HttpReplies.text(exchange, 405, "POST a DiscoveryRequest in proto3 JSON\n");
       return;
     }
     DiscoveryRequest request;
     try (InputStream body = exchange.getRequestBody()) {
       byte[] bytes = body.readNBytes(MAX_REQUEST_BYTES + 1);
       if (bytes.length > MAX_REQUEST_BYTES) {
-        reply(
+        HttpReplies.text(
             exchange, 413, "a DiscoveryRequest may have at most " + MAX_REQUEST_BYTES + " bytes\n");
         return;
       }
@@ -139,18 +138,19 @@ public final class RestDiscovery {
           .merge(new String(bytes, StandardCharsets.UTF_8), builder);
       request = builder.build();
     } catch (InvalidProtocolBufferException | RuntimeException e) {
-      reply(exchange, 400, "not a DiscoveryRequest in proto3 JSON: " + e.getMessage() + "\n");
+      HttpReplies.text(
+          exchange, 400, "not a DiscoveryRequest in proto3 JSON: " + e.getMessage() + "\n");
       return;
     }
     if (!request.getTypeUrl().isEmpty() && !request.getTypeUrl().equals(type.url())) {
-      reply(
+      HttpReplies.text(
           exchange,
           400,
           "type_url " + request.getTypeUrl() + " posted to the " + type.shortName() + " path\n");
       return;
     }
     if (!request.hasNode()) {
-      reply(exchange, 400, "a REST DiscoveryRequest must carry the node\n");
+      HttpReplies.text(exchange, 400, "a REST DiscoveryRequest must carry the node\n");
       return;
     }
     Optional<String> refusal = refusal(type, request.getNode().getId(), exchange);
@@ -164,14 +164,14 @@ public final class RestDiscovery {
           type.shortName(),
           exchange.getRemoteAddress(),
           refusal.get());
-      reply(exchange, 403, refusal.get() + "\n");
+      HttpReplies.text(exchange, 403, refusal.get() + "\n");
       return;
     }
     NodeGroup group;
     try {
       group = groups.acquire(request.getNode());
     } catch (UngroupableNodeException e) {
-      reply(exchange, 400, e.getMessage() + "\n");
+      HttpReplies.text(exchange, 400, e.getMessage() + "\n");
       return;
     }
     new Poll(type, request, group, exchange).start();
@@ -280,7 +280,7 @@ public final class RestDiscovery {
           exchange
               .getResponseHeaders()
               .set("Content-Type", status == 200 ? "application/json" : "text/plain");
-          reply(exchange, status, body);
+          HttpReplies.text(exchange, status, body);
         }
       } catch (IOException e) {
         LogFields.NONE
@@ -295,17 +295,6 @@ public final class RestDiscovery {
                 e.toString());
         exchange.close();
       }
-    }
-  }
-
-  private static void reply(HttpExchange exchange, int status, String body) throws IOException {
-    byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
-    if (!exchange.getResponseHeaders().containsKey("Content-Type")) {
-      exchange.getResponseHeaders().set("Content-Type", "text/plain; charset=utf-8");
-    }
-    exchange.sendResponseHeaders(status, bytes.length);
-    try (OutputStream out = exchange.getResponseBody()) {
-      out.write(bytes);
     }
   }
 }

@@ -3,7 +3,6 @@ package io.xdsproxy.downstream.xds;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.grpc.stub.StreamObserver;
 import io.xdsproxy.core.TypeUrl;
-import java.net.SocketAddress;
 import java.util.Optional;
 
 /**
@@ -12,31 +11,25 @@ import java.util.Optional;
  */
 public final class SotwStream extends ClientStream<DiscoveryRequest, SotwTypeState> {
 
-  /** The variant's name in logs; lower-cased, its {@code protocol} label in metrics. */
-  static final String PROTOCOL = "SotW";
+  private static final Requests<DiscoveryRequest> REQUESTS =
+      new Requests<>(
+          SOTW, DiscoveryRequest::hasNode, DiscoveryRequest::getNode, DiscoveryRequest::getTypeUrl);
 
   /**
    * @param fixedType the type of a per-type service, empty for ADS
-   * @param peer the client's address, for logs
    */
   public SotwStream(
-      StreamObserver<EncodedResponse> responses,
-      ServerContext serving,
-      Optional<TypeUrl> fixedType,
-      SocketAddress peer) {
-    super(PROTOCOL, responses, serving, fixedType, peer);
+      StreamObserver<EncodedResponse> out, ServerContext serving, Optional<TypeUrl> fixedType) {
+    super(REQUESTS, out, serving, fixedType);
   }
 
   @Override
-  void handle(DiscoveryRequest request) {
-    Optional<TypeUrl> parsed =
-        typeOf(request, request.hasNode(), request.getNode(), request.getTypeUrl());
-    if (parsed.isEmpty()) {
-      return;
-    }
-    TypeUrl type = parsed.get();
-    SotwTypeState state =
-        typeStream(type, t -> new SotwTypeState(t, group().snapshot(t), knowsTtl(true), clock()));
+  SotwTypeState newTypeState(TypeUrl type) {
+    return new SotwTypeState(type, group().snapshot(type), knowsTtl(true), clock());
+  }
+
+  @Override
+  void handle(DiscoveryRequest request, TypeUrl type, SotwTypeState state) {
     boolean current = state.isCurrent(request.getResponseNonce());
     counted(type, Reply.of(current, request.getResponseNonce(), request.hasErrorDetail()));
     if (!current) {

@@ -50,6 +50,26 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
           withheld.isEmpty() ? Set.of() : withheld; // streams keep it: an empty one costs nothing
     }
 
+    /**
+     * Resources chosen by name, at the version of the state they come from: not the whole state, no
+     * removal deferred.
+     */
+    static Outgoing named(
+        List<XdsResource> included,
+        List<XdsResource> heartbeats,
+        TypeSnapshot snapshot,
+        Set<String> withheld) {
+      return new Outgoing(
+          included,
+          heartbeats,
+          snapshot.version(),
+          snapshot,
+          false,
+          withheld,
+          false,
+          Optional.empty());
+    }
+
     @Override
     public Outgoing sharedAt(ResponsePosition position) {
       return new Outgoing(
@@ -355,16 +375,7 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
     if (!changed && removed.isEmpty()) {
       return heartbeats.isEmpty()
           ? Optional.empty()
-          : Optional.of(
-              new Outgoing(
-                  List.of(),
-                  heartbeats,
-                  latest.version(),
-                  latest,
-                  false,
-                  withheldNow,
-                  false,
-                  Optional.empty()));
+          : Optional.of(Outgoing.named(List.of(), heartbeats, latest, withheldNow));
     }
     if (deferRemovals && !removed.isEmpty()) {
       if (!changed) {
@@ -444,16 +455,7 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
     if (resources.isEmpty() && heartbeats.isEmpty()) {
       return Optional.empty();
     }
-    return Optional.of(
-        new Outgoing(
-            resources,
-            heartbeats,
-            latest.version(),
-            latest,
-            false,
-            withheldNow,
-            false,
-            Optional.empty()));
+    return Optional.of(Outgoing.named(resources, heartbeats, latest, withheldNow));
   }
 
   /**

@@ -64,7 +64,8 @@ final class InProcessProxy implements AutoCloseable {
             new Clients(),
             Clock.systemUTC(),
             timer,
-            limits);
+            limits,
+            null);
     ads =
         ServerInterceptors.intercept(
             AggregatedDiscoveryService.definition(serving), new PeerInterceptor());
