@@ -6,18 +6,11 @@ import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.grpc.MethodDescriptor;
 import io.xdsproxy.bench.BenchResources;
 import io.xdsproxy.core.TypeUrl;
-import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
-import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
-import org.openjdk.jmh.annotations.Measurement;
-import org.openjdk.jmh.annotations.Mode;
-import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
-import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * Reading one SotW EDS ACK that repeats {@link GroupOfStreams#CLUSTERS} resource names, as Envoy
@@ -26,14 +19,7 @@ import org.openjdk.jmh.annotations.Warmup;
  * bytes.
  */
 @State(Scope.Benchmark)
-@BenchmarkMode(Mode.AverageTime)
-@OutputTimeUnit(TimeUnit.MICROSECONDS)
-@Fork(
-    value = 1,
-    jvmArgsAppend = {"-Xms2g", "-Xmx2g", "-Dxds-proxy.log.level=warn"})
-@Warmup(iterations = 3, time = 2)
-@Measurement(iterations = 5, time = 2)
-public class AckBenchmark {
+public class AckBenchmark extends ProxyBenchmark {
 
   private DirectProxy proxy;
   private MethodDescriptor<DiscoveryRequest, Object> sotw;

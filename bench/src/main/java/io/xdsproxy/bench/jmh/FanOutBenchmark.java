@@ -1,14 +1,7 @@
 package io.xdsproxy.bench.jmh;
 
-import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
-import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
-import org.openjdk.jmh.annotations.Measurement;
-import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OperationsPerInvocation;
-import org.openjdk.jmh.annotations.OutputTimeUnit;
-import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * What the proxy spends per downstream stream to fan one upstream change out to every stream of a
@@ -20,14 +13,7 @@ import org.openjdk.jmh.annotations.Warmup;
  *
  * <p>Run with {@code -prof gc} for the bytes allocated per stream.
  */
-@BenchmarkMode(Mode.AverageTime)
-@OutputTimeUnit(TimeUnit.MICROSECONDS)
-@Fork(
-    value = 1,
-    jvmArgsAppend = {"-Xms2g", "-Xmx2g", "-Dxds-proxy.log.level=warn"})
-@Warmup(iterations = 3, time = 2)
-@Measurement(iterations = 5, time = 2)
-public class FanOutBenchmark {
+public class FanOutBenchmark extends ProxyBenchmark {
 
   /**
    * New endpoints of one cluster: each stream is written a response with the one

@@ -75,12 +75,6 @@ public final class TlsFiles {
     void failed();
   }
 
-  /** {@link #identity(Path, Path, ScheduledExecutorService, Listener)}, telling no one. */
-  public static Watched<AdvancedTlsX509KeyManager> identity(
-      Path certFile, Path keyFile, ScheduledExecutorService timer) throws IOException {
-    return identity(certFile, keyFile, timer, Listener.NONE);
-  }
-
   /**
    * A key manager presenting the certificate chain in {@code certFile} with the private key in
    * {@code keyFile} (PEM: PKCS#8, PKCS#1 or SEC1, see {@link PemKeys}), re-read every {@link #POLL}
@@ -105,12 +99,6 @@ public final class TlsFiles {
               return List.of(chain);
             });
     return new Watched<>(manager, poller, poller.start(timer));
-  }
-
-  /** {@link #trust(Path, boolean, ScheduledExecutorService, Listener)}, telling no one. */
-  public static Watched<AdvancedTlsX509TrustManager> trust(
-      Path caFile, boolean checkHostName, ScheduledExecutorService timer) throws IOException {
-    return trust(caFile, checkHostName, timer, Listener.NONE);
   }
 
   /**

@@ -62,7 +62,7 @@ class TlsFilesTest {
     Path key = dir.resolve("tls.key");
     copy(before.cert(), cert);
     copy(before.key(), key);
-    try (var watched = TlsFiles.identity(cert, key, timer)) {
+    try (var watched = TlsFiles.identity(cert, key, timer, TlsFiles.Listener.NONE)) {
       assertThat(subject(watched.manager())).isEqualTo("CN=before");
 
       Files.writeString(cert, Files.readString(after.cert()).substring(0, 100));
@@ -87,7 +87,7 @@ class TlsFilesTest {
   void aReplacedCaFileIsTrustedInsteadOfTheOldOne() throws Exception {
     Path caFile = dir.resolve("ca.pem");
     copy(TestCertificates.ca("first", dir).pem(), caFile);
-    try (var watched = TlsFiles.trust(caFile, false, timer)) {
+    try (var watched = TlsFiles.trust(caFile, false, timer, TlsFiles.Listener.NONE)) {
       assertThat(watched.manager().getAcceptedIssuers())
           .extracting(c -> c.getSubjectX500Principal().getName())
           .containsExactly("CN=first");
@@ -107,14 +107,18 @@ class TlsFilesTest {
     Issued one = ca.issue("one");
     Issued other = ca.issue("other");
 
-    assertThatThrownBy(() -> TlsFiles.identity(dir.resolve("missing.crt"), one.key(), timer))
+    assertThatThrownBy(
+            () ->
+                TlsFiles.identity(
+                    dir.resolve("missing.crt"), one.key(), timer, TlsFiles.Listener.NONE))
         .isInstanceOf(IOException.class)
         .hasMessageContaining("missing.crt");
-    assertThatThrownBy(() -> TlsFiles.identity(one.key(), one.key(), timer))
+    assertThatThrownBy(() -> TlsFiles.identity(one.key(), one.key(), timer, TlsFiles.Listener.NONE))
         .isInstanceOf(IOException.class)
         .hasMessageContaining(one.key().toString())
         .hasMessageContaining("no PEM certificate");
-    assertThatThrownBy(() -> TlsFiles.identity(one.cert(), other.key(), timer))
+    assertThatThrownBy(
+            () -> TlsFiles.identity(one.cert(), other.key(), timer, TlsFiles.Listener.NONE))
         .isInstanceOf(IOException.class)
         .hasMessageContaining("is not the key of the certificate");
   }
