@@ -57,7 +57,7 @@ final class LoadClients implements AutoCloseable {
   private final BenchResources.Change change;
   private final EventLoopGroup loop = new NioEventLoopGroup(2);
   private final List<ManagedChannel> channels = new ArrayList<>();
-  private final List<Client> clients = new ArrayList<>();
+  private final List<Client<?>> clients = new ArrayList<>();
   private final Map<Integer, Any> rounds = new ConcurrentHashMap<>();
   private final AtomicLong bytesReceived = new AtomicLong();
   private final AtomicInteger failed = new AtomicInteger();
@@ -97,7 +97,7 @@ final class LoadClients implements AutoCloseable {
       if (index % streamsPerConnection == 0) {
         channels.add(newChannel());
       }
-      Client client = newClient(index);
+      Client<?> client = newClient(index);
       clients.add(client);
       client.start(channels.get(channels.size() - 1));
       if (index % 200 == 199) {
@@ -124,7 +124,7 @@ final class LoadClients implements AutoCloseable {
       ManagedChannel channel = newChannel();
       channels.set(connection, channel);
       for (int index = first; index < end; index++) {
-        Client client = newClient(index);
+        Client<?> client = newClient(index);
         clients.set(index, client);
         client.start(channel);
       }
@@ -150,7 +150,7 @@ final class LoadClients implements AutoCloseable {
   }
 
   /** A new client in place {@code index}, which decides its node group and protocol. */
-  private Client newClient(int index) {
+  private Client<?> newClient(int index) {
     // Delta clients spread evenly: client i is Delta when the share's running count steps up at i.
     boolean delta = (int) ((index + 1) * deltaShare) > (int) (index * deltaShare);
     Node node =
@@ -168,7 +168,7 @@ final class LoadClients implements AutoCloseable {
   /** How many clients hold round {@code round} of cluster 0 and have ACKed it. */
   int holding(int round) {
     int count = 0;
-    for (Client client : clients) {
+    for (Client<?> client : clients) {
       count += client.round >= round ? 1 : 0;
     }
     return count;
@@ -216,7 +216,13 @@ final class LoadClients implements AutoCloseable {
     loop.shutdownGracefully(0, 1, TimeUnit.SECONDS);
   }
 
-  private abstract class Client {
+  /** One simulated Envoy: its ADS stream, of responses {@code R}. */
+  private abstract class Client<R> implements StreamObserver<R> {
+    final Node node;
+
+    /** Whether the client has asked for the assignments of the clusters it was sent. */
+    boolean endpointsAsked;
+
     /** The newest round of cluster 0 this client holds, and when it got it. */
     volatile int round = -1;
 
@@ -224,6 +230,10 @@ final class LoadClients implements AutoCloseable {
 
     /** Set before {@link #reconnect} closes this client's stream, whose error is then expected. */
     volatile boolean closedHere;
+
+    Client(Node node) {
+      this.node = node;
+    }
 
     abstract void start(ManagedChannel channel);
 
@@ -243,20 +253,22 @@ final class LoadClients implements AutoCloseable {
       }
     }
 
-    final void streamFailed() {
+    @Override
+    public final void onError(Throwable t) {
       if (!closedHere) {
         failed.incrementAndGet();
       }
     }
+
+    @Override
+    public final void onCompleted() {}
   }
 
-  private final class SotwClient extends Client implements StreamObserver<DiscoveryResponse> {
-    private final Node node;
+  private final class SotwClient extends Client<DiscoveryResponse> {
     private StreamObserver<DiscoveryRequest> requests;
-    private boolean endpointsAsked;
 
     SotwClient(Node node) {
-      this.node = node;
+      super(node);
     }
 
     @Override
@@ -293,23 +305,13 @@ final class LoadClients implements AutoCloseable {
         }
       }
     }
-
-    @Override
-    public void onError(Throwable t) {
-      streamFailed();
-    }
-
-    @Override
-    public void onCompleted() {}
   }
 
-  private final class DeltaClient extends Client implements StreamObserver<DeltaDiscoveryResponse> {
-    private final Node node;
+  private final class DeltaClient extends Client<DeltaDiscoveryResponse> {
     private StreamObserver<DeltaDiscoveryRequest> requests;
-    private boolean endpointsAsked;
 
     DeltaClient(Node node) {
-      this.node = node;
+      super(node);
     }
 
     @Override
@@ -345,13 +347,5 @@ final class LoadClients implements AutoCloseable {
                 .build());
       }
     }
-
-    @Override
-    public void onError(Throwable t) {
-      streamFailed();
-    }
-
-    @Override
-    public void onCompleted() {}
   }
 }

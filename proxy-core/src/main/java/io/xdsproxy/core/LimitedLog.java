@@ -1,7 +1,6 @@
 package io.xdsproxy.core;
 
 import java.time.Duration;
-import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.event.Level;
 
@@ -17,23 +16,31 @@ public final class LimitedLog {
   private final Level level;
   private final int limit;
   private final long periodNanos;
-  private final LongSupplier clock;
+  private final Ticker clock;
   private long periodStart;
   private int logged;
   private long suppressed;
 
-  LimitedLog(Logger log, Level level, int limit, Duration period, LongSupplier clock) {
+  LimitedLog(Logger log, Level level, int limit, Duration period, Ticker clock) {
     this.log = log;
     this.level = level;
     this.limit = limit;
     this.periodNanos = period.toNanos();
     this.clock = clock;
-    this.periodStart = clock.getAsLong();
+    this.periodStart = clock.nanos();
   }
 
   /** {@code log}'s lines at {@code level}, at most {@code limit} per {@code period}. */
   public static LimitedLog of(Logger log, Level level, int limit, Duration period) {
-    return new LimitedLog(log, level, limit, period, System::nanoTime);
+    return new LimitedLog(log, level, limit, period, Ticker.SYSTEM);
+  }
+
+  /**
+   * {@code log}'s lines at {@code level}, at most 100 per 10 seconds: what a person can still read,
+   * and enough to see which nodes a storm is about.
+   */
+  public static LimitedLog of(Logger log, Level level) {
+    return of(log, level, 100, Duration.ofSeconds(10));
   }
 
   /** Logs as SLF4J would, unless this period's lines are used up. */
@@ -69,7 +76,7 @@ public final class LimitedLog {
    * be reported with it.
    */
   synchronized long admit() {
-    long now = clock.getAsLong();
+    long now = clock.nanos();
     if (now - periodStart >= periodNanos) {
       periodStart = now;
       logged = 0;

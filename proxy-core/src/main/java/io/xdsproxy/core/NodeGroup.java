@@ -26,8 +26,7 @@ public final class NodeGroup {
   private static final Logger log = LoggerFactory.getLogger(NodeGroup.class);
 
   /** A control plane that stops heartbeating lets every leased resource lapse at once. */
-  private static final LimitedLog lapses =
-      LimitedLog.of(log, Level.INFO, 100, java.time.Duration.ofSeconds(10));
+  private static final LimitedLog lapses = LimitedLog.of(log, Level.INFO);
 
   private final NodeGroupKey key;
   private final Node upstreamNode;

@@ -19,22 +19,17 @@ final class MeteredStreamEvents implements StreamEvents {
   private static final Logger sotwLog = LoggerFactory.getLogger(SotwStream.class);
   // A reconnect storm or a client failing in a loop must not flood the log: each kind of line is
   // limited.
-  private static final LimitedLog opens =
-      LimitedLog.of(log, Level.INFO, 100, Duration.ofSeconds(10));
-  private static final LimitedLog closes =
-      LimitedLog.of(log, Level.INFO, 100, Duration.ofSeconds(10));
-  private static final LimitedLog failures =
-      LimitedLog.of(log, Level.WARN, 100, Duration.ofSeconds(10));
+  private static final LimitedLog opens = LimitedLog.of(log, Level.INFO);
+  private static final LimitedLog closes = LimitedLog.of(log, Level.INFO);
+  private static final LimitedLog failures = LimitedLog.of(log, Level.WARN);
   private static final LimitedLog errors =
       LimitedLog.of(log, Level.ERROR, 20, Duration.ofSeconds(10));
 
   /** Streams ended or paced for a limit: a flood of them must not flood the log. */
-  private static final LimitedLog refusals =
-      LimitedLog.of(log, Level.WARN, 100, Duration.ofSeconds(10));
+  private static final LimitedLog refusals = LimitedLog.of(log, Level.WARN);
 
   /** NACKs from clients. */
-  private static final LimitedLog nacks =
-      LimitedLog.of(log, Level.WARN, 100, Duration.ofSeconds(10));
+  private static final LimitedLog nacks = LimitedLog.of(log, Level.WARN);
 
   private final StreamMetrics metrics;
 

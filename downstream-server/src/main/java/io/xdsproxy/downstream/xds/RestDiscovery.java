@@ -58,8 +58,7 @@ public final class RestDiscovery {
   private static final Logger log = LoggerFactory.getLogger(RestDiscovery.class);
 
   /** A caller refused in a loop must not flood the log. */
-  private static final LimitedLog refusals =
-      LimitedLog.of(log, Level.WARN, 100, Duration.ofSeconds(10));
+  private static final LimitedLog refusals = LimitedLog.of(log, Level.WARN);
 
   /** Largest request body read; a DiscoveryRequest is a node and some names. */
   static final int MAX_REQUEST_BYTES = 1024 * 1024;

@@ -65,12 +65,9 @@ abstract class AdsSession<Q, R, S extends AdsSession.SubscriptionState> implemen
   private static final Logger log = LoggerFactory.getLogger(AdsSession.class);
   // A control plane that fails or misbehaves does so for every group at once: the lines are
   // limited.
-  private static final LimitedLog limitedWarnings =
-      LimitedLog.of(log, Level.WARN, 100, Duration.ofSeconds(10));
-  private static final LimitedLog streamEnds =
-      LimitedLog.of(log, Level.WARN, 100, Duration.ofSeconds(10));
-  private static final LimitedLog notFound =
-      LimitedLog.of(log, Level.INFO, 100, Duration.ofSeconds(10));
+  private static final LimitedLog limitedWarnings = LimitedLog.of(log, Level.WARN);
+  private static final LimitedLog streamEnds = LimitedLog.of(log, Level.WARN);
+  private static final LimitedLog notFound = LimitedLog.of(log, Level.INFO);
 
   /** What every variant keeps of one type. */
   static class SubscriptionState {
