@@ -117,20 +117,9 @@ final class Admission {
   @SafeVarargs
   final void names(String nodeId, TypeUrl type, int count, Collection<String>... names)
       throws Refused {
-    int max = limits.maxNamesPerRequest();
-    if (count > max) {
-      throw Refused.limit(
-          "names_per_request",
-          Status.RESOURCE_EXHAUSTED,
-          "a request for "
-              + type.shortName()
-              + " names "
-              + count
-              + " resources, more than the "
-              + max
-              + " allowed (node '"
-              + nodeId
-              + "'; --max-names-per-request)");
+    if (count > limits.maxNamesPerRequest()) {
+      throw tooManyNames(
+          nodeId, "a request for " + type.shortName() + " names " + count + " resources");
     }
     int longest = limits.maxNameLength();
     for (Collection<String> some : names) {
@@ -157,20 +146,23 @@ final class Admission {
 
   /** Checks that a stream subscribed to {@code count} names of {@code type} is within the limit. */
   void subscription(String nodeId, TypeUrl type, int count) throws Refused {
-    int max = limits.maxNamesPerRequest();
-    if (count > max) {
-      throw Refused.limit(
-          "names_per_request",
-          Status.RESOURCE_EXHAUSTED,
-          "the stream would be subscribed to "
-              + count
-              + " "
-              + type.shortName()
-              + " resources, more than the "
-              + max
-              + " allowed (node '"
-              + nodeId
-              + "'; --max-names-per-request)");
+    if (count > limits.maxNamesPerRequest()) {
+      throw tooManyNames(
+          nodeId,
+          "the stream would be subscribed to " + count + " " + type.shortName() + " resources");
     }
+  }
+
+  /** Past the most names one request may carry, or one stream be subscribed to of one type. */
+  private Refused tooManyNames(String nodeId, String what) {
+    return Refused.limit(
+        "names_per_request",
+        Status.RESOURCE_EXHAUSTED,
+        what
+            + ", more than the "
+            + limits.maxNamesPerRequest()
+            + " allowed (node '"
+            + nodeId
+            + "'; --max-names-per-request)");
   }
 }
