@@ -11,11 +11,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
 import java.util.Optional;
 import java.util.function.IntSupplier;
 
@@ -58,51 +55,27 @@ public final class Compare {
       BenchResources.Change change) {
 
     static Options parse(String[] args) {
-      Map<String, String> given = optionValues(args);
+      Args given = new Args(args);
       Options options =
           new Options(
-              Integer.parseInt(given.getOrDefault("clients", "1000")),
-              Integer.parseInt(given.getOrDefault("groups", "10")),
-              Integer.parseInt(given.getOrDefault("clusters", "1000")),
-              Double.parseDouble(given.getOrDefault("delta", "0.5")),
-              Integer.parseInt(given.getOrDefault("streams-per-connection", "1")),
-              Integer.parseInt(given.getOrDefault("warmup", "0")),
-              Integer.parseInt(given.getOrDefault("updates", "5")),
-              given.getOrDefault("mode", "both"),
-              Path.of(given.getOrDefault("proxy-jar", "proxy-app/target/xds-proxy.jar")),
-              Arrays.asList(given.getOrDefault("jvm", "-Xmx4g -XX:+UseG1GC").trim().split("\\s+")),
-              given.containsKey("proxy-jvm")
-                  ? Arrays.asList(given.get("proxy-jvm").trim().split("\\s+"))
-                  : List.of(),
-              Path.of(given.getOrDefault("logs", "bench/target/logs")),
-              Duration.ofSeconds(Long.parseLong(given.getOrDefault("timeout-seconds", "600"))),
-              Optional.ofNullable(given.get("profile")).map(Path::of),
-              Optional.ofNullable(given.get("async-profiler")).map(Path::of),
+              given.integer("clients", 1000),
+              given.integer("groups", 10),
+              given.integer("clusters", 1000),
+              given.decimal("delta", 0.5),
+              given.integer("streams-per-connection", 1),
+              given.integer("warmup", 0),
+              given.integer("updates", 5),
+              given.text("mode", "both"),
+              given.path("proxy-jar", "proxy-app/target/xds-proxy.jar"),
+              given.words("jvm", "-Xmx4g -XX:+UseG1GC"),
+              given.words("proxy-jvm", ""),
+              given.path("logs", "bench/target/logs"),
+              given.seconds("timeout-seconds", 600),
+              given.optionalPath("profile"),
+              given.optionalPath("async-profiler"),
               BenchResources.Change.valueOf(
-                  given.getOrDefault("change", "endpoints").toUpperCase(Locale.ROOT)));
-      given
-          .keySet()
-          .removeAll(
-              List.of(
-                  "clients",
-                  "groups",
-                  "clusters",
-                  "delta",
-                  "streams-per-connection",
-                  "warmup",
-                  "updates",
-                  "mode",
-                  "proxy-jar",
-                  "jvm",
-                  "proxy-jvm",
-                  "logs",
-                  "timeout-seconds",
-                  "profile",
-                  "async-profiler",
-                  "change"));
-      if (!given.isEmpty()) {
-        throw new IllegalArgumentException("unknown options " + given.keySet());
-      }
+                  given.text("change", "endpoints").toUpperCase(Locale.ROOT)));
+      given.done();
       if (options.groups > options.clients
           || !List.of("both", "direct", "proxy").contains(options.mode)) {
         throw new IllegalArgumentException("need groups <= clients and mode both, direct or proxy");
@@ -129,14 +102,7 @@ public final class Compare {
       int failedStreams) {}
 
   public static void main(String[] args) throws Exception {
-    Options options;
-    try {
-      options = Options.parse(args);
-    } catch (IllegalArgumentException e) {
-      System.err.println("xds-bench: " + e.getMessage());
-      System.exit(2);
-      return;
-    }
+    Options options = Args.parseOrExit("xds-bench", args, Options::parse);
     List<Result> results = run(options);
     System.out.println(table(options, results));
   }
@@ -421,18 +387,6 @@ public final class Compare {
           ratio && proxy > 0 ? String.format(Locale.ROOT, " %.1f× |", direct / proxy) : " |");
     }
     out.append('\n');
-  }
-
-  /** {@code --name value} pairs, in order; an argument that is not one is refused. */
-  static Map<String, String> optionValues(String[] args) {
-    Map<String, String> given = new LinkedHashMap<>();
-    for (int i = 0; i < args.length; i++) {
-      if (!args[i].startsWith("--") || i + 1 >= args.length) {
-        throw new IllegalArgumentException("expected --option value, got " + args[i]);
-      }
-      given.put(args[i].substring(2), args[++i]);
-    }
-    return given;
   }
 
   /** Starts {@link BenchControlPlane} in its own JVM; {@link #readyPort} says where it listens. */

@@ -10,7 +10,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -62,42 +61,23 @@ public final class Soak {
       Duration convergeTimeout) {
 
     static Options parse(String[] args) {
-      Map<String, String> given = Compare.optionValues(args);
+      Args given = new Args(args);
       Options options =
           new Options(
-              Integer.parseInt(given.getOrDefault("clients", "2000")),
-              Integer.parseInt(given.getOrDefault("groups", "10")),
-              Integer.parseInt(given.getOrDefault("clusters", "1000")),
-              Double.parseDouble(given.getOrDefault("delta", "0.5")),
-              Double.parseDouble(given.getOrDefault("minutes", "30")),
-              Double.parseDouble(given.getOrDefault("updates-per-second", "1")),
-              Double.parseDouble(given.getOrDefault("churn-per-second", "20")),
-              Double.parseDouble(given.getOrDefault("sample-seconds", "30")),
-              Path.of(given.getOrDefault("out", "bench/target/soak")),
-              Path.of(given.getOrDefault("proxy-jar", "proxy-app/target/xds-proxy.jar")),
-              Arrays.asList(given.getOrDefault("jvm", "-Xmx4g -XX:+UseG1GC").trim().split("\\s+")),
-              Path.of(given.getOrDefault("logs", "bench/target/logs")),
-              Duration.ofSeconds(Long.parseLong(given.getOrDefault("converge-seconds", "120"))));
-      given
-          .keySet()
-          .removeAll(
-              List.of(
-                  "clients",
-                  "groups",
-                  "clusters",
-                  "delta",
-                  "minutes",
-                  "updates-per-second",
-                  "churn-per-second",
-                  "sample-seconds",
-                  "out",
-                  "proxy-jar",
-                  "jvm",
-                  "logs",
-                  "converge-seconds"));
-      if (!given.isEmpty()) {
-        throw new IllegalArgumentException("unknown options " + given.keySet());
-      }
+              given.integer("clients", 2000),
+              given.integer("groups", 10),
+              given.integer("clusters", 1000),
+              given.decimal("delta", 0.5),
+              given.decimal("minutes", 30),
+              given.decimal("updates-per-second", 1),
+              given.decimal("churn-per-second", 20),
+              given.decimal("sample-seconds", 30),
+              given.path("out", "bench/target/soak"),
+              given.path("proxy-jar", "proxy-app/target/xds-proxy.jar"),
+              given.words("jvm", "-Xmx4g -XX:+UseG1GC"),
+              given.path("logs", "bench/target/logs"),
+              given.seconds("converge-seconds", 120));
+      given.done();
       if (options.groups > options.clients
           || options.minutes <= 0
           || options.sampleSeconds <= 0
@@ -158,14 +138,7 @@ public final class Soak {
   }
 
   public static void main(String[] args) throws Exception {
-    Options options;
-    try {
-      options = Options.parse(args);
-    } catch (IllegalArgumentException e) {
-      System.err.println("xds-bench soak: " + e.getMessage());
-      System.exit(2);
-      return;
-    }
+    Options options = Args.parseOrExit("xds-bench soak", args, Options::parse);
     Report report = run(options);
     System.out.println(markdown(options, report));
     System.exit(report.converged() && report.flat() ? 0 : 1);
