@@ -127,10 +127,8 @@ public final class GroupAuditor implements AutoCloseable {
   private final java.util.concurrent.atomic.AtomicBoolean running =
       new java.util.concurrent.atomic.AtomicBoolean();
 
-  private long lastStart;
-  private boolean started;
   private volatile boolean closed;
-  private ScheduledFuture<?> ticking;
+  private volatile ScheduledFuture<?> ticking;
 
   /**
    * @param interval how long after its last audit a group is audited again
@@ -177,9 +175,26 @@ public final class GroupAuditor implements AutoCloseable {
 
   /** Starts auditing: the timer looks for a group to audit every {@code min(minGap, interval)}. */
   public GroupAuditor start() {
-    long period = Math.max(1, Math.min(minGap.toMillis(), interval.toMillis()));
-    ticking = timer.scheduleWithFixedDelay(this::tick, period, period, TimeUnit.MILLISECONDS);
+    scheduleTick();
     return this;
+  }
+
+  private void scheduleTick() {
+    long period = Math.max(1, Math.min(minGap.toMillis(), interval.toMillis()));
+    try {
+      ticking =
+          timer.schedule(
+              () -> {
+                tick();
+                if (!closed) {
+                  scheduleTick();
+                }
+              },
+              period,
+              TimeUnit.MILLISECONDS);
+    } catch (java.util.concurrent.RejectedExecutionException shuttingDown) {
+      closed = true;
+    }
   }
 
   /** The last audit of {@code group}, if it has had one. Any thread. */
@@ -188,9 +203,10 @@ public final class GroupAuditor implements AutoCloseable {
   }
 
   /**
-   * Starts the next audit, unless one is under way or the last started less than {@code minGap}
-   * ago: of the groups with a member to audit whose last audit is {@code interval} old or more, the
-   * one audited longest ago (a group never audited first), so that every group has its turn.
+   * Starts the next audit, unless one is under way (turns come every {@code minGap}, so two audits
+   * never start closer): of the groups with a member to audit whose last audit is {@code interval}
+   * old or more, the one audited longest ago (a group never audited first), so that every group has
+   * its turn.
    */
   void tick() {
     if (closed || !running.compareAndSet(false, true)) {
@@ -199,9 +215,6 @@ public final class GroupAuditor implements AutoCloseable {
     boolean handedOver = false;
     try {
       long now = ticker.nanos();
-      if (started && now - lastStart < minGap.toNanos()) {
-        return;
-      }
       List<NodeGroup> open = groups.groups();
       forgetClosed(open);
       NodeGroup next = null;
@@ -224,8 +237,6 @@ public final class GroupAuditor implements AutoCloseable {
       if (next == null) {
         return;
       }
-      started = true;
-      lastStart = now;
       audits(next.key()).lastAudit = now;
       audit(next).whenComplete((result, error) -> running.set(false));
       handedOver = true;
@@ -453,8 +464,9 @@ public final class GroupAuditor implements AutoCloseable {
   @Override
   public void close() {
     closed = true;
-    if (ticking != null) {
-      ticking.cancel(false);
+    ScheduledFuture<?> next = ticking;
+    if (next != null) {
+      next.cancel(false);
     }
   }
 }
