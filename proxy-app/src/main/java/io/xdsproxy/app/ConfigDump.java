@@ -15,7 +15,10 @@ import com.google.protobuf.util.JsonFormat;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpHandler;
 import io.xdsproxy.core.ApiTypes;
+import io.xdsproxy.core.AuditComparison.Difference;
+import io.xdsproxy.core.GroupAuditor;
 import io.xdsproxy.core.NodeGroup;
+import io.xdsproxy.core.NodeGroupKey;
 import io.xdsproxy.core.NodeGroups;
 import io.xdsproxy.core.TypeSnapshot;
 import io.xdsproxy.core.TypeUrl;
@@ -31,6 +34,7 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
 import java.util.TreeMap;
+import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -62,9 +66,24 @@ final class ConfigDump implements HttpHandler {
       JsonFormat.printer().usingTypeRegistry(ApiTypes.json());
 
   private final NodeGroups groups;
+  private final Function<NodeGroupKey, Optional<GroupAuditor.Result>> audits;
+  private final boolean auditing;
 
   ConfigDump(NodeGroups groups) {
+    this(groups, group -> Optional.empty(), false);
+  }
+
+  /**
+   * @param audits each group's last audit
+   * @param auditing whether groups are audited: only then does a group show its {@code audit}
+   */
+  ConfigDump(
+      NodeGroups groups,
+      Function<NodeGroupKey, Optional<GroupAuditor.Result>> audits,
+      boolean auditing) {
     this.groups = groups;
+    this.audits = audits;
+    this.auditing = auditing;
   }
 
   @Override
@@ -118,6 +137,9 @@ final class ConfigDump implements HttpHandler {
       json.beginObject();
       json.name("group").value(group.key().value());
       json.name("upstream_node_id").value(group.upstreamNode().getId());
+      if (auditing) {
+        audit(json, audits.apply(group.key()));
+      }
       json.name("types").beginArray();
       for (TypeSnapshot snapshot : types) {
         type(json, snapshot, filter);
@@ -128,6 +150,32 @@ final class ConfigDump implements HttpHandler {
     json.endArray().endObject();
     json.flush();
     body.write("\n");
+  }
+
+  /** The group's last audit; null before its first. */
+  private static void audit(JsonWriter json, Optional<GroupAuditor.Result> last)
+      throws IOException {
+    json.name("audit");
+    if (last.isEmpty()) {
+      json.nullValue();
+      return;
+    }
+    GroupAuditor.Result result = last.get();
+    json.beginObject();
+    json.name("time").value(result.at().toString());
+    json.name("node_id").value(result.node());
+    json.name("result").value(result.outcome().label());
+    json.name("detail").value(result.detail());
+    json.name("differences").beginArray();
+    for (Difference difference : result.differences()) {
+      json.beginObject();
+      json.name("type_url").value(difference.type().url());
+      json.name("name").value(difference.name());
+      json.name("difference").value(difference.kind().label());
+      json.endObject();
+    }
+    json.endArray();
+    json.endObject();
   }
 
   private static void type(JsonWriter json, TypeSnapshot snapshot, ConfigDumpFilter filter)

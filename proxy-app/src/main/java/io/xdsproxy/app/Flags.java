@@ -285,6 +285,13 @@ final class Flags {
               "how long a node group without streams keeps its upstream session and cache",
               (config, setting) -> config.withGroupIdleGrace(duration(setting))),
           single(
+              "group-audit-interval",
+              "D",
+              "",
+              "audit each node group this often: ask the control plane what it sends a member other than the"
+                  + " group's upstream node, and compare; without it, groups are not audited",
+              (config, setting) -> config.withGroupAuditInterval(duration(setting))),
+          single(
               "drain-time",
               "D",
               "15s",

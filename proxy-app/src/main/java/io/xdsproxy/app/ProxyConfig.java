@@ -47,6 +47,8 @@ import org.yaml.snakeyaml.nodes.SequenceNode;
  * @param upstreamNodeId empty: the upstream sees each group's first client's node as it is; else
  *     that node with this id, in which {@code {group}} and {@code {id}} are replaced
  * @param groupIdleGrace how long a node group with no streams keeps its upstream session and store
+ * @param groupAuditInterval how long after its last audit a node group is audited again (a member
+ *     node other than the upstream node asked about upstream and compared); empty: never
  * @param notFoundTimeout how long a name the upstream was asked for may go unanswered before it is
  *     taken not to exist ("Knowing When a Requested Resource Does Not Exist")
  * @param restPollTimeout how long a REST-JSON long poll waits for a change before 304 Not Modified
@@ -73,6 +75,7 @@ public record ProxyConfig(
     List<String> nodeGroupKey,
     Optional<String> upstreamNodeId,
     Duration groupIdleGrace,
+    Optional<Duration> groupAuditInterval,
     Duration notFoundTimeout,
     Duration restPollTimeout,
     Duration drainTime,
@@ -104,6 +107,7 @@ public record ProxyConfig(
           List.of("cluster"),
           Optional.empty(),
           Duration.ofMinutes(5),
+          Optional.empty(),
           Duration.ofSeconds(15),
           Duration.ofSeconds(30),
           Duration.ofSeconds(15),
@@ -184,6 +188,10 @@ public record ProxyConfig(
     return edit(b -> b.groupIdleGrace = grace);
   }
 
+  public ProxyConfig withGroupAuditInterval(Duration interval) {
+    return edit(b -> b.groupAuditInterval = Optional.of(interval));
+  }
+
   public ProxyConfig withNotFoundTimeout(Duration timeout) {
     return edit(b -> b.notFoundTimeout = timeout);
   }
@@ -237,6 +245,7 @@ public record ProxyConfig(
     List<String> nodeGroupKey;
     Optional<String> upstreamNodeId;
     Duration groupIdleGrace;
+    Optional<Duration> groupAuditInterval;
     Duration notFoundTimeout;
     Duration restPollTimeout;
     Duration drainTime;
@@ -261,6 +270,7 @@ public record ProxyConfig(
       nodeGroupKey = from.nodeGroupKey;
       upstreamNodeId = from.upstreamNodeId;
       groupIdleGrace = from.groupIdleGrace;
+      groupAuditInterval = from.groupAuditInterval;
       notFoundTimeout = from.notFoundTimeout;
       restPollTimeout = from.restPollTimeout;
       drainTime = from.drainTime;
@@ -287,6 +297,7 @@ public record ProxyConfig(
           List.copyOf(nodeGroupKey),
           upstreamNodeId,
           groupIdleGrace,
+          groupAuditInterval,
           notFoundTimeout,
           restPollTimeout,
           drainTime,

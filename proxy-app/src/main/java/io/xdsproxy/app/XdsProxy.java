@@ -26,6 +26,7 @@ import io.micrometer.core.instrument.binder.system.UptimeMetrics;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.netty.util.internal.PlatformDependent;
+import io.xdsproxy.core.GroupAuditor;
 import io.xdsproxy.core.NodeGroupRule;
 import io.xdsproxy.core.NodeGroups;
 import io.xdsproxy.core.Ticker;
@@ -75,6 +76,15 @@ public final class XdsProxy implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(XdsProxy.class);
 
+  /** The least time between the starts of two group audits, over all groups. */
+  static final Duration AUDIT_MIN_GAP = Duration.ofSeconds(1);
+
+  /**
+   * How long one audit's session may take beyond the not-found timeout, which bounds its wait for
+   * answers: connecting, and closing.
+   */
+  static final Duration AUDIT_SLACK = Duration.ofSeconds(10);
+
   private final ExecutorService pool;
   private final ScheduledExecutorService timer;
   private final PrometheusMeterRegistry meters;
@@ -84,6 +94,7 @@ public final class XdsProxy implements AutoCloseable {
   private final Clients clients;
   private final UpstreamSource upstream;
   private final NodeGroups groups;
+  private final Optional<GroupAuditor> auditor;
   private final Server server;
   private final AdminServer monitoringServer;
   private final AdminServer admin;
@@ -138,6 +149,7 @@ public final class XdsProxy implements AutoCloseable {
             Ticker.SYSTEM,
             config.groupIdleGrace(),
             meters);
+    auditor = auditor(config, upstream, groups, pool, timer, meters);
     clients = new Clients();
     StreamMetrics streamMetrics = new StreamMetrics(meters);
     ServerContext serving =
@@ -199,7 +211,12 @@ public final class XdsProxy implements AutoCloseable {
               monitoring,
               Optional.empty());
       Map<String, HttpHandler> debug = new HashMap<>();
-      debug.put("/config_dump", new ConfigDump(groups));
+      debug.put(
+          "/config_dump",
+          new ConfigDump(
+              groups,
+              group -> auditor.flatMap(audits -> audits.lastResult(group)),
+              auditor.isPresent()));
       debug.put("/logging", new LogLevels());
       debug.put(
           "/clients",
@@ -249,6 +266,47 @@ public final class XdsProxy implements AutoCloseable {
         0,
         1,
         TimeUnit.SECONDS);
+  }
+
+  /**
+   * The group audit, if {@code --group-audit-interval} asks for it and the upstream is a control
+   * plane: a directory serves every node the same files, so no group of it can mix configurations.
+   */
+  private static Optional<GroupAuditor> auditor(
+      ProxyConfig config,
+      UpstreamSource upstream,
+      NodeGroups groups,
+      ExecutorService pool,
+      ScheduledExecutorService timer,
+      MeterRegistry meters) {
+    if (config.groupAuditInterval().isEmpty()) {
+      return Optional.empty();
+    }
+    if (!upstream.auditable()) {
+      log.warn(
+          "--group-audit-interval is ignored: {} serves every node the same resources, so no group"
+              + " can mix nodes entitled to different configuration",
+          upstream.describe());
+      return Optional.empty();
+    }
+    Duration interval = config.groupAuditInterval().get();
+    log.info(
+        "node groups are audited every {}: a member other than the upstream node is asked about at {}",
+        interval,
+        upstream.describe());
+    return Optional.of(
+        new GroupAuditor(
+                groups,
+                upstream,
+                pool,
+                timer,
+                Ticker.SYSTEM,
+                Clock.systemUTC(),
+                interval,
+                AUDIT_MIN_GAP,
+                config.notFoundTimeout().plus(AUDIT_SLACK),
+                meters)
+            .start());
   }
 
   /**
@@ -391,6 +449,7 @@ public final class XdsProxy implements AutoCloseable {
   }
 
   private void closeQuietly() {
+    auditor.ifPresent(GroupAuditor::close);
     groups.close();
     upstream.close();
     timer.shutdownNow();

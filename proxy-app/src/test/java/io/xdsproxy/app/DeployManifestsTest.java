@@ -99,6 +99,8 @@ class DeployManifestsTest {
           "xds_node_groups",
           "xds_do_not_cache_relays_total",
           "xds_ttl_expiries_total",
+          "xds_group_audits_total",
+          "xds_group_audit_mismatches_total",
           "xds_downstream_limited_total",
           "xds_downstream_streams_ended_total",
           "xds_proxy_build_info",
@@ -125,7 +127,8 @@ class DeployManifestsTest {
    * here: the fan-out latency (only an update after a client subscribed makes one), do_not_cache
    * relays and TTL expiries (only such resources make them), and streams limited (only a client
    * past a limit makes one); MetricsTest, and LimitsTest for the last, scrape each with its value.
-   * Nor the TLS meters, exported only for the TLS files configured (TlsTest scrapes them).
+   * Nor the TLS meters, exported only for the TLS files configured (TlsTest scrapes them), nor the
+   * group audit's, exported only with {@code --group-audit-interval} (GroupAuditTest scrapes them).
    */
   private static final List<String> SCRAPED_AFTER_ONE_CLIENT =
       List.of(

@@ -6,9 +6,11 @@ import io.xdsproxy.core.UpstreamSource.UpstreamListener;
 import io.xdsproxy.core.UpstreamSource.UpstreamSession;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -42,8 +44,28 @@ public final class NodeGroup {
    */
   private final Map<GroupWatcher, Map<TypeUrl, Interest>> watchers = new HashMap<>();
 
+  /**
+   * The last {@link #MEMBERS_KEPT} distinct nodes other than the upstream node that joined the
+   * group, by id, the least recently joined first: who the group audit may ask the upstream about.
+   * A node whose streams have ended stays until newer ones push it out: it was a member, and its
+   * clients may come back to be served the group's state.
+   */
+  private final Map<String, Node> recentMembers =
+      new LinkedHashMap<>(16, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, Node> eldest) {
+          return size() > MEMBERS_KEPT;
+        }
+      };
+
+  /** Whether {@link #recentMembers} has ever had a node; read from any thread. */
+  private volatile boolean hasOtherMembers;
+
   private UpstreamSession session;
   private boolean closed;
+
+  /** How many member nodes a group remembers for the audit (a bound, not a sample of the fleet). */
+  static final int MEMBERS_KEPT = 8;
 
   /** Streams holding this group; guarded by {@link NodeGroups}' map, not by the executor. */
   int references;
@@ -145,6 +167,65 @@ public final class NodeGroup {
             session.refetch(type);
           }
         });
+  }
+
+  /** A stream of {@code node} took the group. */
+  void joined(Node node) {
+    if (node.getId().equals(upstreamNode.getId())) {
+      return;
+    }
+    executor.execute(
+        () -> {
+          if (!closed) {
+            recentMembers.put(node.getId(), node);
+            hasOtherMembers = true;
+          }
+        });
+  }
+
+  /**
+   * Whether a node other than the upstream node has joined the group: whether the group audit has
+   * anyone to ask about. Any thread.
+   */
+  public boolean hasOtherMembers() {
+    return hasOtherMembers;
+  }
+
+  /**
+   * What the group audit asks the upstream about, read on the group's executor: the recent members
+   * other than the upstream node, and what the group subscribes to.
+   *
+   * @param members the most recently joined first
+   * @param interest per type the group wants anything of, the union of its streams' interest
+   */
+  public record Membership(List<Node> members, Map<TypeUrl, Interest> interest) {
+    public Membership {
+      members = List.copyOf(members);
+      interest = Map.copyOf(interest);
+    }
+  }
+
+  /** The group's {@link Membership} now; empty once the group is closed. */
+  public CompletableFuture<Membership> membership() {
+    CompletableFuture<Membership> read = new CompletableFuture<>();
+    executor.execute(
+        () -> {
+          if (closed) {
+            read.complete(new Membership(List.of(), Map.of()));
+            return;
+          }
+          List<Node> members = new ArrayList<>(recentMembers.values());
+          java.util.Collections.reverse(members);
+          Map<TypeUrl, Interest> wanted = new HashMap<>();
+          interest.forEach(
+              (type, count) -> {
+                if (!count.interest().isEmpty()) {
+                  wanted.put(type, count.interest());
+                }
+              });
+          read.complete(new Membership(members, wanted));
+        });
+    return read;
   }
 
   /** {@code watcher} is gone: its interest leaves the group's. */

@@ -134,6 +134,7 @@ public final class NodeGroups implements AutoCloseable {
               + maxStreams
               + " streams open already, the most one group may have");
     }
+    acquired.joined(node);
     return acquired;
   }
 

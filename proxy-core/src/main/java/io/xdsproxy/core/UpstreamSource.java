@@ -2,6 +2,8 @@ package io.xdsproxy.core;
 
 import io.envoyproxy.envoy.config.core.v3.Node;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 
 /**
  * Where node groups get their resources: a control plane over ADS, or a directory of files. Opens
@@ -24,6 +26,43 @@ public interface UpstreamSource extends AutoCloseable {
    * ready).
    */
   boolean reached();
+
+  /**
+   * Whether {@link #audit} can tell what the upstream would send one node: a control plane can; a
+   * directory serves every node the same files, so there is nothing to audit.
+   */
+  default boolean auditable() {
+    return false;
+  }
+
+  /**
+   * Asks the upstream, once, what it would send {@code node} of {@code wanted}, on a short session
+   * of its own beside the groups' (nothing of it reaches a group's store), and closes it when every
+   * type has answered, every name asked for with it, or at the not-found timeout. A type not
+   * answered at all by then is left out; a name asked for that its type's answers did not bring
+   * does not exist for the node, as "Knowing When a Requested Resource Does Not Exist" has it. The
+   * future fails when the session does (the upstream unreachable, the stream ended). For the group
+   * audit: whether a member of a group is entitled to the group's configuration.
+   *
+   * @param wanted per type, what to subscribe to: a wildcard, or names
+   */
+  default CompletableFuture<Map<TypeUrl, AuditedType>> audit(
+      Node node, Map<TypeUrl, Interest> wanted) {
+    return CompletableFuture.failedFuture(
+        new UnsupportedOperationException(describe() + " serves every node the same resources"));
+  }
+
+  /**
+   * What the upstream answered a one-shot {@link #audit} for one type.
+   *
+   * @param resources what it sent, by name; with a wildcard, every resource of the type the node
+   *     has
+   */
+  record AuditedType(TypeUrl type, Map<String, XdsResource> resources) {
+    public AuditedType {
+      resources = Map.copyOf(resources);
+    }
+  }
 
   @Override
   void close();

@@ -18,6 +18,10 @@
  * by streams from their own executors. {@link io.xdsproxy.core.NodeGroups} is called from any
  * thread: a concurrent map, in whose compute a stream takes a group and an idle one is found idle,
  * so the two never race. The timer (one shared scheduled thread) only fires: a TTL expiry is handed
- * to the group's executor; an idle group's check runs on the timer against the map, as above.
+ * to the group's executor; an idle group's check runs on the timer against the map, as above. The
+ * group audit ({@link io.xdsproxy.core.GroupAuditor}, comparing with {@link
+ * io.xdsproxy.core.AuditComparison}) takes its turns on the timer and runs each audit on the worker
+ * pool, one at a time; it asks a group's executor once for the group's members and interest and
+ * otherwise reads only snapshots.
  */
 package io.xdsproxy.core;

@@ -9,14 +9,18 @@ import io.grpc.TlsChannelCredentials;
 import io.grpc.netty.NettyChannelBuilder;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.xdsproxy.core.ClientFeatures;
+import io.xdsproxy.core.Interest;
 import io.xdsproxy.core.NodeGroupKey;
+import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.core.UpstreamSource;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Random;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -222,6 +226,35 @@ public final class AdsUpstream implements UpstreamSource {
       case SOTW -> new SotwUpstreamSession(group, announcing, listener, context);
       case DELTA -> new DeltaUpstreamSession(group, announcing, listener, context);
     };
+  }
+
+  @Override
+  public boolean auditable() {
+    return true;
+  }
+
+  /**
+   * On a stream of its own ({@link AuditSession}), to the first of the control plane's addresses
+   * that is connected (else the first): replicas of one control plane serve a node alike. The node
+   * announces what a group's session announces, so that the two are answered alike.
+   */
+  @Override
+  public CompletableFuture<Map<TypeUrl, AuditedType>> audit(
+      Node node, Map<TypeUrl, Interest> wanted) {
+    int index = 0;
+    for (int i = 0; i < channels.size(); i++) {
+      if (channels.get(i).getState(false) == ConnectivityState.READY) {
+        index = i;
+        break;
+      }
+    }
+    Node announcing = announcingWhatTheProxyReads(node);
+    AuditSession<?, ?> session =
+        switch (protocol) {
+          case SOTW -> AuditSession.sotw(announcing, wanted, targets.get(index), context);
+          case DELTA -> AuditSession.delta(announcing, wanted, targets.get(index), context);
+        };
+    return session.start(channels.get(index));
   }
 
   /**
