@@ -49,12 +49,24 @@ final class AdminServer implements AutoCloseable {
    * {@code /healthz}, answered while the process runs, and {@code /readyz}, as {@code ready} says.
    */
   static Map<String, HttpHandler> probes(BooleanSupplier ready) {
+    return probes(ready, () -> "");
+  }
+
+  /**
+   * As {@link #probes(BooleanSupplier)}, {@code /readyz} followed by what {@code detail} says, if
+   * anything: {@code ready: serving state from disk …}.
+   */
+  static Map<String, HttpHandler> probes(BooleanSupplier ready, Supplier<String> detail) {
     return Map.of(
         "/healthz", exchange -> reply(exchange, 200, "ok\n"),
         "/readyz",
             exchange -> {
               boolean isReady = ready.getAsBoolean();
-              reply(exchange, isReady ? 200 : 503, isReady ? "ready\n" : "not ready\n");
+              String more = detail.get();
+              reply(
+                  exchange,
+                  isReady ? 200 : 503,
+                  (isReady ? "ready" : "not ready") + (more.isEmpty() ? "" : ": " + more) + "\n");
             });
   }
 

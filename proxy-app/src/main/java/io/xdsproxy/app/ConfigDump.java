@@ -25,9 +25,13 @@ import java.io.IOException;
 import java.io.OutputStreamWriter;
 import java.io.Writer;
 import java.nio.charset.StandardCharsets;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.Base64;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
 import org.slf4j.Logger;
@@ -61,9 +65,14 @@ final class ConfigDump implements HttpHandler {
       JsonFormat.printer().usingTypeRegistry(ApiTypes.json());
 
   private final NodeGroups groups;
+  private final Clock clock;
 
-  ConfigDump(NodeGroups groups) {
+  /**
+   * @param clock what the age of a state saved before a restart is measured against
+   */
+  ConfigDump(NodeGroups groups, Clock clock) {
     this.groups = groups;
+    this.clock = clock;
   }
 
   @Override
@@ -118,8 +127,9 @@ final class ConfigDump implements HttpHandler {
       json.name("group").value(group.key().value());
       json.name("upstream_node_id").value(group.upstreamNode().getId());
       json.name("types").beginArray();
+      Map<TypeUrl, Instant> fromDisk = group.fromDisk();
       for (TypeSnapshot snapshot : types) {
-        type(json, snapshot, filter);
+        type(json, snapshot, filter, Optional.ofNullable(fromDisk.get(snapshot.type())));
       }
       json.endArray();
       json.endObject();
@@ -129,12 +139,23 @@ final class ConfigDump implements HttpHandler {
     body.write("\n");
   }
 
-  private static void type(JsonWriter json, TypeSnapshot snapshot, ConfigDumpFilter filter)
+  /**
+   * @param savedAt when the state of a type that is still (in part) the one saved before a restart
+   *     was saved: it is marked "from_disk", with its age
+   */
+  private void type(
+      JsonWriter json, TypeSnapshot snapshot, ConfigDumpFilter filter, Optional<Instant> savedAt)
       throws IOException {
     json.beginObject();
     json.name("type_url").value(snapshot.type().url());
     json.name("version").value(snapshot.version());
     json.name("complete").value(snapshot.isComplete());
+    if (savedAt.isPresent()) {
+      json.name("from_disk").beginObject();
+      json.name("saved_at").value(savedAt.get().toString());
+      json.name("age_seconds").value(Duration.between(savedAt.get(), clock.instant()).toSeconds());
+      json.endObject();
+    }
     json.name("resources").beginArray();
     for (XdsResource resource : new TreeMap<>(snapshot.resources()).values()) {
       if (filter.includesName(resource.name())) {

@@ -28,6 +28,7 @@ import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.netty.util.internal.PlatformDependent;
 import io.xdsproxy.core.NodeGroupRule;
 import io.xdsproxy.core.NodeGroups;
+import io.xdsproxy.core.SavedStates;
 import io.xdsproxy.core.Ticker;
 import io.xdsproxy.core.UpstreamSource;
 import io.xdsproxy.downstream.xds.AggregatedDiscoveryService;
@@ -40,6 +41,7 @@ import io.xdsproxy.downstream.xds.RestDiscovery;
 import io.xdsproxy.downstream.xds.ServerContext;
 import io.xdsproxy.downstream.xds.StreamMetrics;
 import io.xdsproxy.upstream.fs.FileSystemSource;
+import io.xdsproxy.upstream.fs.StateDir;
 import io.xdsproxy.upstream.grpc.AdsUpstream;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -83,6 +85,7 @@ public final class XdsProxy implements AutoCloseable {
   private final AtomicBoolean closed = new AtomicBoolean();
   private final Clients clients;
   private final UpstreamSource upstream;
+  private final Optional<StateDir> stateDir;
   private final NodeGroups groups;
   private final Server server;
   private final AdminServer monitoringServer;
@@ -128,6 +131,24 @@ public final class XdsProxy implements AutoCloseable {
       pool.shutdown();
       throw e;
     }
+    try {
+      stateDir =
+          config.stateDir().isPresent()
+              ? Optional.of(
+                  new StateDir(
+                      config.stateDir().get().toAbsolutePath().normalize(),
+                      config.stateIncludeSecrets(),
+                      Clock.systemUTC(),
+                      config.notFoundTimeout(),
+                      BuildInfo.CURRENT.version(),
+                      meters))
+              : Optional.empty();
+    } catch (IOException e) {
+      upstream.close();
+      timer.shutdownNow();
+      pool.shutdown();
+      throw e;
+    }
     groups =
         new NodeGroups(
             NodeGroupRule.of(config.nodeGroupKey()),
@@ -137,7 +158,8 @@ public final class XdsProxy implements AutoCloseable {
             timer,
             Ticker.SYSTEM,
             config.groupIdleGrace(),
-            meters);
+            meters,
+            stateDir.<SavedStates>map(dir -> dir).orElse(SavedStates.NONE));
     clients = new Clients();
     StreamMetrics streamMetrics = new StreamMetrics(meters);
     ServerContext serving =
@@ -189,7 +211,8 @@ public final class XdsProxy implements AutoCloseable {
                   .build(),
               "xDS",
               config.xdsPort());
-      Map<String, HttpHandler> monitoring = new HashMap<>(AdminServer.probes(this::ready));
+      Map<String, HttpHandler> monitoring =
+          new HashMap<>(AdminServer.probes(this::ready, this::readiness));
       monitoring.put(
           "/metrics", AdminServer.text(meters::scrape, "text/plain; version=0.0.4; charset=utf-8"));
       monitoringStarted =
@@ -199,7 +222,7 @@ public final class XdsProxy implements AutoCloseable {
               monitoring,
               Optional.empty());
       Map<String, HttpHandler> debug = new HashMap<>();
-      debug.put("/config_dump", new ConfigDump(groups));
+      debug.put("/config_dump", new ConfigDump(groups, Clock.systemUTC()));
       debug.put("/logging", new LogLevels());
       debug.put(
           "/clients",
@@ -253,10 +276,32 @@ public final class XdsProxy implements AutoCloseable {
 
   /**
    * Ready: listening, not shutting down, and the upstream reached at least once (a directory always
-   * is), so a load balancer sends clients only to a replica that can serve them.
+   * is) or a state saved before a restart found in the state directory, so a load balancer sends
+   * clients only to a replica that can serve them. Fail-static is the point of the state directory:
+   * Envoys reconnecting during a control plane outage must be sent to the replica that has it.
    */
   public boolean ready() {
-    return !closing && !pool.isShutdown() && upstream.reached();
+    return !closing
+        && !pool.isShutdown()
+        && (upstream.reached() || stateDir.flatMap(StateDir::foundWrittenAt).isPresent());
+  }
+
+  /** What {@code /readyz} says besides ready or not: where what is served comes from. */
+  private String readiness() {
+    if (upstream.reached() || closing) {
+      return "";
+    }
+    Optional<java.time.Instant> saved = stateDir.flatMap(StateDir::foundWrittenAt);
+    if (saved.isEmpty()) {
+      return "the upstream has not been reached yet";
+    }
+    return "serving state from disk (state directory "
+        + stateDir.get().directory()
+        + ", saved "
+        + java.time.Duration.between(saved.get(), Clock.systemUTC().instant()).toSeconds()
+        + "s ago, at "
+        + saved.get()
+        + "); the upstream has not been reached yet";
   }
 
   /**
@@ -392,6 +437,8 @@ public final class XdsProxy implements AutoCloseable {
 
   private void closeQuietly() {
     groups.close();
+    // The last changes the groups saw are written before the proxy exits.
+    stateDir.ifPresent(StateDir::close);
     upstream.close();
     timer.shutdownNow();
     pool.shutdown();
