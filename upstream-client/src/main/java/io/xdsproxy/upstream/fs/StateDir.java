@@ -375,13 +375,17 @@ public final class StateDir implements SavedStates, AutoCloseable {
     }
   }
 
-  /** Deletes the group's generations other than {@code kept}: older, or unreadable. */
+  /** Deletes the group's generations older than {@code kept}, readable or not. */
   private void deleteOtherGenerations(NodeGroupKey key, Path kept) throws IOException {
     String base = GroupStateFiles.baseName(key);
+    long keptNumber = Name.of(kept).orElseThrow().generation();
     try (Stream<Path> entries = Files.list(directory)) {
       for (Path entry : entries.toList()) {
         Optional<Name> name = Name.of(entry);
-        if (name.isPresent() && name.get().base().equals(base) && !entry.equals(kept)) {
+        if (name.isPresent()
+            && name.get().base().equals(base)
+            && !name.get().unfinished()
+            && name.get().generation() < keptNumber) {
           GroupStateFiles.deleteTree(entry);
         }
       }
