@@ -78,6 +78,17 @@ both the ConfigMap's data and, through its checksum, the pods' annotation.
 {{- $_ := set $config "upstream-key" (printf "%s/tls.key" (include "xds-proxy.tlsDir" "upstream-client")) }}
 {{- end }}
 {{- end }}
+{{- range $key := list "state-dir" "state-include-secrets" }}
+{{- if hasKey $config $key }}
+{{- fail (printf "config.%s is set from stateDir.*; do not set it in config" $key) }}
+{{- end }}
+{{- end }}
+{{- if .Values.stateDir.enabled }}
+{{- $_ := set $config "state-dir" "/var/lib/xds-proxy/state" }}
+{{- if .Values.stateDir.includeSecrets }}
+{{- $_ := set $config "state-include-secrets" true }}
+{{- end }}
+{{- end }}
 {{- toYaml $config }}
 {{ end }}
 

@@ -47,12 +47,24 @@ final class AdminServer implements AutoCloseable {
    * {@code /healthz}, answered while the process runs, and {@code /readyz}, as {@code ready} says.
    */
   static Map<String, HttpHandler> probes(BooleanSupplier ready) {
+    return probes(ready, () -> "");
+  }
+
+  /**
+   * As {@link #probes(BooleanSupplier)}, {@code /readyz} followed by what {@code detail} says, if
+   * anything: {@code ready: serving state from disk …}.
+   */
+  static Map<String, HttpHandler> probes(BooleanSupplier ready, Supplier<String> detail) {
     return Map.of(
         "/healthz", exchange -> HttpReplies.text(exchange, 200, "ok\n"),
         "/readyz",
             exchange -> {
               boolean isReady = ready.getAsBoolean();
-              HttpReplies.text(exchange, isReady ? 200 : 503, isReady ? "ready\n" : "not ready\n");
+              String more = detail.get();
+              HttpReplies.text(
+                  exchange,
+                  isReady ? 200 : 503,
+                  (isReady ? "ready" : "not ready") + (more.isEmpty() ? "" : ": " + more) + "\n");
             });
   }
 

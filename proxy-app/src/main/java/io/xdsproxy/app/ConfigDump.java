@@ -29,9 +29,13 @@ import java.io.IOException;
 import java.io.OutputStreamWriter;
 import java.io.Writer;
 import java.nio.charset.StandardCharsets;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.Base64;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
 import java.util.function.Function;
@@ -66,22 +70,29 @@ final class ConfigDump implements HttpHandler {
       JsonFormat.printer().usingTypeRegistry(ApiTypes.json());
 
   private final NodeGroups groups;
+  private final Clock clock;
   private final Function<NodeGroupKey, Optional<GroupAuditor.Result>> audits;
   private final boolean auditing;
 
-  ConfigDump(NodeGroups groups) {
-    this(groups, group -> Optional.empty(), false);
+  /**
+   * @param clock what the age of a state saved before a restart is measured against
+   */
+  ConfigDump(NodeGroups groups, Clock clock) {
+    this(groups, clock, group -> Optional.empty(), false);
   }
 
   /**
+   * @param clock what the age of a state saved before a restart is measured against
    * @param audits each group's last audit
    * @param auditing whether groups are audited: only then does a group show its {@code audit}
    */
   ConfigDump(
       NodeGroups groups,
+      Clock clock,
       Function<NodeGroupKey, Optional<GroupAuditor.Result>> audits,
       boolean auditing) {
     this.groups = groups;
+    this.clock = clock;
     this.audits = audits;
     this.auditing = auditing;
   }
@@ -141,8 +152,9 @@ final class ConfigDump implements HttpHandler {
         audit(json, audits.apply(group.key()));
       }
       json.name("types").beginArray();
+      Map<TypeUrl, Instant> fromDisk = group.fromDisk();
       for (TypeSnapshot snapshot : types) {
-        type(json, snapshot, filter);
+        type(json, snapshot, filter, Optional.ofNullable(fromDisk.get(snapshot.type())));
       }
       json.endArray();
       json.endObject();
@@ -178,12 +190,23 @@ final class ConfigDump implements HttpHandler {
     json.endObject();
   }
 
-  private static void type(JsonWriter json, TypeSnapshot snapshot, ConfigDumpFilter filter)
+  /**
+   * @param savedAt when the state of a type that is still (in part) the one saved before a restart
+   *     was saved: it is marked "from_disk", with its age
+   */
+  private void type(
+      JsonWriter json, TypeSnapshot snapshot, ConfigDumpFilter filter, Optional<Instant> savedAt)
       throws IOException {
     json.beginObject();
     json.name("type_url").value(snapshot.type().url());
     json.name("version").value(snapshot.version());
     json.name("complete").value(snapshot.isComplete());
+    if (savedAt.isPresent()) {
+      json.name("from_disk").beginObject();
+      json.name("saved_at").value(savedAt.get().toString());
+      json.name("age_seconds").value(Duration.between(savedAt.get(), clock.instant()).toSeconds());
+      json.endObject();
+    }
     json.name("resources").beginArray();
     for (XdsResource resource : new TreeMap<>(snapshot.resources()).values()) {
       if (filter.includesName(resource.name())) {

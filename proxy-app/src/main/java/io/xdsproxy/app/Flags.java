@@ -166,6 +166,29 @@ final class Flags {
               "directory of DiscoveryResponse files (JSON, YAML, text or binary proto), watched for changes",
               (config, setting) -> config.withResourcesDir(Path.of(setting.value()))),
           single(
+              "state-dir",
+              "DIR",
+              "",
+              "keep each node group's last good state here, and serve it after a restart until the upstream answers;"
+                  + " without it, nothing is kept",
+              (config, setting) -> config.withStateDir(Path.of(setting.value()))),
+          single(
+              "state-include-secrets",
+              "true|false",
+              "false",
+              "true: --state-dir keeps Secrets too, in files only the proxy's user may read",
+              (config, setting) ->
+                  switch (setting.value()) {
+                    case "true" -> config.withStateIncludeSecrets(true);
+                    case "false" -> config.withStateIncludeSecrets(false);
+                    default ->
+                        throw new ConfigException(
+                            setting.where()
+                                + ": state-include-secrets '"
+                                + setting.value()
+                                + "' is neither true nor false");
+                  }),
+          single(
               "xds-port",
               "N",
               "18000",

@@ -59,6 +59,9 @@ import org.yaml.snakeyaml.nodes.SequenceNode;
  * @param upstreamTls how the control plane is reached: plaintext or TLS
  * @param limits what one client may ask of the proxy
  * @param upstreamKeepalive HTTP/2 keepalive to the control plane: what notices one gone silent
+ * @param stateDir where each node group's last good state is kept across restarts, served until the
+ *     upstream answers ("fail-static"); empty: nowhere
+ * @param stateIncludeSecrets whether Secrets are kept in {@code stateDir} too
  * @param logFormat how log lines are written
  * @param logLevels {@code level} or {@code logger=level} each, applied in order at start
  */
@@ -84,6 +87,8 @@ public record ProxyConfig(
     UpstreamTls upstreamTls,
     Limits limits,
     AdsUpstream.Keepalive upstreamKeepalive,
+    Optional<Path> stateDir,
+    boolean stateIncludeSecrets,
     LogFormat logFormat,
     List<String> logLevels) {
 
@@ -116,6 +121,8 @@ public record ProxyConfig(
           UpstreamTls.PLAINTEXT,
           Limits.DEFAULTS,
           AdsUpstream.Keepalive.DEFAULT,
+          Optional.empty(),
+          false,
           LogFormat.TEXT,
           List.of());
 
@@ -224,6 +231,14 @@ public record ProxyConfig(
     return edit(b -> b.upstreamKeepalive = keepalive);
   }
 
+  public ProxyConfig withStateDir(Path dir) {
+    return edit(b -> b.stateDir = Optional.of(dir));
+  }
+
+  public ProxyConfig withStateIncludeSecrets(boolean include) {
+    return edit(b -> b.stateIncludeSecrets = include);
+  }
+
   /** A copy with the changes {@code change} makes. */
   private ProxyConfig edit(java.util.function.Consumer<Builder> change) {
     Builder builder = new Builder(this);
@@ -254,6 +269,8 @@ public record ProxyConfig(
     UpstreamTls upstreamTls;
     Limits limits;
     AdsUpstream.Keepalive upstreamKeepalive;
+    Optional<Path> stateDir;
+    boolean stateIncludeSecrets;
     LogFormat logFormat;
     List<String> logLevels;
 
@@ -279,6 +296,8 @@ public record ProxyConfig(
       upstreamTls = from.upstreamTls;
       limits = from.limits;
       upstreamKeepalive = from.upstreamKeepalive;
+      stateDir = from.stateDir;
+      stateIncludeSecrets = from.stateIncludeSecrets;
       logFormat = from.logFormat;
       logLevels = from.logLevels;
     }
@@ -306,6 +325,8 @@ public record ProxyConfig(
           upstreamTls,
           limits,
           upstreamKeepalive,
+          stateDir,
+          stateIncludeSecrets,
           logFormat,
           List.copyOf(logLevels));
     }

@@ -29,6 +29,7 @@ import io.netty.util.internal.PlatformDependent;
 import io.xdsproxy.core.GroupAuditor;
 import io.xdsproxy.core.NodeGroupRule;
 import io.xdsproxy.core.NodeGroups;
+import io.xdsproxy.core.SavedStates;
 import io.xdsproxy.core.Ticker;
 import io.xdsproxy.core.UpstreamSource;
 import io.xdsproxy.downstream.xds.AggregatedDiscoveryService;
@@ -41,6 +42,7 @@ import io.xdsproxy.downstream.xds.RestDiscovery;
 import io.xdsproxy.downstream.xds.ServerContext;
 import io.xdsproxy.downstream.xds.StreamMetrics;
 import io.xdsproxy.upstream.fs.FileSystemSource;
+import io.xdsproxy.upstream.fs.StateDir;
 import io.xdsproxy.upstream.grpc.AdsUpstream;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -93,6 +95,7 @@ public final class XdsProxy implements AutoCloseable {
   private final AtomicBoolean closed = new AtomicBoolean();
   private final Clients clients;
   private final UpstreamSource upstream;
+  private final Optional<StateDir> stateDir;
   private final NodeGroups groups;
   private final Optional<GroupAuditor> auditor;
   private final Server server;
@@ -139,6 +142,24 @@ public final class XdsProxy implements AutoCloseable {
       pool.shutdown();
       throw e;
     }
+    try {
+      stateDir =
+          config.stateDir().isPresent()
+              ? Optional.of(
+                  new StateDir(
+                      config.stateDir().get().toAbsolutePath().normalize(),
+                      config.stateIncludeSecrets(),
+                      Clock.systemUTC(),
+                      config.notFoundTimeout(),
+                      BuildInfo.CURRENT.version(),
+                      meters))
+              : Optional.empty();
+    } catch (IOException e) {
+      upstream.close();
+      timer.shutdownNow();
+      pool.shutdown();
+      throw e;
+    }
     groups =
         new NodeGroups(
             NodeGroupRule.of(config.nodeGroupKey()),
@@ -148,7 +169,8 @@ public final class XdsProxy implements AutoCloseable {
             timer,
             Ticker.SYSTEM,
             config.groupIdleGrace(),
-            meters);
+            meters,
+            stateDir.<SavedStates>map(dir -> dir).orElse(SavedStates.NONE));
     auditor = auditor(config, upstream, groups, pool, timer, meters);
     clients = new Clients();
     StreamMetrics streamMetrics = new StreamMetrics(meters);
@@ -201,7 +223,8 @@ public final class XdsProxy implements AutoCloseable {
                   .build(),
               "xDS",
               config.xdsPort());
-      Map<String, HttpHandler> monitoring = new HashMap<>(AdminServer.probes(this::ready));
+      Map<String, HttpHandler> monitoring =
+          new HashMap<>(AdminServer.probes(this::ready, this::readiness));
       monitoring.put(
           "/metrics", AdminServer.text(meters::scrape, "text/plain; version=0.0.4; charset=utf-8"));
       monitoringStarted =
@@ -215,6 +238,7 @@ public final class XdsProxy implements AutoCloseable {
           "/config_dump",
           new ConfigDump(
               groups,
+              Clock.systemUTC(),
               group -> auditor.flatMap(audits -> audits.lastResult(group)),
               auditor.isPresent()));
       debug.put("/logging", new LogLevels());
@@ -311,10 +335,32 @@ public final class XdsProxy implements AutoCloseable {
 
   /**
    * Ready: listening, not shutting down, and the upstream reached at least once (a directory always
-   * is), so a load balancer sends clients only to a replica that can serve them.
+   * is) or a state saved before a restart found in the state directory, so a load balancer sends
+   * clients only to a replica that can serve them. Fail-static is the point of the state directory:
+   * Envoys reconnecting during a control plane outage must be sent to the replica that has it.
    */
   public boolean ready() {
-    return !closing && !pool.isShutdown() && upstream.reached();
+    return !closing
+        && !pool.isShutdown()
+        && (upstream.reached() || stateDir.flatMap(StateDir::foundWrittenAt).isPresent());
+  }
+
+  /** What {@code /readyz} says besides ready or not: where what is served comes from. */
+  private String readiness() {
+    if (upstream.reached() || closing) {
+      return "";
+    }
+    Optional<java.time.Instant> saved = stateDir.flatMap(StateDir::foundWrittenAt);
+    if (saved.isEmpty()) {
+      return "the upstream has not been reached yet";
+    }
+    return "serving state from disk (state directory "
+        + stateDir.get().directory()
+        + ", saved "
+        + java.time.Duration.between(saved.get(), Clock.systemUTC().instant()).toSeconds()
+        + "s ago, at "
+        + saved.get()
+        + "); the upstream has not been reached yet";
   }
 
   /**
@@ -451,6 +497,8 @@ public final class XdsProxy implements AutoCloseable {
   private void closeQuietly() {
     auditor.ifPresent(GroupAuditor::close);
     groups.close();
+    // The last changes the groups saw are written before the proxy exits.
+    stateDir.ifPresent(StateDir::close);
     upstream.close();
     timer.shutdownNow();
     pool.shutdown();

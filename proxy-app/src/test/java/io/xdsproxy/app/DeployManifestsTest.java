@@ -106,6 +106,9 @@ class DeployManifestsTest {
           "xds_proxy_build_info",
           "xds_tls_certificate_expiration_timestamp_seconds",
           "xds_tls_reload_failures_total",
+          "xds_state_writes_total",
+          "xds_state_write_failures_total",
+          "xds_state_load_failures_total",
           "executor_queued_tasks",
           "executor_active_threads",
           "executor_pool_size_threads",
@@ -148,6 +151,10 @@ class DeployManifestsTest {
           "xds_store_resources",
           "xds_store_bytes",
           "xds_node_groups",
+          // The kustomization's config sets --state-dir.
+          "xds_state_writes_total",
+          "xds_state_write_failures_total",
+          "xds_state_load_failures_total",
           "jvm_memory_used_bytes",
           "jvm_gc_pause_seconds",
           "process_cpu_usage",
@@ -384,7 +391,11 @@ class DeployManifestsTest {
             str(builtPod.volume((String) builtPod.configMount().get("name")), "configMap", "name"))
         .as("the ConfigMap the built Deployment mounts at --config")
         .isEqualTo(hashed.substring("ConfigMap/".length()));
-    assertThat(builtPod.config()).as("the built pod's config").isEqualTo(pod().config());
+    // Each pod's files are laid out under a directory of its own: the state directory's too.
+    assertThat(builtPod.config().stateDir()).hasValue(builtPod.file("/var/lib/xds-proxy/state"));
+    assertThat(builtPod.config().withStateDir(pod().file("/var/lib/xds-proxy/state")))
+        .as("the built pod's config")
+        .isEqualTo(pod().config());
   }
 
   @Test
@@ -454,6 +465,7 @@ class DeployManifestsTest {
   void theDeploymentsPortsProbesAnnotationsAndDrainAreTheConfigsOwn() throws Exception {
     ProxyConfig config = pod().config();
     DeploymentChecks.portsProbesAndDrain(pod(), config);
+    assertThat(DeploymentChecks.stateVolume(pod(), config)).containsKey("emptyDir");
     DeploymentChecks.scrapeAnnotations(pod(), config);
     DeploymentChecks.spreadAndResources(pod());
     assertThat(pod().configText())

@@ -34,6 +34,35 @@ final class DeploymentChecks {
   private DeploymentChecks() {}
 
   /**
+   * The config's {@code --state-dir} is on a volume of its own the container may write, and returns
+   * that volume: an emptyDir (outlives a crash of the container) or a claim (outlives the pod); not
+   * the scratch space of /tmp, nor the read-only config.
+   */
+  static Map<String, Object> stateVolume(DeployedPod pod, ProxyConfig config) {
+    assertThat(config.stateDir()).as("--state-dir").isPresent();
+    Map<String, Object> holding = null;
+    for (Object item : list(pod.container(), "volumeMounts")) {
+      Map<String, Object> mount = cast(item);
+      if (config.stateDir().get().startsWith(pod.file((String) mount.get("mountPath")))) {
+        holding = mount;
+      }
+    }
+    assertThat(holding)
+        .as("the volume mount holding --state-dir %s", config.stateDir())
+        .isNotNull();
+    assertThat(holding.get("readOnly"))
+        .as("the state volume's mount is writable")
+        .isNotEqualTo(true);
+    assertThat(holding.get("name")).isEqualTo("state");
+    Map<String, Object> volume = pod.volume("state");
+    assertThat(volume.containsKey("emptyDir") || volume.containsKey("persistentVolumeClaim"))
+        .as("the state volume %s: an emptyDir or a claim", volume)
+        .isTrue();
+    assertThat(config.stateIncludeSecrets()).as("Secrets kept on disk only when asked").isFalse();
+    return volume;
+  }
+
+  /**
    * The container exposes the config's xDS and monitoring ports (and REST port, if set) and no
    * other, the probes ask the monitoring port for {@code /healthz} and {@code /readyz}, preStop
    * sleeps with the kubelet's own action, and the grace period outlasts preStop plus drain-time.

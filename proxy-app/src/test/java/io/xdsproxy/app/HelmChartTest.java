@@ -71,8 +71,11 @@ class HelmChartTest {
         .as("the chart's default config, against the kustomization's xds-proxy.yaml")
         .isEqualTo(
             ProxyConfig.parse(
-                new String[] {"--config", KUBERNETES.resolve("xds-proxy.yaml").toString()}));
+                    new String[] {"--config", KUBERNETES.resolve("xds-proxy.yaml").toString()})
+                // The state directory's path, as the pod's files are laid out under the test's.
+                .withStateDir(pod.file("/var/lib/xds-proxy/state")));
     DeploymentChecks.portsProbesAndDrain(pod, config);
+    assertThat(DeploymentChecks.stateVolume(pod, config)).containsKey("emptyDir");
     DeploymentChecks.scrapeAnnotations(pod, config);
     DeploymentChecks.spreadAndResources(pod);
     DeploymentChecks.securityContext(pod, 10001);
@@ -153,6 +156,8 @@ class HelmChartTest {
           dashboard: {enabled: true, namespace: monitoring}
         networkPolicy:
           enabled: true
+        stateDir:
+          persistentVolumeClaim: {claimName: xds-proxy-state}
         """
                 .formatted(digest));
     DeployedPod pod = new DeployedPod(objects, external, dir.resolve("pod"));
@@ -184,6 +189,8 @@ class HelmChartTest {
     assertThat(config.upstreamTls().enabled()).as("TLS to the control plane").isTrue();
 
     DeploymentChecks.portsProbesAndDrain(pod, config);
+    assertThat(map(DeploymentChecks.stateVolume(pod, config), "persistentVolumeClaim"))
+        .containsEntry("claimName", "xds-proxy-state");
     assertThat(config.restPort()).hasValue(18080);
     assertThat((Integer) get(pod.pod(), "spec", "terminationGracePeriodSeconds"))
         .as("the grace period, from drain-time 2m")

@@ -4,11 +4,14 @@ import com.google.protobuf.util.Durations;
 import io.envoyproxy.envoy.config.core.v3.Node;
 import io.xdsproxy.core.UpstreamSource.UpstreamListener;
 import io.xdsproxy.core.UpstreamSource.UpstreamSession;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
@@ -37,7 +40,14 @@ public final class NodeGroup {
   private final Ticker ticker;
   private final GroupMetrics metrics;
   private final ResourceStore store;
+  private final SavedStates saved;
   private final Map<TypeUrl, InterestCount> interest = new HashMap<>();
+
+  /**
+   * The types that still hold state loaded from disk the upstream has not replaced yet: written on
+   * the executor, an immutable map replaced on each change, read from any thread by status pages.
+   */
+  private volatile Map<TypeUrl, Provisional> provisional = Map.of();
 
   /**
    * Each watcher's interest by type; immutable maps, a few types each, replaced when one changes.
@@ -83,14 +93,18 @@ public final class NodeGroup {
       ScheduledExecutorService timer,
       Ticker ticker,
       UpstreamSource source,
-      GroupMetrics metrics) {
+      GroupMetrics metrics,
+      SavedStates saved) {
     this.key = key;
+    this.saved = saved;
     this.upstreamNode = upstreamNode;
     this.timer = timer;
     this.ticker = ticker;
     this.store = new ResourceStore(ticker);
     this.metrics = metrics;
     this.executor = new SerialExecutor(pool, "node group " + key);
+    // The saved state is in the store before the session can answer, or any stream subscribe.
+    executor.execute(this::seed);
     executor.execute(
         () ->
             session =
@@ -253,14 +267,176 @@ public final class NodeGroup {
 
   private void onUpstreamUpdates(List<ResourceUpdate> updates) {
     long receivedAt = ticker.nanos();
-    executor.execute(() -> apply(updates, receivedAt));
+    executor.execute(
+        () -> {
+          if (!closed) {
+            apply(provisional.isEmpty() ? updates : overSaved(updates), receivedAt, true);
+          }
+        });
+  }
+
+  /**
+   * The types that still hold state saved before the proxy restarted, not yet replaced by the
+   * upstream's, and when each was saved; empty once the upstream has answered every one. Any
+   * thread.
+   */
+  public Map<TypeUrl, Instant> fromDisk() {
+    Map<TypeUrl, Instant> types = new HashMap<>();
+    provisional.forEach((type, state) -> types.put(type, state.savedAt()));
+    return types;
+  }
+
+  /** Serves the state saved of this group before a restart, if any, until the upstream answers. */
+  private void seed() {
+    executor.assertCurrent();
+    Optional<SavedState> state = saved.load(key);
+    if (state.isEmpty() || closed) {
+      return;
+    }
+    Map<TypeUrl, Provisional> loaded = new HashMap<>();
+    List<ResourceUpdate> updates = new ArrayList<>();
+    state
+        .get()
+        .types()
+        .forEach(
+            (type, saved) -> {
+              Set<String> names = new HashSet<>();
+              saved.resources().forEach(resource -> names.add(resource.name()));
+              loaded.put(type, new Provisional(saved.savedAt(), Set.copyOf(names), false));
+              updates.add(
+                  new ResourceUpdate(
+                      type,
+                      saved.resources(),
+                      Set.of(),
+                      Set.of(),
+                      Set.of(),
+                      true,
+                      saved.complete()));
+            });
+    provisional = Map.copyOf(loaded);
+    LogFields.NONE
+        .group(key)
+        .addTo(log.atInfo())
+        .log(
+            "group {}: serving the state saved at {} ({} type(s)) until the upstream answers",
+            key,
+            state.get().writtenAt(),
+            loaded.size());
+    apply(updates, ticker.nanos(), false);
+  }
+
+  /**
+   * What {@code updates} from the upstream do to the state saved on disk. The upstream's state
+   * replaces the saved one, but a saved resource leaves only when the upstream has said so: a
+   * Listener or Cluster that vanished before would make Envoy drain or drop it for nothing. So the
+   * saved resources of a type stay until its upstream names them (sent, heartbeated, removed), or
+   * answers the whole type (a SotW wildcard answer, a Delta wildcard's complete one), or has
+   * answered the type and left them out for the not-found timeout. A removal that comes before the
+   * upstream has answered the type at all is the not-found timer of an upstream not reached, which
+   * says nothing of a saved resource: it is held back.
+   */
+  private List<ResourceUpdate> overSaved(List<ResourceUpdate> updates) {
+    executor.assertCurrent();
+    List<ResourceUpdate> result = new ArrayList<>(updates.size());
+    Map<TypeUrl, Provisional> remaining = new HashMap<>(provisional);
+    for (ResourceUpdate update : updates) {
+      Provisional saved = remaining.get(update.type());
+      if (saved == null) {
+        result.add(update);
+        continue;
+      }
+      boolean answers =
+          !update.resources().isEmpty()
+              || !update.heartbeats().isEmpty()
+              || update.replaceAll()
+              || update.complete();
+      Set<String> removed = new HashSet<>(update.removed());
+      Set<String> left = new HashSet<>(saved.names());
+      update.resources().forEach(resource -> left.remove(resource.name()));
+      left.removeAll(update.heartbeats());
+      left.removeAll(update.forgotten());
+      if (answers || saved.answered()) {
+        left.removeAll(update.removed());
+      } else {
+        removed.removeAll(saved.names());
+      }
+      if (update.replaceAll()) {
+        left.clear(); // the update drops what it does not resend
+      } else if (update.complete()) {
+        // A complete answer names every resource the upstream has: a saved one it leaves out is
+        // gone.
+        removed.addAll(left);
+        left.clear();
+      }
+      result.add(
+          removed.equals(update.removed())
+              ? update
+              : new ResourceUpdate(
+                  update.type(),
+                  update.resources(),
+                  removed,
+                  update.forgotten(),
+                  update.heartbeats(),
+                  update.replaceAll(),
+                  update.complete()));
+      if (left.isEmpty()) {
+        remaining.remove(update.type());
+      } else {
+        remaining.put(
+            update.type(),
+            new Provisional(saved.savedAt(), Set.copyOf(left), answers || saved.answered()));
+        if (answers && !saved.answered()) {
+          confirmLater(update.type());
+        }
+      }
+    }
+    provisional = Map.copyOf(remaining);
+    return result;
+  }
+
+  /**
+   * "Knowing When a Requested Resource Does Not Exist", for saved resources: once the upstream has
+   * answered their type, those it has not named within the not-found timeout are taken not to
+   * exist.
+   */
+  private void confirmLater(TypeUrl type) {
+    timer.schedule(
+        () ->
+            executor.execute(
+                () -> {
+                  Provisional unconfirmed = provisional.get(type);
+                  if (closed || unconfirmed == null) {
+                    return;
+                  }
+                  Map<TypeUrl, Provisional> remaining = new HashMap<>(provisional);
+                  remaining.remove(type);
+                  provisional = Map.copyOf(remaining);
+                  LogFields.NONE
+                      .group(key)
+                      .type(type)
+                      .addTo(log.atInfo())
+                      .log(
+                          "group {}: the upstream has answered {} but not sent the saved {} within"
+                              + " {}; they are taken not to exist",
+                          key,
+                          type.shortName(),
+                          new java.util.TreeSet<>(unconfirmed.names()),
+                          saved.confirmTimeout());
+                  apply(
+                      List.of(ResourceUpdate.partial(type, List.of(), unconfirmed.names(), false)),
+                      ticker.nanos(),
+                      true);
+                }),
+        saved.confirmTimeout().toMillis(),
+        TimeUnit.MILLISECONDS);
   }
 
   /**
    * Applies updates that reached the proxy at {@code receivedAt} to the store, and tells each
-   * watcher of the types it wants that changed.
+   * watcher of the types it wants that changed, and {@code saved} if {@code save}: every change but
+   * the seeding with what was saved.
    */
-  private void apply(List<ResourceUpdate> updates, long receivedAt) {
+  private void apply(List<ResourceUpdate> updates, long receivedAt, boolean save) {
     executor.assertCurrent();
     if (closed) {
       return;
@@ -288,6 +464,9 @@ public final class NodeGroup {
     }
     if (changed.isEmpty()) {
       return;
+    }
+    if (save) {
+      saved.changed(this, updates);
     }
     List<TypeSnapshot> published = List.copyOf(changed);
     watchers.forEach(
@@ -352,7 +531,8 @@ public final class NodeGroup {
       metrics.expired(type);
       apply(
           List.of(ResourceUpdate.partial(type, List.of(), Set.of(resource.name()), false)),
-          ticker.nanos());
+          ticker.nanos(),
+          true);
     }
   }
 
@@ -366,6 +546,15 @@ public final class NodeGroup {
           }
         });
   }
+
+  /**
+   * What is left of one type's saved state.
+   *
+   * @param savedAt when it was saved
+   * @param names the saved resources the upstream has not named yet
+   * @param answered whether the upstream has answered the type since
+   */
+  private record Provisional(Instant savedAt, Set<String> names, boolean answered) {}
 
   /**
    * How many streams want each name, so the union is updated in O(change) as streams come and go,

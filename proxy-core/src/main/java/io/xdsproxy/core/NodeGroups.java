@@ -32,6 +32,7 @@ public final class NodeGroups implements AutoCloseable {
   private final Duration idleGrace;
   private final ConcurrentMap<NodeGroupKey, NodeGroup> groups = new ConcurrentHashMap<>();
   private final GroupMetrics metrics;
+  private final SavedStates saved;
   private volatile boolean closed;
 
   /**
@@ -52,6 +53,24 @@ public final class NodeGroups implements AutoCloseable {
       Ticker ticker,
       Duration idleGrace,
       MeterRegistry meters) {
+    this(grouping, upstreamNode, source, pool, timer, ticker, idleGrace, meters, SavedStates.NONE);
+  }
+
+  /**
+   * Groups that are first served the state saved of them before a restart, and whose changes are
+   * saved, in {@code saved}.
+   */
+  public NodeGroups(
+      NodeGrouping grouping,
+      BiFunction<NodeGroupKey, Node, Node> upstreamNode,
+      UpstreamSource source,
+      Executor pool,
+      ScheduledExecutorService timer,
+      Ticker ticker,
+      Duration idleGrace,
+      MeterRegistry meters,
+      SavedStates saved) {
+    this.saved = saved;
     this.grouping = grouping;
     this.upstreamNodeOf = upstreamNode;
     this.source = source;
@@ -108,7 +127,7 @@ public final class NodeGroups implements AutoCloseable {
             (k, group) -> {
               if (group == null) {
                 Node upstreamNode = upstreamNodeOf.apply(k, node);
-                group = new NodeGroup(k, upstreamNode, pool, timer, ticker, source, metrics);
+                group = new NodeGroup(k, upstreamNode, pool, timer, ticker, source, metrics, saved);
                 LogFields.NONE
                     .node(node.getId())
                     .group(k)

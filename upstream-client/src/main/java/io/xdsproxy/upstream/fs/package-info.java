@@ -8,6 +8,9 @@
  *
  * <p>Threads: all of the source's state is confined to its one thread of its own (the watcher, the
  * periodic rescan, the parsed files); it tells groups through their listeners, which enqueue on
- * each group's executor.
+ * each group's executor. The state directory ({@link io.xdsproxy.upstream.fs.StateDir}, {@code
+ * --state-dir}) uses the same file format to keep each node group's last good state across
+ * restarts: it is read on a group's executor when the group opens, and written on one thread of its
+ * own.
  */
 package io.xdsproxy.upstream.fs;
