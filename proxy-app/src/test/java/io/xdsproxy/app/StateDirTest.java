@@ -8,6 +8,12 @@ import com.google.gson.JsonArray;
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
+import io.envoyproxy.envoy.service.status.v3.ClientConfig;
+import io.envoyproxy.envoy.service.status.v3.ClientStatusDiscoveryServiceGrpc;
+import io.envoyproxy.envoy.service.status.v3.ClientStatusRequest;
+import io.envoyproxy.envoy.service.status.v3.ClientStatusResponse;
+import io.grpc.ManagedChannel;
+import io.grpc.netty.NettyChannelBuilder;
 import io.xdsproxy.app.testing.Backend;
 import io.xdsproxy.app.testing.ControlPlaneCell;
 import io.xdsproxy.app.testing.ProxyFixture;
@@ -17,8 +23,12 @@ import io.xdsproxy.upstream.testing.UpstreamControlPlane;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -51,6 +61,7 @@ class StateDirTest {
         new XdsClientChannel(proxy.xdsPort(), "before", "fleet", "greeter")) {
       await().atMost(WAIT).ignoreExceptions().until(before::whoAmI, "first"::equals);
     }
+    Instant savedAfter = Instant.now().minusSeconds(1);
     proxy.close(); // what waits to be written is written on the way out
     controlPlane.stop();
 
@@ -69,6 +80,17 @@ class StateDirTest {
       assertThat(fromDiskTypes())
           .as("/config_dump marks the types served from disk")
           .contains("envoy.config.listener.v3.Listener", "envoy.config.cluster.v3.Cluster");
+      Instant restartedAt = Instant.now();
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () ->
+                  assertThat(staticInCsds(restarted, "after"))
+                      .as("CSDS tells the copies from disk as static, last updated when saved")
+                      .containsKey("envoy.config.listener.v3.Listener/greeter")
+                      .allSatisfy(
+                          (name, lastUpdated) ->
+                              assertThat(lastUpdated).isBefore(restartedAt).isAfter(savedAfter)));
 
       controlPlane.setSnapshot("fleet", Resources.greeterAt(second.port(), "2"));
       controlPlane.start();
@@ -81,7 +103,40 @@ class StateDirTest {
                   assertThat(fromDiskTypes())
                       .as("once the upstream has answered, nothing is from disk")
                       .isEmpty());
+      assertThat(staticInCsds(restarted, "after")).as("nor static in CSDS").isEmpty();
       assertThat(fixture.get("/readyz").body()).isEqualTo("ready\n");
+    }
+  }
+
+  /**
+   * What CSDS on {@code proxy}'s xDS port says node {@code nodeId} holds as static resources: type
+   * (short name) and resource name, to when it was last updated.
+   */
+  private static Map<String, Instant> staticInCsds(XdsProxy proxy, String nodeId) {
+    ManagedChannel channel =
+        NettyChannelBuilder.forAddress("127.0.0.1", proxy.xdsPort()).usePlaintext().build();
+    try {
+      ClientStatusResponse response =
+          ClientStatusDiscoveryServiceGrpc.newBlockingStub(channel)
+              .withDeadlineAfter(10, TimeUnit.SECONDS)
+              .fetchClientStatus(ClientStatusRequest.getDefaultInstance());
+      Map<String, Instant> found = new TreeMap<>();
+      for (ClientConfig config : response.getConfigList()) {
+        if (config.getNode().getId().equals(nodeId)) {
+          for (ClientConfig.GenericXdsConfig resource : config.getGenericXdsConfigsList()) {
+            if (resource.getIsStaticResource()) {
+              found.put(
+                  resource.getTypeUrl().replaceFirst(".*/", "") + "/" + resource.getName(),
+                  Instant.ofEpochSecond(
+                      resource.getLastUpdated().getSeconds(),
+                      resource.getLastUpdated().getNanos()));
+            }
+          }
+        }
+      }
+      return found;
+    } finally {
+      channel.shutdownNow();
     }
   }
 

@@ -286,6 +286,17 @@ public final class NodeGroup {
     return types;
   }
 
+  /**
+   * When the group's copy of {@code name} was saved before the proxy restarted, while the upstream
+   * has not answered for it; empty for a copy from the upstream. Any thread.
+   */
+  public Optional<Instant> savedAt(TypeUrl type, String name) {
+    Provisional saved = provisional.get(type);
+    return saved != null && saved.names().contains(name)
+        ? Optional.of(saved.savedAt())
+        : Optional.empty();
+  }
+
   /** Serves the state saved of this group before a restart, if any, until the upstream answers. */
   private void seed() {
     executor.assertCurrent();

@@ -152,6 +152,13 @@ public final class ClientStatusDiscovery extends ClientStatusDiscoveryServiceImp
               .setConfigStatus(resource.configStatus())
               .setClientStatus(resource.clientStatus());
       resource.lastUpdated().ifPresent(at -> entry.setLastUpdated(timestamp(at)));
+      // A copy saved to --state-dir before a restart, not yet replaced by the upstream's: served
+      // from a file read at start up, which is what is_static_resource says of Envoy's bootstrap
+      // resources; last_updated says how old it is.
+      client
+          .group()
+          .savedAt(resource.type(), resource.name())
+          .ifPresent(at -> entry.setIsStaticResource(true).setLastUpdated(timestamp(at)));
       if (withContents) {
         resource.resource().ifPresent(entry::setXdsConfig);
       }

@@ -423,7 +423,7 @@ abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S ex
         () -> {
           List<ResourceStatus> all = new ArrayList<>();
           pushes.forEach((type, state) -> all.addAll(state.resourceStatuses()));
-          resources.complete(new Clients.ClientResources(node, all));
+          resources.complete(new Clients.ClientResources(node, all, group));
         });
     return resources;
   }

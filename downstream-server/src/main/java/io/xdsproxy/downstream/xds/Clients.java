@@ -1,6 +1,7 @@
 package io.xdsproxy.downstream.xds;
 
 import io.envoyproxy.envoy.config.core.v3.Node;
+import io.xdsproxy.core.NodeGroup;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -33,10 +34,10 @@ public final class Clients {
       Optional<String> lastNack) {}
 
   /**
-   * What one stream's client holds, for client status (CSDS): its node and each resource it
-   * subscribed to.
+   * What one stream's client holds, for client status (CSDS): its node, each resource it subscribed
+   * to, and the group it is served from, which knows what of it is still from disk.
    */
-  public record ClientResources(Node node, List<ResourceStatus> resources) {}
+  public record ClientResources(Node node, List<ResourceStatus> resources, NodeGroup group) {}
 
   private final Set<ClientStream<?, ?>> streams = ConcurrentHashMap.newKeySet();
 
