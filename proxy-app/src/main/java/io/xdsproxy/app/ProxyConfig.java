@@ -81,6 +81,7 @@ public record ProxyConfig(
     UpstreamTls upstreamTls,
     Limits limits,
     AdsUpstream.Keepalive upstreamKeepalive,
+    int upstreamMaxNewSessionsPerSecond,
     LogFormat logFormat,
     List<String> logLevels) {
 
@@ -112,6 +113,7 @@ public record ProxyConfig(
           UpstreamTls.PLAINTEXT,
           Limits.DEFAULTS,
           AdsUpstream.Keepalive.DEFAULT,
+          20,
           LogFormat.TEXT,
           List.of());
 
@@ -216,6 +218,10 @@ public record ProxyConfig(
     return edit(b -> b.upstreamKeepalive = keepalive);
   }
 
+  public ProxyConfig withUpstreamMaxNewSessionsPerSecond(int rate) {
+    return edit(b -> b.upstreamMaxNewSessionsPerSecond = rate);
+  }
+
   /** A copy with the changes {@code change} makes. */
   private ProxyConfig edit(java.util.function.Consumer<Builder> change) {
     Builder builder = new Builder(this);
@@ -245,6 +251,7 @@ public record ProxyConfig(
     UpstreamTls upstreamTls;
     Limits limits;
     AdsUpstream.Keepalive upstreamKeepalive;
+    int upstreamMaxNewSessionsPerSecond;
     LogFormat logFormat;
     List<String> logLevels;
 
@@ -269,6 +276,7 @@ public record ProxyConfig(
       upstreamTls = from.upstreamTls;
       limits = from.limits;
       upstreamKeepalive = from.upstreamKeepalive;
+      upstreamMaxNewSessionsPerSecond = from.upstreamMaxNewSessionsPerSecond;
       logFormat = from.logFormat;
       logLevels = from.logLevels;
     }
@@ -295,6 +303,7 @@ public record ProxyConfig(
           upstreamTls,
           limits,
           upstreamKeepalive,
+          upstreamMaxNewSessionsPerSecond,
           logFormat,
           List.copyOf(logLevels));
     }

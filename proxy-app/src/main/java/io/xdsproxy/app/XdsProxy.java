@@ -121,7 +121,8 @@ public final class XdsProxy implements AutoCloseable {
                   config.notFoundTimeout(),
                   meters,
                   config.upstreamTls(),
-                  config.upstreamKeepalive())
+                  config.upstreamKeepalive(),
+                  config.upstreamMaxNewSessionsPerSecond())
               : new FileSystemSource(config.resourcesDir().toAbsolutePath().normalize());
     } catch (IOException e) {
       timer.shutdownNow();
