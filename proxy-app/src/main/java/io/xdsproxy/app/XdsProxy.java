@@ -30,6 +30,7 @@ import io.xdsproxy.core.NodeGroupRule;
 import io.xdsproxy.core.NodeGroups;
 import io.xdsproxy.core.Ticker;
 import io.xdsproxy.core.UpstreamSource;
+import io.xdsproxy.core.WorkLanes;
 import io.xdsproxy.downstream.xds.AggregatedDiscoveryService;
 import io.xdsproxy.downstream.xds.ClientStatusDiscovery;
 import io.xdsproxy.downstream.xds.Clients;
@@ -50,11 +51,10 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -75,7 +75,8 @@ public final class XdsProxy implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(XdsProxy.class);
 
-  private final ExecutorService pool;
+  private final ThreadPoolExecutor pool;
+  private final WorkLanes lanes;
   private final ScheduledExecutorService timer;
   private final PrometheusMeterRegistry meters;
   private final HealthStatusManager health = new HealthStatusManager();
@@ -90,9 +91,13 @@ public final class XdsProxy implements AutoCloseable {
   private final Optional<AdminServer> rest;
 
   private XdsProxy(ProxyConfig config) throws IOException {
+    // A fixed pool, as Executors makes one, on a queue in two lanes: updates to the streams already
+    // served go ahead of newcomers' first states, so a reconnect storm does not delay them.
+    int workers = Math.max(2, Runtime.getRuntime().availableProcessors());
+    lanes = new WorkLanes();
     pool =
-        Executors.newFixedThreadPool(
-            Math.max(2, Runtime.getRuntime().availableProcessors()), threads("xds-proxy-worker"));
+        new ThreadPoolExecutor(
+            workers, workers, 0, TimeUnit.MILLISECONDS, lanes, threads("xds-proxy-worker"));
     // Not Executors' single-thread wrapper, which would hide the pool from the executor metrics.
     timer = new ScheduledThreadPoolExecutor(1, threads("xds-proxy-timer"));
     meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
@@ -109,6 +114,18 @@ public final class XdsProxy implements AutoCloseable {
             new ExecutorServiceMetrics(timer, "xds-proxy-timer", List.of()))
         .forEach(binder -> binder.bindTo(meters));
     bindProcessMeters(meters);
+    Gauge.builder("xds.worker.queued.tasks", lanes, WorkLanes::initialQueued)
+        .description(
+            "Tasks waiting for a worker, by lane: newcomers' first states (initial) and everything"
+                + " else, updates to the streams already served first (change)")
+        .tag("lane", "initial")
+        .register(meters);
+    Gauge.builder("xds.worker.queued.tasks", lanes, WorkLanes::changeQueued)
+        .description(
+            "Tasks waiting for a worker, by lane: newcomers' first states (initial) and everything"
+                + " else, updates to the streams already served first (change)")
+        .tag("lane", "change")
+        .register(meters);
     try {
       upstream =
           !config.upstream().isEmpty()
@@ -343,6 +360,11 @@ public final class XdsProxy implements AutoCloseable {
 
   public NodeGroups groups() {
     return groups;
+  }
+
+  /** The worker pool every executor of the proxy runs on: for tests that hold its workers. */
+  ThreadPoolExecutor workers() {
+    return pool;
   }
 
   public String describeUpstream() {
