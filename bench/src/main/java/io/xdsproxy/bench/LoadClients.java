@@ -53,6 +53,7 @@ final class LoadClients implements AutoCloseable {
   private final List<ByteString> clusterNameBytes;
 
   private final double deltaShare;
+  private final String idPrefix;
   private final int streamsPerConnection;
   private final BenchResources.Change change;
   private final EventLoopGroup loop = new NioEventLoopGroup(2);
@@ -78,6 +79,22 @@ final class LoadClients implements AutoCloseable {
       double deltaShare,
       int streamsPerConnection,
       BenchResources.Change change) {
+    this(target, groups, clusters, deltaShare, streamsPerConnection, change, "client-");
+  }
+
+  /**
+   * Clients whose node ids begin with {@code idPrefix}: two sets of clients of one server (the
+   * established and the newcomers of a storm) are told apart.
+   */
+  LoadClients(
+      InetSocketAddress target,
+      int groups,
+      int clusters,
+      double deltaShare,
+      int streamsPerConnection,
+      BenchResources.Change change,
+      String idPrefix) {
+    this.idPrefix = idPrefix;
     this.change = change;
     this.target = target;
     this.groups = groups;
@@ -155,7 +172,7 @@ final class LoadClients implements AutoCloseable {
     boolean delta = (int) ((index + 1) * deltaShare) > (int) (index * deltaShare);
     Node node =
         Node.newBuilder()
-            .setId("client-" + opened++)
+            .setId(idPrefix + opened++)
             .setCluster(BenchControlPlane.groupName(index % groups))
             .build();
     return delta ? new DeltaClient(node) : new SotwClient(node);

@@ -160,6 +160,12 @@ final class Flags {
                     new Backoff(backoff.initial(), max, backoff.multiplier(), backoff.jitter()));
               }),
           single(
+              "upstream-max-new-sessions-per-second",
+              "N",
+              "20",
+              "upstream streams started a second, at most (new groups and reconnects, queued in turn); 0 for no limit",
+              (config, setting) -> config.withUpstreamMaxNewSessionsPerSecond(count(setting, 0))),
+          single(
               "resources-dir",
               "DIR",
               "deploy/examples/resources",

@@ -89,6 +89,7 @@ public record ProxyConfig(
     AdsUpstream.Keepalive upstreamKeepalive,
     Optional<Path> stateDir,
     boolean stateIncludeSecrets,
+    int upstreamMaxNewSessionsPerSecond,
     LogFormat logFormat,
     List<String> logLevels) {
 
@@ -123,6 +124,7 @@ public record ProxyConfig(
           AdsUpstream.Keepalive.DEFAULT,
           Optional.empty(),
           false,
+          20,
           LogFormat.TEXT,
           List.of());
 
@@ -239,6 +241,10 @@ public record ProxyConfig(
     return edit(b -> b.stateIncludeSecrets = include);
   }
 
+  public ProxyConfig withUpstreamMaxNewSessionsPerSecond(int rate) {
+    return edit(b -> b.upstreamMaxNewSessionsPerSecond = rate);
+  }
+
   /** A copy with the changes {@code change} makes. */
   private ProxyConfig edit(java.util.function.Consumer<Builder> change) {
     Builder builder = new Builder(this);
@@ -271,6 +277,7 @@ public record ProxyConfig(
     AdsUpstream.Keepalive upstreamKeepalive;
     Optional<Path> stateDir;
     boolean stateIncludeSecrets;
+    int upstreamMaxNewSessionsPerSecond;
     LogFormat logFormat;
     List<String> logLevels;
 
@@ -298,6 +305,7 @@ public record ProxyConfig(
       upstreamKeepalive = from.upstreamKeepalive;
       stateDir = from.stateDir;
       stateIncludeSecrets = from.stateIncludeSecrets;
+      upstreamMaxNewSessionsPerSecond = from.upstreamMaxNewSessionsPerSecond;
       logFormat = from.logFormat;
       logLevels = from.logLevels;
     }
@@ -327,6 +335,7 @@ public record ProxyConfig(
           upstreamKeepalive,
           stateDir,
           stateIncludeSecrets,
+          upstreamMaxNewSessionsPerSecond,
           logFormat,
           List.copyOf(logLevels));
     }

@@ -32,6 +32,7 @@ import io.xdsproxy.core.NodeGroups;
 import io.xdsproxy.core.SavedStates;
 import io.xdsproxy.core.Ticker;
 import io.xdsproxy.core.UpstreamSource;
+import io.xdsproxy.core.WorkLanes;
 import io.xdsproxy.downstream.xds.AggregatedDiscoveryService;
 import io.xdsproxy.downstream.xds.ClientStatusDiscovery;
 import io.xdsproxy.downstream.xds.Clients;
@@ -53,11 +54,10 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -87,7 +87,8 @@ public final class XdsProxy implements AutoCloseable {
    */
   static final Duration AUDIT_SLACK = Duration.ofSeconds(10);
 
-  private final ExecutorService pool;
+  private final ThreadPoolExecutor pool;
+  private final WorkLanes lanes;
   private final ScheduledExecutorService timer;
   private final PrometheusMeterRegistry meters;
   private final HealthStatusManager health = new HealthStatusManager();
@@ -104,9 +105,13 @@ public final class XdsProxy implements AutoCloseable {
   private final Optional<AdminServer> rest;
 
   private XdsProxy(ProxyConfig config) throws IOException {
+    // A fixed pool, as Executors makes one, on a queue in two lanes: updates to the streams already
+    // served go ahead of newcomers' first states, so a reconnect storm does not delay them.
+    int workers = Math.max(2, Runtime.getRuntime().availableProcessors());
+    lanes = new WorkLanes();
     pool =
-        Executors.newFixedThreadPool(
-            Math.max(2, Runtime.getRuntime().availableProcessors()), threads("xds-proxy-worker"));
+        new ThreadPoolExecutor(
+            workers, workers, 0, TimeUnit.MILLISECONDS, lanes, threads("xds-proxy-worker"));
     // Not Executors' single-thread wrapper, which would hide the pool from the executor metrics.
     timer = new ScheduledThreadPoolExecutor(1, threads("xds-proxy-timer"));
     meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
@@ -123,6 +128,18 @@ public final class XdsProxy implements AutoCloseable {
             new ExecutorServiceMetrics(timer, "xds-proxy-timer", List.of()))
         .forEach(binder -> binder.bindTo(meters));
     bindProcessMeters(meters);
+    Gauge.builder("xds.worker.queued.tasks", lanes, WorkLanes::initialQueued)
+        .description(
+            "Tasks waiting for a worker, by lane: newcomers' first states (initial) and everything"
+                + " else, updates to the streams already served first (change)")
+        .tag("lane", "initial")
+        .register(meters);
+    Gauge.builder("xds.worker.queued.tasks", lanes, WorkLanes::changeQueued)
+        .description(
+            "Tasks waiting for a worker, by lane: newcomers' first states (initial) and everything"
+                + " else, updates to the streams already served first (change)")
+        .tag("lane", "change")
+        .register(meters);
     try {
       upstream =
           !config.upstream().isEmpty()
@@ -135,7 +152,8 @@ public final class XdsProxy implements AutoCloseable {
                   config.notFoundTimeout(),
                   meters,
                   config.upstreamTls(),
-                  config.upstreamKeepalive())
+                  config.upstreamKeepalive(),
+                  config.upstreamMaxNewSessionsPerSecond())
               : new FileSystemSource(config.resourcesDir().toAbsolutePath().normalize());
     } catch (IOException e) {
       timer.shutdownNow();
@@ -300,7 +318,7 @@ public final class XdsProxy implements AutoCloseable {
       ProxyConfig config,
       UpstreamSource upstream,
       NodeGroups groups,
-      ExecutorService pool,
+      ThreadPoolExecutor pool,
       ScheduledExecutorService timer,
       MeterRegistry meters) {
     if (config.groupAuditInterval().isEmpty()) {
@@ -446,6 +464,11 @@ public final class XdsProxy implements AutoCloseable {
 
   public NodeGroups groups() {
     return groups;
+  }
+
+  /** The worker pool every executor of the proxy runs on: for tests that hold its workers. */
+  ThreadPoolExecutor workers() {
+    return pool;
   }
 
   public String describeUpstream() {

@@ -13,9 +13,10 @@
  *
  * <p>Threads: {@link io.xdsproxy.app.XdsProxy} owns the executors every module is given: the worker
  * pool (on which every node group's, upstream session's and stream's {@link
- * io.xdsproxy.core.SerialExecutor} runs) and the one timer thread; it shuts them down on close. The
- * HTTP listeners (the JDK's server) run their handlers on the worker pool; a handler reads the
- * groups' immutable snapshots, or asks streams through their executors, never their state. A signal
- * starts the drain on a thread of its own.
+ * io.xdsproxy.core.SerialExecutor} runs, its queue in two lanes: {@link
+ * io.xdsproxy.core.WorkLanes}) and the one timer thread; it shuts them down on close. The HTTP
+ * listeners (the JDK's server) run their handlers on the worker pool; a handler reads the groups'
+ * immutable snapshots, or asks streams through their executors, never their state. A signal starts
+ * the drain on a thread of its own.
  */
 package io.xdsproxy.app;

@@ -94,6 +94,8 @@ class DeployManifestsTest {
           "xds_upstream_connected",
           "xds_upstream_reconnects_total",
           "xds_upstream_nacks_total",
+          "xds_upstream_sessions_waiting",
+          "xds_upstream_session_start_wait_seconds",
           "xds_store_resources",
           "xds_store_bytes",
           "xds_node_groups",
@@ -112,6 +114,7 @@ class DeployManifestsTest {
           "executor_queued_tasks",
           "executor_active_threads",
           "executor_pool_size_threads",
+          "xds_worker_queued_tasks",
           "netty_direct_memory_used_bytes",
           "netty_direct_memory_max_bytes",
           "jvm_memory_used_bytes",
@@ -121,7 +124,10 @@ class DeployManifestsTest {
           "jvm_threads_live_threads");
 
   private static final Set<String> HISTOGRAMS =
-      Set.of("xds_fanout_latency_seconds", "jvm_gc_pause_seconds");
+      Set.of(
+          "xds_fanout_latency_seconds",
+          "xds_upstream_session_start_wait_seconds",
+          "jvm_gc_pause_seconds");
 
   /**
    * The names of {@link #METRICS} a scrape shows once one client has been served from a resources
@@ -141,6 +147,7 @@ class DeployManifestsTest {
           "executor_queued_tasks",
           "executor_active_threads",
           "executor_pool_size_threads",
+          "xds_worker_queued_tasks",
           "netty_direct_memory_used_bytes",
           "netty_direct_memory_max_bytes",
           "xds_downstream_requests_total",
@@ -164,7 +171,11 @@ class DeployManifestsTest {
   /** The further names a scrape shows once a client's group has a session with a control plane. */
   private static final List<String> SCRAPED_WITH_AN_UPSTREAM =
       List.of(
-          "xds_upstream_connected", "xds_upstream_reconnects_total", "xds_upstream_nacks_total");
+          "xds_upstream_connected",
+          "xds_upstream_reconnects_total",
+          "xds_upstream_nacks_total",
+          "xds_upstream_sessions_waiting",
+          "xds_upstream_session_start_wait_seconds");
 
   private static final Pattern METRIC_NAME =
       Pattern.compile("\\b(?:xds|jvm|process|executor|netty)_[a-z0-9_]+");

@@ -92,6 +92,12 @@ class MetricsTest {
     for (io.grpc.Status.Code code : io.grpc.Status.Code.values()) {
       expected.add("xds_downstream_streams_ended_total{status=\"" + code.name() + "\"} 0.0");
     }
+    // The worker pool's queue by lane (WorkLanes).
+    expected.add("xds_worker_queued_tasks{lane=\"initial\"} ");
+    expected.add("xds_worker_queued_tasks{lane=\"change\"} ");
+    // Upstream streams waiting for their turn (--upstream-max-new-sessions-per-second).
+    expected.add("xds_upstream_sessions_waiting 0.0");
+    expected.add("xds_upstream_session_start_wait_seconds_count ");
     expected.add(
         "xds_proxy_build_info{revision=\""
             + BuildInfo.CURRENT.revision()

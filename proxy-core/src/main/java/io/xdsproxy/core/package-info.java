@@ -17,11 +17,12 @@
  * {@link io.xdsproxy.core.XdsResource}, {@link io.xdsproxy.core.Subscription}) is immutable, read
  * by streams from their own executors. {@link io.xdsproxy.core.NodeGroups} is called from any
  * thread: a concurrent map, in whose compute a stream takes a group and an idle one is found idle,
- * so the two never race. The timer (one shared scheduled thread) only fires: a TTL expiry is handed
- * to the group's executor; an idle group's check runs on the timer against the map, as above. The
- * group audit ({@link io.xdsproxy.core.GroupAuditor}, comparing with {@link
- * io.xdsproxy.core.AuditComparison}) takes its turns on the timer and runs each audit on the worker
- * pool, one at a time; it asks a group's executor once for the group's members and interest and
- * otherwise reads only snapshots.
+ * so the two never race. The worker pool's queue ({@link io.xdsproxy.core.WorkLanes}) is
+ * thread-safe, one lock; it takes updates to the streams already served ahead of newcomers' first
+ * states. The timer (one shared scheduled thread) only fires: a TTL expiry is handed to the group's
+ * executor; an idle group's check runs on the timer against the map, as above. The group audit
+ * ({@link io.xdsproxy.core.GroupAuditor}, comparing with {@link io.xdsproxy.core.AuditComparison})
+ * takes its turns on the timer and runs each audit on the worker pool, one at a time; it asks a
+ * group's executor once for the group's members and interest and otherwise reads only snapshots.
  */
 package io.xdsproxy.core;

@@ -11,6 +11,7 @@ import io.xdsproxy.core.NodeGroup;
 import io.xdsproxy.core.SerialExecutor;
 import io.xdsproxy.core.TypeSnapshot;
 import io.xdsproxy.core.TypeUrl;
+import io.xdsproxy.core.WorkLanes;
 import java.net.SocketAddress;
 import java.time.Clock;
 import java.util.ArrayList;
@@ -22,6 +23,7 @@ import java.util.SortedSet;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
@@ -90,6 +92,14 @@ abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S ex
 
   private final AtomicBoolean changedScheduled = new AtomicBoolean();
 
+  /**
+   * Whether the stream's work goes in the worker pool's initial lane ({@link WorkLanes}): until
+   * every type its client asked for has had a first response, so that a storm of newcomers does not
+   * delay updates to the streams already served. Written on the executor, read by whoever hands it
+   * work; a task that reads it stale only runs in the other lane once.
+   */
+  private volatile boolean initialLane = true;
+
   // Confined to the executor from here on.
   private final PushScheduler<S> pushes;
   private final RequestPacer pacer;
@@ -126,7 +136,10 @@ abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S ex
     this.fixedType = fixedType;
     this.peer = peer;
     this.variant = (protocol + " " + fixedType.map(TypeUrl::shortName).orElse("ADS")).intern();
-    this.executor = new SerialExecutor(serving.pool(), this);
+    Executor pool = serving.pool();
+    this.executor =
+        new SerialExecutor(
+            task -> pool.execute(initialLane ? WorkLanes.initial(task) : task), this);
     this.pushes =
         new PushScheduler<>(
             new PushScheduler.Transport() {
@@ -224,7 +237,16 @@ abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S ex
                   readNext();
                 }
               }
+              laneChange();
             }));
+  }
+
+  /** Moves the stream's work to the lane it belongs in now, if that changed. */
+  private void laneChange() {
+    boolean initial = pushes.awaitsFirstState() && !closed;
+    if (initial != initialLane) {
+      initialLane = initial;
+    }
   }
 
   /**
@@ -518,11 +540,13 @@ abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S ex
       changed = sorted;
     }
     pushes.changed(changed, group::snapshot);
+    laneChange();
   }
 
   private void flushBlocked() {
     if (!closed) {
       pushes.flushBlocked();
+      laneChange();
     }
   }
 

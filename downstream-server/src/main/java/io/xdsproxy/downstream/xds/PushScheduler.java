@@ -54,6 +54,9 @@ final class PushScheduler<S extends TypeState<?>> {
 
     long unwrittenSince;
 
+    /** A response of this type has been written: its client got its first state of it. */
+    boolean answered;
+
     Slot(S state) {
       this.state = state;
     }
@@ -70,6 +73,9 @@ final class PushScheduler<S extends TypeState<?>> {
   private final TreeMap<TypeUrl, Slot<S>> types = new TreeMap<>();
 
   private long nonces;
+
+  /** Types asked for that have had no response yet ({@link #awaitsFirstState}). */
+  private int unanswered;
 
   /**
    * Assignments of clusters a Cluster response added or changed before the client asked for any
@@ -88,7 +94,21 @@ final class PushScheduler<S extends TypeState<?>> {
    * request.
    */
   S state(TypeUrl type, Function<TypeUrl, S> create) {
-    return types.computeIfAbsent(type, t -> new Slot<>(create.apply(t))).state;
+    Slot<S> slot = types.get(type);
+    if (slot == null) {
+      slot = new Slot<>(create.apply(type));
+      types.put(type, slot);
+      unanswered++;
+    }
+    return slot.state;
+  }
+
+  /**
+   * Whether a type the client asked for has had no response yet: its work is a newcomer's, queued
+   * behind updates to the clients already served ({@link io.xdsproxy.core.WorkLanes}).
+   */
+  boolean awaitsFirstState() {
+    return unanswered > 0;
   }
 
   /** Each type's state, in push order. */
@@ -122,6 +142,10 @@ final class PushScheduler<S extends TypeState<?>> {
     Optional<EncodedResponse> response = slot.state.respond(deferRemovals, this::nextNonce);
     if (response.isPresent()) {
       transport.write(type, response.get());
+      if (!slot.answered) {
+        slot.answered = true;
+        unanswered--;
+      }
       if (slot.unwritten) {
         transport.fannedOut(type, slot.unwrittenSince);
         slot.unwritten = false;

@@ -102,6 +102,27 @@ class PushSchedulerTest {
   }
 
   @Test
+  void aStreamAwaitsItsFirstStateUntilEveryTypeAskedForHasHadAResponse() {
+    transport.ready = false;
+    ask(TypeUrl.CLUSTER, CLUSTERS);
+    assertThat(ads.awaitsFirstState()).as("a response owed, the transport not ready").isTrue();
+
+    transport.ready = true;
+    ads.flushBlocked();
+    assertThat(ads.awaitsFirstState()).as("clusters written").isFalse();
+
+    transport.ready = false;
+    ask(TypeUrl.ENDPOINT, ENDPOINTS);
+    assertThat(ads.awaitsFirstState()).as("a type asked for later, not yet answered").isTrue();
+    transport.ready = true;
+    ads.flushBlocked();
+    assertThat(ads.awaitsFirstState()).isFalse();
+
+    groupChanged(ENDPOINTS_CHANGED);
+    assertThat(ads.awaitsFirstState()).as("an update to a type already answered").isFalse();
+  }
+
+  @Test
   void whatTheTransportWasNotReadyForIsWrittenWhenItIsFromTheNewestStateOnce() {
     ask(TypeUrl.ENDPOINT, ENDPOINTS);
     transport.ready = false;

@@ -104,7 +104,7 @@ abstract class AdsSession<Q, R, S extends AdsSession.SubscriptionState> implemen
 
   /**
    * What every session of one upstream shares: where it is (a control plane's addresses, tried in
-   * turn, with a channel each), and the proxy's threads and timings.
+   * turn, with a channel each), the proxy's threads and timings, and the rate its streams start at.
    */
   record Context(
       List<Channel> channels,
@@ -114,7 +114,8 @@ abstract class AdsSession<Q, R, S extends AdsSession.SubscriptionState> implemen
       Backoff backoff,
       Duration notFoundTimeout,
       RandomGenerator random,
-      MeterRegistry meters) {}
+      MeterRegistry meters,
+      StreamStarts starts) {}
 
   final NodeGroupKey group;
   final Node node;
@@ -146,6 +147,9 @@ abstract class AdsSession<Q, R, S extends AdsSession.SubscriptionState> implemen
   // Confined to the executor.
   private final Map<TypeUrl, S> types = new TreeMap<>();
   private ClientCallStreamObserver<Q> stream;
+
+  /** The next stream's turn, while it waits for one ({@link StreamStarts}). */
+  private StreamStarts.Waiting waitingToStart;
 
   /** Counts streams, so callbacks of an abandoned stream are told apart and ignored. */
   private int generation;
@@ -335,6 +339,10 @@ abstract class AdsSession<Q, R, S extends AdsSession.SubscriptionState> implemen
     executor.execute(
         () -> {
           closed = true;
+          if (waitingToStart != null) {
+            waitingToStart.withdraw();
+            waitingToStart = null;
+          }
           context.meters().remove(nacks);
           context.meters().remove(reconnects);
           context.meters().remove(abandoned);
@@ -465,7 +473,19 @@ abstract class AdsSession<Q, R, S extends AdsSession.SubscriptionState> implemen
     return Optional.ofNullable(state);
   }
 
+  /**
+   * Opens a new stream when its turn comes ({@link StreamStarts}): a session's first and every
+   * reconnect wait their turn, the last good state served meanwhile.
+   */
   private void openStream() {
+    if (closed || waitingToStart != null) {
+      return;
+    }
+    waitingToStart = context.starts().start(() -> executor.execute(this::startStream));
+  }
+
+  private void startStream() {
+    waitingToStart = null;
     if (closed) {
       return;
     }

@@ -11,6 +11,7 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.xdsproxy.core.ClientFeatures;
 import io.xdsproxy.core.Interest;
 import io.xdsproxy.core.NodeGroupKey;
+import io.xdsproxy.core.Ticker;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.core.UpstreamSource;
 import java.io.IOException;
@@ -96,13 +97,37 @@ public final class AdsUpstream implements UpstreamSource {
         backoff,
         notFoundTimeout,
         meters,
+        new StreamStarts(0, Ticker.SYSTEM, pool, timer, meters));
+  }
+
+  /** A plaintext control plane whose streams start as {@code starts} lets them: for tests. */
+  AdsUpstream(
+      List<String> targets,
+      Protocol protocol,
+      Executor pool,
+      ScheduledExecutorService timer,
+      Backoff backoff,
+      Duration notFoundTimeout,
+      MeterRegistry meters,
+      StreamStarts starts) {
+    this(
+        targets,
+        protocol,
+        pool,
+        timer,
+        backoff,
+        notFoundTimeout,
+        meters,
         new Transport(InsecureChannelCredentials.create(), Optional.empty(), List.of()),
-        Keepalive.DEFAULT);
+        Keepalive.DEFAULT,
+        starts);
   }
 
   /**
    * A control plane reached as {@code tls} says, its TLS files polled for changes on {@code timer},
-   * with HTTP/2 keepalive at {@code keepalive}'s intervals.
+   * with HTTP/2 keepalive at {@code keepalive}'s intervals, and at most {@code
+   * maxNewSessionsPerSecond} streams started a second, on average (0: no limit; {@link
+   * StreamStarts}).
    *
    * @throws IOException naming a TLS file that cannot be read or parsed
    */
@@ -115,7 +140,8 @@ public final class AdsUpstream implements UpstreamSource {
       Duration notFoundTimeout,
       MeterRegistry meters,
       UpstreamTls tls,
-      Keepalive keepalive)
+      Keepalive keepalive,
+      int maxNewSessionsPerSecond)
       throws IOException {
     this(
         targets,
@@ -126,7 +152,8 @@ public final class AdsUpstream implements UpstreamSource {
         notFoundTimeout,
         meters,
         transport(tls, timer, meters),
-        keepalive);
+        keepalive,
+        new StreamStarts(maxNewSessionsPerSecond, Ticker.SYSTEM, pool, timer, meters));
   }
 
   private AdsUpstream(
@@ -138,7 +165,8 @@ public final class AdsUpstream implements UpstreamSource {
       Duration notFoundTimeout,
       MeterRegistry meters,
       Transport transport,
-      Keepalive keepalive) {
+      Keepalive keepalive,
+      StreamStarts starts) {
     if (targets.isEmpty()) {
       throw new IllegalArgumentException("an upstream needs at least one address");
     }
@@ -175,7 +203,8 @@ public final class AdsUpstream implements UpstreamSource {
             backoff,
             notFoundTimeout,
             new Random(),
-            meters);
+            meters,
+            starts);
   }
 
   private static NettyChannelBuilder channel(String target, Transport transport) {

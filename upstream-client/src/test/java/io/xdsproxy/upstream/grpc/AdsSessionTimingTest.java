@@ -58,6 +58,7 @@ class AdsSessionTimingTest {
       };
 
   private final FakeClock time = new FakeClock();
+  private final SimpleMeterRegistry meters = new SimpleMeterRegistry();
   private final List<ResourceUpdate> updates = new CopyOnWriteArrayList<>();
   private ScriptedControlPlane controlPlane;
   private ManagedChannel channel;
@@ -76,7 +77,8 @@ class AdsSessionTimingTest {
             BACKOFF,
             NOT_FOUND,
             MIDDLE,
-            new SimpleMeterRegistry());
+            meters,
+            new StreamStarts(0, time.ticker(), CALLING_THREAD, time.scheduler(), meters));
     session = new SotwUpstreamSession(new NodeGroupKey("fleet"), NODE, updates::add, context);
   }
 

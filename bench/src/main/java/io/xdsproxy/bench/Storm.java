@@ -1,0 +1,333 @@
+package io.xdsproxy.bench;
+
+import java.net.InetSocketAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * A reconnect storm while updates flow (issue 17): N clients are served by the proxy and take
+ * updates one after another; then M new clients connect at once, as a zone failing over sends its
+ * Envoys to this replica, and the updates go on. Reports how long until all M hold the state, and
+ * the p50 and p99 of an update's fan-out to the N established clients before the storm and during
+ * it, for each proxy jar given, one after the other on the same machine, so that a build before a
+ * change and one after are compared in one run.
+ *
+ * <p>{@code java -cp bench/target/xds-bench.jar io.xdsproxy.bench.Storm [--clients N] [--storm M]
+ * [--groups G] [--clusters K] [--delta SHARE] [--streams-per-connection S] [--baseline-updates B]
+ * [--storm-updates U] [--pause-ms P] [--proxy-jar PATH[,PATH...]] [--runs R] [--jvm "OPTIONS"]
+ * [--logs DIR] [--timeout-seconds S]}: {@code --storm-updates} is the fewest updates made from the
+ * storm's start on (more are made while the newcomers are not all in sync); {@code --runs R}
+ * measures every jar R times, alternating, and reports the medians.
+ */
+public final class Storm {
+
+  record Options(
+      int clients,
+      int storm,
+      int groups,
+      int clusters,
+      double delta,
+      int streamsPerConnection,
+      int baselineUpdates,
+      int stormUpdates,
+      Duration pause,
+      List<Path> proxyJars,
+      int runs,
+      List<String> jvm,
+      Path logs,
+      Duration timeout) {
+
+    static Options parse(String[] args) {
+      Args given = new Args(args);
+      int clients = given.integer("clients", 10000);
+      Options options =
+          new Options(
+              clients,
+              given.integer("storm", clients),
+              given.integer("groups", 10),
+              given.integer("clusters", 1000),
+              given.decimal("delta", 0.5),
+              given.integer("streams-per-connection", 1),
+              given.integer("baseline-updates", 5),
+              given.integer("storm-updates", 3),
+              Duration.ofMillis(given.integer("pause-ms", 200)),
+              Arrays.stream(given.text("proxy-jar", "proxy-app/target/xds-proxy.jar").split(","))
+                  .map(Path::of)
+                  .toList(),
+              given.integer("runs", 1),
+              given.words("jvm", "-Xmx4g -XX:+UseG1GC"),
+              given.path("logs", "bench/target/logs"),
+              given.seconds("timeout-seconds", 300));
+      given.done();
+      if (options.groups() > options.clients() || options.baselineUpdates() < 1) {
+        throw new IllegalArgumentException("need groups <= clients and a baseline update or more");
+      }
+      return options;
+    }
+  }
+
+  /** One update's fan-out to the established clients, in milliseconds, and when it was made. */
+  record Round(long madeAt, double p50, double p99) {}
+
+  /** What one run of one jar measured: medians over its rounds, in ms; the storm's sync in s. */
+  record Result(
+      Path jar,
+      double stormSyncSeconds,
+      double baselineP50,
+      double baselineP99,
+      double stormP50,
+      double stormP99,
+      int stormRounds,
+      int failedStreams) {}
+
+  public static void main(String[] args) throws Exception {
+    Options options = Args.parseOrExit("xds-bench storm", args, Options::parse);
+    Files.createDirectories(options.logs());
+    List<Result> results = new ArrayList<>();
+    for (int run = 1; run <= options.runs(); run++) {
+      for (Path jar : options.proxyJars()) {
+        results.add(measure(options, jar, run));
+      }
+    }
+    System.out.println(table(options, results));
+  }
+
+  static Result measure(Options options, Path jar, int run) throws Exception {
+    String setup = jar + " (run " + run + ")";
+    Compare.log("%s: starting", setup);
+    try (JavaProcess plane =
+        Compare.startControlPlane(
+            options.jvm(),
+            options.groups(),
+            options.clusters(),
+            BenchResources.Change.ENDPOINTS,
+            options.logs().resolve("storm-control-plane.log"))) {
+      int planePort = Compare.readyPort(plane);
+      Compare.Proxy proxy =
+          Compare.startProxy(
+              jar, options.jvm(), planePort, options.logs().resolve("storm-xds-proxy.log"));
+      try (JavaProcess proxyProcess = proxy.process();
+          LoadClients established = clients(options, proxy, "established-");
+          LoadClients storm = clients(options, proxy, "storm-")) {
+        established.openUpTo(options.clients());
+        Compare.await(
+            () -> established.holding(0),
+            options.clients(),
+            options.timeout(),
+            setup + ": the established clients' first state");
+        Thread.sleep(2000); // their last ACKs are read before the updates start
+
+        Rounds rounds = new Rounds(plane, established, storm, options);
+        List<Round> baseline = new ArrayList<>();
+        for (int i = 0; i < options.baselineUpdates(); i++) {
+          baseline.add(rounds.next());
+        }
+        Compare.log("%s: baseline done, the storm begins", setup);
+
+        // Updates go on, one after another, on a thread of their own, while the storm connects.
+        int stateAtStorm = rounds.made();
+        List<Round> during = new CopyOnWriteArrayList<>();
+        AtomicBoolean stop = new AtomicBoolean();
+        AtomicReference<Exception> failure = new AtomicReference<>();
+        Thread updates =
+            new Thread(
+                () -> {
+                  try {
+                    while (!stop.get()) {
+                      during.add(rounds.next());
+                    }
+                  } catch (Exception e) {
+                    failure.set(e);
+                  }
+                },
+                "storm-updates");
+        long stormAt = System.nanoTime();
+        updates.start();
+        storm.openUpTo(options.storm());
+        Compare.await(
+            () -> failure.get() != null ? options.storm() : storm.holding(stateAtStorm),
+            options.storm(),
+            options.timeout(),
+            setup + ": the storm's clients holding the state");
+        long syncedAt = System.nanoTime();
+        double syncSeconds = (syncedAt - stormAt) / 1e9;
+        Compare.log("%s: %d newcomers in sync after %.1f s", setup, options.storm(), syncSeconds);
+        long deadline = System.nanoTime() + options.timeout().toNanos();
+        while (failure.get() == null
+            && during.stream().filter(r -> r.madeAt() >= stormAt).count() < options.stormUpdates()
+            && System.nanoTime() < deadline) {
+          Thread.sleep(10);
+        }
+        stop.set(true);
+        updates.join(options.timeout().toMillis());
+        if (failure.get() != null) {
+          throw failure.get();
+        }
+        // An update made while the newcomers were syncing, or the first ones from the storm's
+        // start on when they synced faster than that.
+        List<Round> stormRounds = new ArrayList<>();
+        for (Round round : during) {
+          if (round.madeAt() < syncedAt || stormRounds.size() < options.stormUpdates()) {
+            stormRounds.add(round);
+          }
+        }
+        return new Result(
+            jar,
+            syncSeconds,
+            median(baseline.stream().mapToDouble(Round::p50).toArray()),
+            median(baseline.stream().mapToDouble(Round::p99).toArray()),
+            median(stormRounds.stream().mapToDouble(Round::p50).toArray()),
+            median(stormRounds.stream().mapToDouble(Round::p99).toArray()),
+            stormRounds.size(),
+            established.failed() + storm.failed());
+      }
+    }
+  }
+
+  private static LoadClients clients(Options options, Compare.Proxy proxy, String idPrefix) {
+    return new LoadClients(
+        new InetSocketAddress("127.0.0.1", proxy.xdsPort()),
+        options.groups(),
+        options.clusters(),
+        options.delta(),
+        options.streamsPerConnection(),
+        BenchResources.Change.ENDPOINTS,
+        idPrefix);
+  }
+
+  /** Updates made one after another: each waits until every established client holds it. */
+  private static final class Rounds {
+    private final JavaProcess plane;
+    private final LoadClients established;
+    private final LoadClients storm;
+    private final Options options;
+    private volatile int made;
+
+    Rounds(JavaProcess plane, LoadClients established, LoadClients storm, Options options) {
+      this.plane = plane;
+      this.established = established;
+      this.storm = storm;
+      this.options = options;
+    }
+
+    int made() {
+      return made;
+    }
+
+    Round next() throws InterruptedException {
+      Thread.sleep(options.pause().toMillis());
+      long madeAt = System.nanoTime();
+      plane.send("update");
+      String[] updated = plane.await("updated ", Duration.ofSeconds(60)).split(" ");
+      int round = Integer.parseInt(updated[1]);
+      long changedAt = Long.parseLong(updated[2]);
+      established.roundMade(round);
+      storm.roundMade(round);
+      made = round;
+      Compare.await(
+          () -> established.holding(round),
+          options.clients(),
+          options.timeout(),
+          "update " + round);
+      long[] latencies = established.latencies(round, changedAt);
+      return new Round(
+          madeAt,
+          Compare.percentile(latencies, 0.50) / 1e6,
+          Compare.percentile(latencies, 0.99) / 1e6);
+    }
+  }
+
+  static String table(Options options, List<Result> results) {
+    StringBuilder out = new StringBuilder();
+    out.append(
+        String.format(
+            Locale.ROOT,
+            "%d established clients, then %d newcomers at once (%.0f%% Delta, %d per connection),"
+                + " %d node groups, %d clusters; an update of one cluster's endpoints every %d ms"
+                + " after the last reached every established client; medians of %d run(s)%n%n",
+            options.clients(),
+            options.storm(),
+            options.delta() * 100,
+            options.streamsPerConnection(),
+            options.groups(),
+            options.clusters(),
+            options.pause().toMillis(),
+            options.runs()));
+    out.append("| measure |");
+    options.proxyJars().forEach(jar -> out.append(' ').append(jar).append(" |"));
+    boolean two = options.proxyJars().size() == 2;
+    out.append(two ? " second / first |\n" : "\n");
+    out.append("| --- |")
+        .append(" ---: |".repeat(options.proxyJars().size() + (two ? 1 : 0)))
+        .append('\n');
+    row(out, options, results, "newcomers all holding the state (s)", Result::stormSyncSeconds);
+    row(
+        out,
+        options,
+        results,
+        "update to established, before the storm, p50 (ms)",
+        Result::baselineP50);
+    row(
+        out,
+        options,
+        results,
+        "update to established, before the storm, p99 (ms)",
+        Result::baselineP99);
+    row(
+        out,
+        options,
+        results,
+        "update to established, during the storm, p50 (ms)",
+        Result::stormP50);
+    row(
+        out,
+        options,
+        results,
+        "update to established, during the storm, p99 (ms)",
+        Result::stormP99);
+    row(out, options, results, "updates during the storm", r -> r.stormRounds());
+    row(out, options, results, "client streams that failed", r -> r.failedStreams());
+    return out.toString();
+  }
+
+  private static void row(
+      StringBuilder out,
+      Options options,
+      List<Result> results,
+      String name,
+      java.util.function.ToDoubleFunction<Result> value) {
+    out.append("| ").append(name).append(" |");
+    List<Double> medians = new ArrayList<>();
+    for (Path jar : options.proxyJars()) {
+      double m =
+          median(results.stream().filter(r -> r.jar().equals(jar)).mapToDouble(value).toArray());
+      medians.add(m);
+      out.append(String.format(Locale.ROOT, " %.1f |", m));
+    }
+    if (medians.size() == 2) {
+      out.append(
+          medians.get(0) > 0
+              ? String.format(Locale.ROOT, " %.2f |", medians.get(1) / medians.get(0))
+              : " |");
+    }
+    out.append('\n');
+  }
+
+  private static double median(double[] values) {
+    if (values.length == 0) {
+      return Double.NaN;
+    }
+    double[] sorted = values.clone();
+    Arrays.sort(sorted);
+    int middle = sorted.length / 2;
+    return sorted.length % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+  }
+}

@@ -1,0 +1,185 @@
+package io.xdsproxy.app;
+
+import static io.xdsproxy.app.testing.ProxyFixture.against;
+import static io.xdsproxy.app.testing.XdsTestClient.node;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.envoyproxy.envoy.service.discovery.v3.AggregatedDiscoveryServiceGrpc;
+import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
+import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
+import io.grpc.ManagedChannel;
+import io.grpc.netty.NettyChannelBuilder;
+import io.grpc.stub.StreamObserver;
+import io.xdsproxy.app.testing.ProxyFixture;
+import io.xdsproxy.app.testing.Resources;
+import io.xdsproxy.core.TypeUrl;
+import io.xdsproxy.core.WorkLanes;
+import io.xdsproxy.upstream.testing.ControlPlane;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * A reconnect storm does not delay updates to the clients already served: with a burst of newcomers
+ * queued for their first state, an update from java-control-plane reaches an established client
+ * before most of them are served ({@link WorkLanes}). Made deterministic by holding the proxy's
+ * workers while the newcomers' first requests and the update queue up, then letting one go: what is
+ * measured is the order the work is done in, not how fast. With one queue for everything (before
+ * the lanes), the update came after 93 to all 100 of the newcomers; with the lanes, after 57 to 65:
+ * the newcomers still get one turn in five, and those served are established in turn, their updates
+ * and gRPC's callbacks in the change lane beside the established client's.
+ */
+class ReconnectStormTest {
+
+  private static final Duration WAIT = Duration.ofSeconds(20);
+  private static final int NEWCOMERS = 100;
+
+  @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
+
+  @Test
+  void anUpdateReachesAnEstablishedClientBeforeMostOfABurstOfNewcomersIsServed() throws Exception {
+    ControlPlane controlPlane = fixture.controlPlane();
+    controlPlane.setSnapshot("fleet", Resources.clustersAt(1000, "1", "a", "b"));
+    XdsProxy proxy = fixture.proxy(against(controlPlane.target()));
+    List<String> arrivals = new CopyOnWriteArrayList<>();
+
+    ManagedChannel channel = channel(proxy);
+    BlockingQueue<DiscoveryResponse> received = new LinkedBlockingQueue<>();
+    StreamObserver<DiscoveryRequest> established =
+        AggregatedDiscoveryServiceGrpc.newStub(channel)
+            .streamAggregatedResources(
+                new StreamObserver<>() {
+                  @Override
+                  public void onNext(DiscoveryResponse response) {
+                    if (response.getResourcesCount() == 3) { // the update adds cluster c
+                      arrivals.add("update");
+                    }
+                    received.add(response);
+                  }
+
+                  @Override
+                  public void onError(Throwable t) {}
+
+                  @Override
+                  public void onCompleted() {}
+                });
+    established.onNext(wildcardClusters("established"));
+    DiscoveryResponse first = received.poll(WAIT.toSeconds(), TimeUnit.SECONDS);
+    assertThat(first).as("the established client's first state").isNotNull();
+    established.onNext(
+        DiscoveryRequest.newBuilder()
+            .setTypeUrl(TypeUrl.CLUSTER.url())
+            .setVersionInfo(first.getVersionInfo())
+            .setResponseNonce(first.getNonce())
+            .build());
+
+    ThreadPoolExecutor workers = proxy.workers();
+    WorkLanes lanes = (WorkLanes) workers.getQueue();
+    // Every worker held; one is let go when the storm and the update are queued, the others only at
+    // the end, so that the order the work is done in is the queues' alone.
+    CountDownLatch held = new CountDownLatch(workers.getCorePoolSize());
+    CountDownLatch release = new CountDownLatch(1);
+    CountDownLatch releaseTheOthers = new CountDownLatch(1);
+    for (int i = 0; i < workers.getCorePoolSize(); i++) {
+      CountDownLatch until = i == 0 ? release : releaseTheOthers;
+      workers.execute(
+          () -> {
+            held.countDown();
+            try {
+              until.await(WAIT.toSeconds(), TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+            }
+          });
+    }
+    assertThat(held.await(WAIT.toSeconds(), TimeUnit.SECONDS)).as("every worker held").isTrue();
+    try {
+      // The storm: newcomers of the same group, each served from the cache, all at once, on a
+      // connection of their own (at most 100 streams each).
+      ManagedChannel storm = channel(proxy);
+      for (int i = 0; i < NEWCOMERS; i++) {
+        String name = "newcomer-" + i;
+        StreamObserver<DiscoveryRequest> requests =
+            AggregatedDiscoveryServiceGrpc.newStub(storm)
+                .streamAggregatedResources(
+                    new StreamObserver<>() {
+                      boolean served;
+
+                      @Override
+                      public void onNext(DiscoveryResponse response) {
+                        if (!served) {
+                          served = true;
+                          arrivals.add(name);
+                        }
+                      }
+
+                      @Override
+                      public void onError(Throwable t) {}
+
+                      @Override
+                      public void onCompleted() {}
+                    });
+        requests.onNext(wildcardClusters(name));
+      }
+      // One task of gRPC's per call, each to hand its first request to its stream.
+      await()
+          .atMost(WAIT)
+          .untilAsserted(() -> assertThat(lanes.changeQueued()).isGreaterThanOrEqualTo(NEWCOMERS));
+
+      controlPlane.setSnapshot("fleet", Resources.clustersAt(1000, "2", "a", "b", "c"));
+      // The upstream session's response, queued behind the newcomers.
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () -> assertThat(lanes.changeQueued()).isGreaterThanOrEqualTo(NEWCOMERS + 1));
+    } finally {
+      release.countDown();
+    }
+
+    try {
+      await()
+          .atMost(WAIT)
+          .untilAsserted(() -> assertThat(arrivals).as("served").hasSize(NEWCOMERS + 1));
+    } finally {
+      releaseTheOthers.countDown();
+    }
+    assertThat(arrivals.indexOf("update"))
+        .as(
+            "newcomers served before the established client got the update, of %d queued before it",
+            NEWCOMERS)
+        .isLessThan(NEWCOMERS * 4 / 5);
+  }
+
+  private ManagedChannel channel(XdsProxy proxy) {
+    return fixture
+        .add(
+            new AutoCloseableChannel(
+                NettyChannelBuilder.forAddress("127.0.0.1", proxy.xdsPort())
+                    .usePlaintext()
+                    .build()))
+        .channel();
+  }
+
+  private static DiscoveryRequest wildcardClusters(String nodeId) {
+    return DiscoveryRequest.newBuilder()
+        .setNode(node(nodeId, "fleet"))
+        .setTypeUrl(TypeUrl.CLUSTER.url())
+        .build();
+  }
+
+  /** A channel closed with the fixture's clients. */
+  private record AutoCloseableChannel(ManagedChannel channel) implements AutoCloseable {
+    @Override
+    public void close() {
+      channel.shutdownNow();
+    }
+  }
+}

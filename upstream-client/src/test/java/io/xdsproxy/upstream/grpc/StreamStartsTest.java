@@ -1,0 +1,202 @@
+package io.xdsproxy.upstream.grpc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.envoyproxy.envoy.config.core.v3.Node;
+import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
+import io.grpc.ManagedChannel;
+import io.grpc.Status;
+import io.grpc.netty.NettyChannelBuilder;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.xdsproxy.core.Interest;
+import io.xdsproxy.core.NodeGroupKey;
+import io.xdsproxy.core.TypeUrl;
+import io.xdsproxy.core.UpstreamSource.UpstreamSession;
+import io.xdsproxy.core.testing.FakeClock;
+import io.xdsproxy.upstream.testing.ControlPlane;
+import io.xdsproxy.upstream.testing.ScriptedControlPlane;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.Executor;
+import java.util.random.RandomGenerator;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@code --upstream-max-new-sessions-per-second}: the streams of many node groups reach the control
+ * plane at the rate, first asked first started, on a fake clock; a session closed while it waits
+ * never starts, and a reconnect waits its turn as a new session does.
+ */
+class StreamStartsTest {
+
+  private static final Duration WAIT = Duration.ofSeconds(10);
+  private static final Executor CALLING_THREAD = Runnable::run;
+  private static final Backoff BACKOFF =
+      new Backoff(Duration.ofMillis(100), Duration.ofMillis(800), 2.0, 0.2);
+
+  /** No jitter: {@code nextDouble} in the middle of [0, 1) spreads a delay by a factor of 1. */
+  private static final RandomGenerator MIDDLE =
+      new RandomGenerator() {
+        @Override
+        public long nextLong() {
+          return 0;
+        }
+
+        @Override
+        public double nextDouble() {
+          return 0.5;
+        }
+      };
+
+  private final FakeClock time = new FakeClock();
+  private final SimpleMeterRegistry meters = new SimpleMeterRegistry();
+  private final List<AutoCloseable> opened = new ArrayList<>();
+
+  @AfterEach
+  void stop() throws Exception {
+    for (int i = opened.size() - 1; i >= 0; i--) {
+      opened.get(i).close();
+    }
+  }
+
+  private <T extends AutoCloseable> T add(T closeable) {
+    opened.add(closeable);
+    return closeable;
+  }
+
+  private double waiting() {
+    return meters.get("xds.upstream.sessions.waiting").gauge().value();
+  }
+
+  /** The node groups whose streams reached {@code controlPlane}, in the order their first came. */
+  private static Set<String> started(ControlPlane controlPlane) {
+    Set<String> groups = new LinkedHashSet<>();
+    for (DiscoveryRequest request : controlPlane.requests()) {
+      if (request.hasNode()) {
+        groups.add(request.getNode().getCluster());
+      }
+    }
+    return groups;
+  }
+
+  private static String group(int i) {
+    return String.format("g%02d", i);
+  }
+
+  @Test
+  void twentyGroupsStartAtFiveASecondFirstComeFirstServedAndAWithdrawnOneNever() throws Exception {
+    ControlPlane controlPlane = add(new ControlPlane());
+    StreamStarts starts =
+        new StreamStarts(5, time.ticker(), CALLING_THREAD, time.scheduler(), meters);
+    AdsUpstream upstream =
+        add(
+            new AdsUpstream(
+                List.of(controlPlane.target()),
+                AdsUpstream.Protocol.SOTW,
+                CALLING_THREAD,
+                time.scheduler(),
+                BACKOFF,
+                Duration.ofSeconds(15),
+                meters,
+                starts));
+    List<UpstreamSession> sessions = new ArrayList<>();
+    for (int i = 0; i < 20; i++) {
+      Node node = Node.newBuilder().setId("envoy-" + i).setCluster(group(i)).build();
+      UpstreamSession session = upstream.open(new NodeGroupKey(group(i)), node, update -> {});
+      session.updateInterest(TypeUrl.CLUSTER, new Interest(true, Set.of()));
+      sessions.add(session);
+    }
+    sessions.get(7).close(); // closed while it waits: it leaves the queue, taking no token
+
+    // A second's worth at once: the first five.
+    Set<String> expected = new LinkedHashSet<>();
+    IntStream.range(0, 5).mapToObj(StreamStartsTest::group).forEach(expected::add);
+    await().atMost(WAIT).until(() -> started(controlPlane).size() == 5);
+    assertThat(started(controlPlane)).containsExactlyInAnyOrderElementsOf(expected);
+    assertThat(waiting()).as("waiting after the first second's worth").isEqualTo(14);
+
+    // Then one every 200 ms, in the order asked, g07 passed over.
+    for (int i = 5; i < 20; i++) {
+      if (i == 7) {
+        continue;
+      }
+      time.forwardTime(Duration.ofMillis(199));
+      assertThat(started(controlPlane))
+          .as("1 ms before %s's turn", group(i))
+          .hasSize(expected.size());
+      time.forwardTime(Duration.ofMillis(1));
+      String turn = group(i);
+      expected.add(turn);
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () ->
+                  assertThat(started(controlPlane))
+                      .as("started by %s's turn", turn)
+                      .containsExactlyInAnyOrderElementsOf(expected));
+    }
+    assertThat(waiting()).isZero();
+
+    time.forwardTime(Duration.ofSeconds(10));
+    assertThat(started(controlPlane))
+        .as("the withdrawn session never starts")
+        .doesNotContain("g07");
+    assertThat(controlPlane.openStreams()).isEqualTo(19);
+    assertThat(meters.get("xds.upstream.session.start.wait").timer().count()).isEqualTo(19);
+    assertThat(
+            meters
+                .get("xds.upstream.session.start.wait")
+                .timer()
+                .max(java.util.concurrent.TimeUnit.MILLISECONDS))
+        .as("the last one waited its 14 turns")
+        .isEqualTo(14 * 200);
+  }
+
+  @Test
+  void aReconnectWaitsForItsTurnAsANewSessionDoes() throws Exception {
+    ScriptedControlPlane controlPlane = add(new ScriptedControlPlane());
+    ManagedChannel channel =
+        NettyChannelBuilder.forTarget(controlPlane.target()).usePlaintext().build();
+    add(channel::shutdownNow);
+    AdsSession.Context context =
+        new AdsSession.Context(
+            List.of(channel),
+            List.of(controlPlane.target()),
+            CALLING_THREAD,
+            time.scheduler(),
+            BACKOFF,
+            Duration.ofSeconds(15),
+            MIDDLE,
+            meters,
+            new StreamStarts(1, time.ticker(), CALLING_THREAD, time.scheduler(), meters));
+    SotwUpstreamSession session =
+        new SotwUpstreamSession(
+            new NodeGroupKey("fleet"),
+            Node.newBuilder().setId("envoy-1").setCluster("fleet").build(),
+            update -> {},
+            context);
+    add(session::close);
+    session.updateInterest(TypeUrl.CLUSTER, new Interest(true, Set.of()));
+    controlPlane.nextRequest(WAIT);
+    assertThat(controlPlane.streamsOpened()).isEqualTo(1);
+
+    controlPlane.endStream(Status.UNAVAILABLE.withDescription("restarting"));
+    await().atMost(WAIT).until(() -> time.pendingTasks() == 1); // the backoff, 100 ms
+    time.forwardTime(Duration.ofMillis(100));
+    assertThat(waiting()).as("backed off, now waiting for its turn").isEqualTo(1);
+
+    // The first stream took the one token at 0 ms; the next is due at 1,000 ms.
+    time.forwardTime(Duration.ofMillis(899));
+    controlPlane.expectNoRequest(Duration.ofMillis(100));
+    assertThat(controlPlane.streamsOpened()).as("1 ms before its turn").isEqualTo(1);
+    time.forwardTime(Duration.ofMillis(1));
+    controlPlane.nextRequest(WAIT);
+    assertThat(controlPlane.streamsOpened()).isEqualTo(2);
+    assertThat(waiting()).isZero();
+  }
+}
