@@ -144,16 +144,17 @@ public final class XdsProxy implements AutoCloseable {
       upstream =
           !config.upstream().isEmpty()
               ? new AdsUpstream(
-                  config.upstream(),
-                  config.upstreamProtocol(),
+                  new AdsUpstream.Settings(
+                      config.upstream(),
+                      config.upstreamProtocol(),
+                      config.upstreamBackoff(),
+                      config.notFoundTimeout(),
+                      config.upstreamTls(),
+                      config.upstreamKeepalive(),
+                      config.upstreamMaxNewSessionsPerSecond()),
                   pool,
                   timer,
-                  config.upstreamBackoff(),
-                  config.notFoundTimeout(),
-                  meters,
-                  config.upstreamTls(),
-                  config.upstreamKeepalive(),
-                  config.upstreamMaxNewSessionsPerSecond())
+                  meters)
               : new FileSystemSource(config.resourcesDir().toAbsolutePath().normalize());
     } catch (IOException e) {
       timer.shutdownNow();

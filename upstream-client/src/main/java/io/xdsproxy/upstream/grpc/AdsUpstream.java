@@ -74,104 +74,73 @@ public final class AdsUpstream implements UpstreamSource {
       List<TlsFiles.Watched<?>> watched) {}
 
   /**
+   * How the control plane is reached.
+   *
    * @param targets the control plane's addresses, {@code host:port} each, tried in turn when a
    *     stream fails; a DNS name is resolved, and re-resolved on reconnect
    * @param protocol State of the World or incremental ADS
    * @param notFoundTimeout how long a requested name may go unanswered before it is taken not to
    *     exist ("Knowing When a Requested Resource Does Not Exist": 15 s recommended)
-   * @param meters where the sessions count their NACKs and reconnects
+   * @param tls plaintext or TLS, its files polled for changes
+   * @param keepalive HTTP/2 keepalive's intervals
+   * @param maxNewSessionsPerSecond streams started a second at most, on average (0: no limit;
+   *     {@link StreamStarts})
    */
-  public AdsUpstream(
+  public record Settings(
       List<String> targets,
       Protocol protocol,
-      Executor pool,
-      ScheduledExecutorService timer,
       Backoff backoff,
       Duration notFoundTimeout,
-      MeterRegistry meters) {
-    this(
-        targets,
-        protocol,
-        pool,
-        timer,
-        backoff,
-        notFoundTimeout,
-        meters,
-        new StreamStarts(0, Ticker.SYSTEM, pool, timer, meters));
-  }
+      UpstreamTls tls,
+      Keepalive keepalive,
+      int maxNewSessionsPerSecond) {
 
-  /** A plaintext control plane whose streams start as {@code starts} lets them: for tests. */
-  AdsUpstream(
-      List<String> targets,
-      Protocol protocol,
-      Executor pool,
-      ScheduledExecutorService timer,
-      Backoff backoff,
-      Duration notFoundTimeout,
-      MeterRegistry meters,
-      StreamStarts starts) {
-    this(
-        targets,
-        protocol,
-        pool,
-        timer,
-        backoff,
-        notFoundTimeout,
-        meters,
-        new Transport(InsecureChannelCredentials.create(), Optional.empty(), List.of()),
-        Keepalive.DEFAULT,
-        starts);
+    public Settings {
+      if (targets.isEmpty()) {
+        throw new IllegalArgumentException("an upstream needs at least one address");
+      }
+      targets = List.copyOf(targets);
+    }
+
+    /** Plaintext, default keepalive, streams started as fast as asked. */
+    public static Settings plaintext(
+        List<String> targets, Protocol protocol, Backoff backoff, Duration notFoundTimeout) {
+      return new Settings(
+          targets, protocol, backoff, notFoundTimeout, UpstreamTls.PLAINTEXT, Keepalive.DEFAULT, 0);
+    }
   }
 
   /**
-   * A control plane reached as {@code tls} says, its TLS files polled for changes on {@code timer},
-   * with HTTP/2 keepalive at {@code keepalive}'s intervals, and at most {@code
-   * maxNewSessionsPerSecond} streams started a second, on average (0: no limit; {@link
-   * StreamStarts}).
+   * A control plane reached as {@code settings} say; the sessions run on {@code pool}, their timed
+   * rules and the TLS files' polls on {@code timer}, and they count their NACKs, reconnects and
+   * waits in {@code meters}.
    *
    * @throws IOException naming a TLS file that cannot be read or parsed
    */
   public AdsUpstream(
-      List<String> targets,
-      Protocol protocol,
-      Executor pool,
-      ScheduledExecutorService timer,
-      Backoff backoff,
-      Duration notFoundTimeout,
-      MeterRegistry meters,
-      UpstreamTls tls,
-      Keepalive keepalive,
-      int maxNewSessionsPerSecond)
+      Settings settings, Executor pool, ScheduledExecutorService timer, MeterRegistry meters)
       throws IOException {
     this(
-        targets,
-        protocol,
+        settings,
         pool,
         timer,
-        backoff,
-        notFoundTimeout,
         meters,
-        transport(tls, timer, meters),
-        keepalive,
-        new StreamStarts(maxNewSessionsPerSecond, Ticker.SYSTEM, pool, timer, meters));
+        new StreamStarts(settings.maxNewSessionsPerSecond(), Ticker.SYSTEM, pool, timer, meters));
   }
 
-  private AdsUpstream(
-      List<String> targets,
-      Protocol protocol,
+  /** A control plane whose streams start as {@code starts} lets them: for tests. */
+  AdsUpstream(
+      Settings settings,
       Executor pool,
       ScheduledExecutorService timer,
-      Backoff backoff,
-      Duration notFoundTimeout,
       MeterRegistry meters,
-      Transport transport,
-      Keepalive keepalive,
-      StreamStarts starts) {
-    if (targets.isEmpty()) {
-      throw new IllegalArgumentException("an upstream needs at least one address");
-    }
-    this.targets = List.copyOf(targets);
-    this.protocol = protocol;
+      StreamStarts starts)
+      throws IOException {
+    List<String> targets = settings.targets();
+    Transport transport = transport(settings.tls(), timer, meters);
+    Keepalive keepalive = settings.keepalive();
+    this.targets = targets;
+    this.protocol = settings.protocol();
     this.transport = transport;
     this.channels =
         this.targets.stream()
@@ -200,8 +169,8 @@ public final class AdsUpstream implements UpstreamSource {
             this.targets,
             pool,
             timer,
-            backoff,
-            notFoundTimeout,
+            settings.backoff(),
+            settings.notFoundTimeout(),
             new Random(),
             meters,
             starts);

@@ -66,12 +66,10 @@ class DeltaUpstreamSessionTest {
     controlPlane = new ControlPlane();
     upstream =
         new AdsUpstream(
-            java.util.List.of(controlPlane.target()),
-            AdsUpstream.Protocol.DELTA,
+            AdsUpstream.Settings.plaintext(
+                java.util.List.of(controlPlane.target()), AdsUpstream.Protocol.DELTA, FAST, WAIT),
             pool,
             timer,
-            FAST,
-            WAIT,
             new SimpleMeterRegistry());
     session = upstream.open(new NodeGroupKey("fleet"), NODE, updates::add);
   }
@@ -205,12 +203,10 @@ class DeltaUpstreamSessionTest {
     try (ScriptedControlPlane scripted = new ScriptedControlPlane()) {
       AdsUpstream toScripted =
           new AdsUpstream(
-              List.of(scripted.target()),
-              AdsUpstream.Protocol.DELTA,
+              AdsUpstream.Settings.plaintext(
+                  List.of(scripted.target()), AdsUpstream.Protocol.DELTA, FAST, WAIT),
               pool,
               timer,
-              FAST,
-              WAIT,
               new SimpleMeterRegistry());
       try {
         UpstreamSession named = toScripted.open(new NodeGroupKey("other"), NODE, updates::add);

@@ -71,15 +71,17 @@ class SotwUpstreamSessionTest {
   }
 
   private UpstreamSession open(String target, Duration notFoundTimeout) {
-    upstream =
-        new AdsUpstream(
-            java.util.List.of(target),
-            AdsUpstream.Protocol.SOTW,
-            pool,
-            timer,
-            FAST,
-            notFoundTimeout,
-            meters);
+    try {
+      upstream =
+          new AdsUpstream(
+              AdsUpstream.Settings.plaintext(
+                  java.util.List.of(target), AdsUpstream.Protocol.SOTW, FAST, notFoundTimeout),
+              pool,
+              timer,
+              meters);
+    } catch (java.io.IOException plaintextReadsNoFile) {
+      throw new java.io.UncheckedIOException(plaintextReadsNoFile);
+    }
     return upstream.open(new NodeGroupKey("fleet"), NODE, updates::add);
   }
 
@@ -250,12 +252,10 @@ class SotwUpstreamSessionTest {
       live.setSnapshot("fleet", clusters("1", "a"));
       upstream =
           new AdsUpstream(
-              List.of(dead.target(), live.target()),
-              AdsUpstream.Protocol.SOTW,
+              AdsUpstream.Settings.plaintext(
+                  List.of(dead.target(), live.target()), AdsUpstream.Protocol.SOTW, FAST, WAIT),
               pool,
               timer,
-              FAST,
-              WAIT,
               new SimpleMeterRegistry());
       UpstreamSession session = upstream.open(new NodeGroupKey("fleet"), NODE, updates::add);
 

@@ -96,12 +96,13 @@ class StreamStartsTest {
     AdsUpstream upstream =
         add(
             new AdsUpstream(
-                List.of(controlPlane.target()),
-                AdsUpstream.Protocol.SOTW,
+                AdsUpstream.Settings.plaintext(
+                    List.of(controlPlane.target()),
+                    AdsUpstream.Protocol.SOTW,
+                    BACKOFF,
+                    Duration.ofSeconds(15)),
                 CALLING_THREAD,
                 time.scheduler(),
-                BACKOFF,
-                Duration.ofSeconds(15),
                 meters,
                 starts));
     List<UpstreamSession> sessions = new ArrayList<>();
