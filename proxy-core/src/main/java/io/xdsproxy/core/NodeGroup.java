@@ -14,7 +14,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Executor;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
@@ -86,23 +85,16 @@ public final class NodeGroup {
    */
   int idlePeriods;
 
-  NodeGroup(
-      NodeGroupKey key,
-      Node upstreamNode,
-      Executor pool,
-      ScheduledExecutorService timer,
-      Ticker ticker,
-      UpstreamSource source,
-      GroupMetrics metrics,
-      SavedStates saved) {
+  NodeGroup(NodeGroupKey key, Node upstreamNode, GroupContext shared) {
     this.key = key;
-    this.saved = saved;
     this.upstreamNode = upstreamNode;
-    this.timer = timer;
-    this.ticker = ticker;
+    this.saved = shared.saved();
+    this.timer = shared.timer();
+    this.ticker = shared.ticker();
     this.store = new ResourceStore(ticker);
-    this.metrics = metrics;
-    this.executor = new SerialExecutor(pool, "node group " + key);
+    this.metrics = shared.metrics();
+    UpstreamSource source = shared.source();
+    this.executor = new SerialExecutor(shared.pool(), "node group " + key);
     // The saved state is in the store before the session can answer, or any stream subscribe.
     executor.execute(this::seed);
     executor.execute(

@@ -25,14 +25,12 @@ public final class NodeGroups implements AutoCloseable {
 
   private final NodeGrouping grouping;
   private final BiFunction<NodeGroupKey, Node, Node> upstreamNodeOf;
-  private final UpstreamSource source;
-  private final Executor pool;
-  private final ScheduledExecutorService timer;
-  private final Ticker ticker;
   private final Duration idleGrace;
   private final ConcurrentMap<NodeGroupKey, NodeGroup> groups = new ConcurrentHashMap<>();
-  private final GroupMetrics metrics;
-  private final SavedStates saved;
+
+  /** What every group is run with. */
+  private final GroupContext shared;
+
   private volatile boolean closed;
 
   /**
@@ -43,22 +41,8 @@ public final class NodeGroups implements AutoCloseable {
    *     tests)
    * @param meters where the groups' meters go: open groups, store size, do_not_cache relays, TTL
    *     expiries
-   */
-  public NodeGroups(
-      NodeGrouping grouping,
-      BiFunction<NodeGroupKey, Node, Node> upstreamNode,
-      UpstreamSource source,
-      Executor pool,
-      ScheduledExecutorService timer,
-      Ticker ticker,
-      Duration idleGrace,
-      MeterRegistry meters) {
-    this(grouping, upstreamNode, source, pool, timer, ticker, idleGrace, meters, SavedStates.NONE);
-  }
-
-  /**
-   * Groups that are first served the state saved of them before a restart, and whose changes are
-   * saved, in {@code saved}.
+   * @param saved where each group is first served the state saved of it before a restart, and where
+   *     its changes are saved; {@link SavedStates#NONE} for neither
    */
   public NodeGroups(
       NodeGrouping grouping,
@@ -70,15 +54,11 @@ public final class NodeGroups implements AutoCloseable {
       Duration idleGrace,
       MeterRegistry meters,
       SavedStates saved) {
-    this.saved = saved;
     this.grouping = grouping;
     this.upstreamNodeOf = upstreamNode;
-    this.source = source;
-    this.pool = pool;
-    this.timer = timer;
-    this.ticker = ticker;
     this.idleGrace = idleGrace;
-    this.metrics = new GroupMetrics(meters, this);
+    this.shared =
+        new GroupContext(source, pool, timer, ticker, new GroupMetrics(meters, this), saved);
   }
 
   /** The upstream sees each group as its first client: that client's node, verbatim. */
@@ -127,7 +107,7 @@ public final class NodeGroups implements AutoCloseable {
             (k, group) -> {
               if (group == null) {
                 Node upstreamNode = upstreamNodeOf.apply(k, node);
-                group = new NodeGroup(k, upstreamNode, pool, timer, ticker, source, metrics, saved);
+                group = new NodeGroup(k, upstreamNode, shared);
                 LogFields.NONE
                     .node(node.getId())
                     .group(k)
@@ -137,7 +117,7 @@ public final class NodeGroups implements AutoCloseable {
                         k,
                         node.getId(),
                         upstreamNode.getId(),
-                        source.describe());
+                        shared.source().describe());
               }
               full[0] = group.references >= maxStreams;
               if (!full[0]) {
@@ -189,8 +169,10 @@ public final class NodeGroups implements AutoCloseable {
       return;
     }
     try {
-      timer.schedule(
-          () -> closeIfIdle(group, idleSince[0]), idleGrace.toMillis(), TimeUnit.MILLISECONDS);
+      shared
+          .timer()
+          .schedule(
+              () -> closeIfIdle(group, idleSince[0]), idleGrace.toMillis(), TimeUnit.MILLISECONDS);
     } catch (RejectedExecutionException shuttingDown) {
       closeIfIdle(group, idleSince[0]);
     }
@@ -218,7 +200,7 @@ public final class NodeGroups implements AutoCloseable {
 
   /** The time updates are stamped with: what a fan-out latency must be measured against. */
   public Ticker ticker() {
-    return ticker;
+    return shared.ticker();
   }
 
   public List<NodeGroup> groups() {

@@ -46,7 +46,8 @@ class GroupAuditorTest {
           time.scheduler(),
           time.ticker(),
           Duration.ofMinutes(5),
-          meters);
+          meters,
+          SavedStates.NONE);
   private final GroupAuditor auditor =
       new GroupAuditor(
               groups,

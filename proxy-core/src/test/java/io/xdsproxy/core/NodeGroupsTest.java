@@ -39,7 +39,8 @@ class NodeGroupsTest {
           time.scheduler(),
           time.ticker(),
           GRACE,
-          new SimpleMeterRegistry());
+          new SimpleMeterRegistry(),
+          SavedStates.NONE);
 
   @AfterEach
   void close() {

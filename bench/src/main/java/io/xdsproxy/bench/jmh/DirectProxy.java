@@ -10,6 +10,7 @@ import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.xdsproxy.core.NodeGroupRule;
 import io.xdsproxy.core.NodeGroups;
+import io.xdsproxy.core.SavedStates;
 import io.xdsproxy.core.Ticker;
 import io.xdsproxy.core.UpstreamSource;
 import io.xdsproxy.downstream.xds.AggregatedDiscoveryService;
@@ -59,7 +60,8 @@ final class DirectProxy implements AutoCloseable {
             timer,
             Ticker.SYSTEM,
             Duration.ofMinutes(5),
-            meters);
+            meters,
+            SavedStates.NONE);
     ServerContext serving =
         new ServerContext(
             groups, CALLING_THREAD, new StreamMetrics(meters), clients, Clock.systemUTC());

@@ -9,6 +9,7 @@ import io.grpc.ServerServiceDefinition;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.xdsproxy.core.NodeGroupRule;
 import io.xdsproxy.core.NodeGroups;
+import io.xdsproxy.core.SavedStates;
 import io.xdsproxy.core.Ticker;
 import java.net.InetSocketAddress;
 import java.time.Clock;
@@ -55,7 +56,8 @@ final class InProcessProxy implements AutoCloseable {
             timer,
             Ticker.SYSTEM,
             Duration.ofMinutes(5),
-            meters);
+            meters,
+            SavedStates.NONE);
     ServerContext serving =
         new ServerContext(
             groups,
