@@ -118,6 +118,10 @@ abstract class AdsSession<Q, R, S extends AdsSession.SubscriptionState> implemen
       StreamStarts starts) {}
 
   final NodeGroupKey group;
+
+  /** How the variant's stream is started. */
+  private final AdsCall<Q, R> call;
+
   final Node node;
   private final Context context;
 
@@ -157,7 +161,13 @@ abstract class AdsSession<Q, R, S extends AdsSession.SubscriptionState> implemen
   private int failedAttempts;
   private boolean closed;
 
-  AdsSession(NodeGroupKey group, Node node, UpstreamListener listener, Context context) {
+  AdsSession(
+      NodeGroupKey group,
+      Node node,
+      UpstreamListener listener,
+      Context context,
+      AdsCall<Q, R> call) {
+    this.call = call;
     this.group = group;
     this.node = node;
     this.target = context.targets().get(0);
@@ -193,9 +203,6 @@ abstract class AdsSession<Q, R, S extends AdsSession.SubscriptionState> implemen
 
   /** A new, empty state for {@code type}. */
   abstract S newTypeState(TypeUrl type);
-
-  /** Starts the variant's streaming call on {@code channel}. */
-  abstract void startCall(Channel channel, ClientResponseObserver<Q, R> observer);
 
   /**
    * A new stream is open: forget per-stream state and send each type's {@link
@@ -491,7 +498,7 @@ abstract class AdsSession<Q, R, S extends AdsSession.SubscriptionState> implemen
     }
     int streamGeneration = ++generation;
     target = context.targets().get(targetIndex);
-    startCall(
+    call.start(
         context.channels().get(targetIndex),
         new ClientResponseObserver<Q, R>() {
           @Override

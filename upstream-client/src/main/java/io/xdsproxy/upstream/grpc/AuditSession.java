@@ -1,7 +1,6 @@
 package io.xdsproxy.upstream.grpc;
 
 import io.envoyproxy.envoy.config.core.v3.Node;
-import io.envoyproxy.envoy.service.discovery.v3.AggregatedDiscoveryServiceGrpc;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
@@ -56,6 +55,9 @@ abstract class AuditSession<Q, R> {
    */
   private static final Duration CLOSE_GRACE = Duration.ofSeconds(5);
 
+  /** How the variant's stream is started. */
+  private final AdsCall<Q, R> call;
+
   final Node node;
   final Map<TypeUrl, Interest> wanted;
   private final String target;
@@ -73,7 +75,12 @@ abstract class AuditSession<Q, R> {
   private boolean finished;
 
   AuditSession(
-      Node node, Map<TypeUrl, Interest> wanted, String target, AdsSession.Context context) {
+      Node node,
+      Map<TypeUrl, Interest> wanted,
+      String target,
+      AdsSession.Context context,
+      AdsCall<Q, R> call) {
+    this.call = call;
     this.node = node;
     this.wanted = Map.copyOf(wanted);
     this.target = target;
@@ -109,9 +116,6 @@ abstract class AuditSession<Q, R> {
     return answer;
   }
 
-  /** Starts the variant's streaming call on {@code channel}. */
-  abstract void startCall(Channel channel, ClientResponseObserver<Q, R> observer);
-
   /** The first request of {@code type}: what the group wants of it, from a node with nothing. */
   abstract Q subscribe(TypeUrl type, Interest interest);
 
@@ -119,7 +123,7 @@ abstract class AuditSession<Q, R> {
   abstract void onResponse(R response) throws InvalidResourceException;
 
   private void open(Channel channel) {
-    startCall(
+    call.start(
         channel,
         new ClientResponseObserver<Q, R>() {
           @Override
@@ -272,13 +276,7 @@ abstract class AuditSession<Q, R> {
   private static final class Sotw extends AuditSession<DiscoveryRequest, DiscoveryResponse> {
 
     Sotw(Node node, Map<TypeUrl, Interest> wanted, String target, AdsSession.Context context) {
-      super(node, wanted, target, context);
-    }
-
-    @Override
-    void startCall(
-        Channel channel, ClientResponseObserver<DiscoveryRequest, DiscoveryResponse> observer) {
-      AggregatedDiscoveryServiceGrpc.newStub(channel).streamAggregatedResources(observer);
+      super(node, wanted, target, context, AdsCall.SOTW);
     }
 
     /** A wildcard the legacy way, with no names, as the group's session asks for one. */
@@ -330,14 +328,7 @@ abstract class AuditSession<Q, R> {
       extends AuditSession<DeltaDiscoveryRequest, DeltaDiscoveryResponse> {
 
     Delta(Node node, Map<TypeUrl, Interest> wanted, String target, AdsSession.Context context) {
-      super(node, wanted, target, context);
-    }
-
-    @Override
-    void startCall(
-        Channel channel,
-        ClientResponseObserver<DeltaDiscoveryRequest, DeltaDiscoveryResponse> observer) {
-      AggregatedDiscoveryServiceGrpc.newStub(channel).deltaAggregatedResources(observer);
+      super(node, wanted, target, context, AdsCall.DELTA);
     }
 
     /**

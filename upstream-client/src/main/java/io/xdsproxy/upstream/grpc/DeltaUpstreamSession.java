@@ -1,12 +1,9 @@
 package io.xdsproxy.upstream.grpc;
 
 import io.envoyproxy.envoy.config.core.v3.Node;
-import io.envoyproxy.envoy.service.discovery.v3.AggregatedDiscoveryServiceGrpc;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.Resource;
-import io.grpc.Channel;
-import io.grpc.stub.ClientResponseObserver;
 import io.xdsproxy.core.Interest;
 import io.xdsproxy.core.NodeGroupKey;
 import io.xdsproxy.core.ResourceDecoder;
@@ -54,19 +51,12 @@ final class DeltaUpstreamSession
   }
 
   DeltaUpstreamSession(NodeGroupKey group, Node node, UpstreamListener listener, Context context) {
-    super(group, node, listener, context);
+    super(group, node, listener, context, AdsCall.DELTA);
   }
 
   @Override
   DeltaSubscriptionState newTypeState(TypeUrl type) {
     return new DeltaSubscriptionState(type);
-  }
-
-  @Override
-  void startCall(
-      Channel channel,
-      ClientResponseObserver<DeltaDiscoveryRequest, DeltaDiscoveryResponse> observer) {
-    AggregatedDiscoveryServiceGrpc.newStub(channel).deltaAggregatedResources(observer);
   }
 
   @Override

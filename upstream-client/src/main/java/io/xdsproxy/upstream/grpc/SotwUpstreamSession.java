@@ -1,11 +1,8 @@
 package io.xdsproxy.upstream.grpc;
 
 import io.envoyproxy.envoy.config.core.v3.Node;
-import io.envoyproxy.envoy.service.discovery.v3.AggregatedDiscoveryServiceGrpc;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
-import io.grpc.Channel;
-import io.grpc.stub.ClientResponseObserver;
 import io.xdsproxy.core.Interest;
 import io.xdsproxy.core.NodeGroupKey;
 import io.xdsproxy.core.ResourceDecoder;
@@ -48,18 +45,12 @@ final class SotwUpstreamSession
   }
 
   SotwUpstreamSession(NodeGroupKey group, Node node, UpstreamListener listener, Context context) {
-    super(group, node, listener, context);
+    super(group, node, listener, context, AdsCall.SOTW);
   }
 
   @Override
   SotwSubscriptionState newTypeState(TypeUrl type) {
     return new SotwSubscriptionState(type);
-  }
-
-  @Override
-  void startCall(
-      Channel channel, ClientResponseObserver<DiscoveryRequest, DiscoveryResponse> observer) {
-    AggregatedDiscoveryServiceGrpc.newStub(channel).streamAggregatedResources(observer);
   }
 
   @Override
