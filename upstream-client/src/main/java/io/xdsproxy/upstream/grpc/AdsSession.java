@@ -4,7 +4,6 @@ import io.envoyproxy.envoy.config.core.v3.Node;
 import io.grpc.Channel;
 import io.grpc.Status;
 import io.grpc.stub.ClientCallStreamObserver;
-import io.grpc.stub.ClientResponseObserver;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -500,36 +499,14 @@ abstract class AdsSession<Q, R, S extends AdsSession.SubscriptionState> implemen
     target = context.targets().get(targetIndex);
     call.start(
         context.channels().get(targetIndex),
-        new ClientResponseObserver<Q, R>() {
-          @Override
-          public void beforeStart(ClientCallStreamObserver<Q> requests) {
-            stream = requests;
+        executor,
+        requests -> stream = requests,
+        response -> {
+          if (streamGeneration == generation && !closed) {
+            onResponse(response);
           }
-
-          @Override
-          public void onNext(R response) {
-            executor.execute(
-                () -> {
-                  if (streamGeneration == generation && !closed) {
-                    onResponse(response);
-                  }
-                });
-          }
-
-          @Override
-          public void onError(Throwable t) {
-            executor.execute(() -> onStreamEnd(streamGeneration, Status.fromThrowable(t)));
-          }
-
-          @Override
-          public void onCompleted() {
-            executor.execute(
-                () ->
-                    onStreamEnd(
-                        streamGeneration,
-                        Status.UNAVAILABLE.withDescription("closed by the server")));
-          }
-        });
+        },
+        status -> onStreamEnd(streamGeneration, status));
     for (S state : types.values()) {
       Interest previousWire = state.wire;
       // A new stream has been asked nothing: what could not be taken back on the old one can be

@@ -7,9 +7,7 @@ import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.Resource;
 import io.grpc.Channel;
-import io.grpc.Status;
 import io.grpc.stub.ClientCallStreamObserver;
-import io.grpc.stub.ClientResponseObserver;
 import io.xdsproxy.core.Interest;
 import io.xdsproxy.core.ResourceDecoder;
 import io.xdsproxy.core.ResourceDecoder.InvalidResourceException;
@@ -125,40 +123,19 @@ abstract class AuditSession<Q, R> {
   private void open(Channel channel) {
     call.start(
         channel,
-        new ClientResponseObserver<Q, R>() {
-          @Override
-          public void beforeStart(ClientCallStreamObserver<Q> requests) {
-            stream = requests;
+        executor,
+        requests -> stream = requests,
+        response -> {
+          if (finished) {
+            return;
           }
-
-          @Override
-          public void onNext(R response) {
-            executor.execute(
-                () -> {
-                  if (finished) {
-                    return;
-                  }
-                  try {
-                    onResponse(response);
-                  } catch (InvalidResourceException e) {
-                    fail("it sent a response the proxy rejects (NACKed): " + e.getMessage());
-                  }
-                });
+          try {
+            onResponse(response);
+          } catch (InvalidResourceException e) {
+            fail("it sent a response the proxy rejects (NACKed): " + e.getMessage());
           }
-
-          @Override
-          public void onError(Throwable t) {
-            Status status = Status.fromThrowable(t);
-            executor.execute(
-                () ->
-                    fail("the stream ended: " + status.getCode() + " " + status.getDescription()));
-          }
-
-          @Override
-          public void onCompleted() {
-            executor.execute(() -> fail("the stream was closed by the control plane"));
-          }
-        });
+        },
+        status -> fail("the stream ended: " + status.getCode() + " " + status.getDescription()));
     // Make-before-break order, as a client would subscribe.
     for (TypeUrl type : new TreeMap<>(wanted).keySet()) {
       send(subscribe(type, wanted.get(type)));
