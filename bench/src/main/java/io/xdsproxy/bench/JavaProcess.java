@@ -148,7 +148,16 @@ final class JavaProcess implements AutoCloseable {
 
   /** User and system CPU time so far, in seconds. */
   double cpuSeconds() throws IOException {
-    String stat = Files.readString(Path.of("/proc", Long.toString(pid()), "stat"));
+    return cpuSeconds(pid());
+  }
+
+  /** User and system CPU time of this JVM so far, in seconds. */
+  static double ownCpuSeconds() throws IOException {
+    return cpuSeconds(ProcessHandle.current().pid());
+  }
+
+  private static double cpuSeconds(long pid) throws IOException {
+    String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
     String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
     // After the command: state is field 3 of stat, utime 14 and stime 15, so 11 and 12 here.
     return (Long.parseLong(fields[11]) + Long.parseLong(fields[12])) / (double) TICKS_PER_SECOND;

@@ -101,7 +101,9 @@ public final class Storm {
       double stormP50,
       double stormP99,
       int stormRounds,
-      int failedStreams) {}
+      int failedStreams,
+      double proxyCpu,
+      double othersCpu) {}
 
   public static void main(String[] args) throws Exception {
     Options options = Args.parseOrExit("xds-bench storm", args, Options::parse);
@@ -180,6 +182,8 @@ public final class Storm {
           Files.createDirectories(recording.get().getParent());
           proxyProcess.startRecording(recording.get());
         }
+        double proxyCpuAt = proxyProcess.cpuSeconds();
+        double othersCpuAt = plane.cpuSeconds() + JavaProcess.ownCpuSeconds();
         long stormAt = System.nanoTime();
         updates.start();
         storm.openUpTo(options.storm());
@@ -189,6 +193,10 @@ public final class Storm {
             options.timeout(),
             setup + ": the storm's clients holding the state");
         long syncedAt = System.nanoTime();
+        double proxyCpu = (proxyProcess.cpuSeconds() - proxyCpuAt) / ((syncedAt - stormAt) / 1e9);
+        double othersCpu =
+            (plane.cpuSeconds() + JavaProcess.ownCpuSeconds() - othersCpuAt)
+                / ((syncedAt - stormAt) / 1e9);
         if (recording.isPresent()) {
           proxyProcess.stopRecording();
         }
@@ -221,7 +229,9 @@ public final class Storm {
             median(stormRounds.stream().mapToDouble(Round::p50).toArray()),
             median(stormRounds.stream().mapToDouble(Round::p99).toArray()),
             stormRounds.size(),
-            established.failed() + storm.failed());
+            established.failed() + storm.failed(),
+            proxyCpu,
+            othersCpu);
       }
     }
   }
@@ -344,6 +354,18 @@ public final class Storm {
         r -> r.stormP99() / r.baselineP99());
     row(out, options, results, "updates during the storm", r -> r.stormRounds());
     row(out, options, results, "client streams that failed", r -> r.failedStreams());
+    row(
+        out,
+        options,
+        results,
+        "CPUs the proxy used until the newcomers were in sync",
+        Result::proxyCpu);
+    row(
+        out,
+        options,
+        results,
+        "… the control plane and the load generator together",
+        Result::othersCpu);
     return out.toString();
   }
 
