@@ -27,7 +27,14 @@ public final class ProfileSummary {
     Map<String, Integer> total = new HashMap<>();
     Map<String, Integer> threads = new HashMap<>();
     int samples = 0;
+    double gcPauses = 0;
+    int collections = 0;
     for (RecordedEvent event : RecordingFile.readAllEvents(Path.of(args[0]))) {
+      if (event.getEventType().getName().equals("jdk.GarbageCollection")) {
+        gcPauses += event.getDuration("sumOfPauses").toNanos() / 1e9;
+        collections++;
+        continue;
+      }
       if (!event.getEventType().getName().equals("jdk.ExecutionSample")
           || event.getStackTrace() == null) {
         continue;
@@ -51,7 +58,9 @@ public final class ProfileSummary {
         }
       }
     }
-    System.out.printf("%d execution samples%n%nself%n", samples);
+    System.out.printf(
+        "%d execution samples; %d collections, their pauses %.2f s in all%n%nself%n",
+        samples, collections, gcPauses);
     print(self, samples, top);
     System.out.printf("%ntotal%n");
     print(total, samples, top);
