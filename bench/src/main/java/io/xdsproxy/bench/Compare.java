@@ -393,8 +393,21 @@ public final class Compare {
   static JavaProcess startControlPlane(
       List<String> jvm, int groups, int clusters, BenchResources.Change change, Path log)
       throws IOException {
+    return startControlPlane("", jvm, groups, clusters, change, log);
+  }
+
+  /** As the other, on the CPUs {@code cpus} only ({@link JavaProcess#start}). */
+  static JavaProcess startControlPlane(
+      String cpus,
+      List<String> jvm,
+      int groups,
+      int clusters,
+      BenchResources.Change change,
+      Path log)
+      throws IOException {
     return JavaProcess.start(
         "control plane",
+        cpus,
         jvm,
         List.of(
             "-cp",
@@ -419,11 +432,18 @@ public final class Compare {
    */
   static Proxy startProxy(Path jar, List<String> jvm, int planePort, Path log)
       throws IOException, InterruptedException {
+    return startProxy(jar, "", jvm, planePort, log);
+  }
+
+  /** As the other, on the CPUs {@code cpus} only ({@link JavaProcess#start}). */
+  static Proxy startProxy(Path jar, String cpus, List<String> jvm, int planePort, Path log)
+      throws IOException, InterruptedException {
     int port = freePort();
     int monitoring = freePort();
     JavaProcess process =
         JavaProcess.start(
             "xds-proxy",
+            cpus,
             jvm,
             List.of(
                 "-jar",

@@ -71,7 +71,21 @@ final class JavaProcess implements AutoCloseable {
    */
   static JavaProcess start(String name, List<String> jvmOptions, List<String> arguments, Path log)
       throws IOException {
+    return start(name, "", jvmOptions, arguments, log);
+  }
+
+  /**
+   * As {@link #start(String, List, List, Path)}, on the CPUs {@code cpus} only ({@code taskset -c
+   * CPUS}, as "0" or "0,1" or "2-3"), or on any when it is empty: so that a benchmark measures what
+   * one process does with the cores it has, not how the kernel shares them among all of them.
+   */
+  static JavaProcess start(
+      String name, String cpus, List<String> jvmOptions, List<String> arguments, Path log)
+      throws IOException {
     List<String> command = new ArrayList<>();
+    if (!cpus.isEmpty()) {
+      command.addAll(List.of("taskset", "-c", cpus));
+    }
     command.add(JAVA.toString());
     command.addAll(jvmOptions);
     command.addAll(arguments);
@@ -81,6 +95,26 @@ final class JavaProcess implements AutoCloseable {
             .redirectError(ProcessBuilder.Redirect.appendTo(log.toFile()))
             .start();
     return new JavaProcess(name, process, log);
+  }
+
+  /**
+   * Keeps every thread of this JVM, and those it starts later, on the CPUs {@code cpus} ({@code
+   * taskset -a -p -c}); nothing when it is empty.
+   */
+  static void pinThisProcess(String cpus) throws IOException, InterruptedException {
+    if (cpus.isEmpty()) {
+      return;
+    }
+    Process taskset =
+        new ProcessBuilder(
+                "taskset", "-a", "-p", "-c", cpus, Long.toString(ProcessHandle.current().pid()))
+            .redirectErrorStream(true)
+            .start();
+    String output = new String(taskset.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    if (taskset.waitFor() != 0) {
+      throw new IllegalStateException(
+          "taskset could not pin this process to " + cpus + ": " + output);
+    }
   }
 
   /** Sends a line on the process's stdin. */
@@ -114,7 +148,16 @@ final class JavaProcess implements AutoCloseable {
 
   /** User and system CPU time so far, in seconds. */
   double cpuSeconds() throws IOException {
-    String stat = Files.readString(Path.of("/proc", Long.toString(pid()), "stat"));
+    return cpuSeconds(pid());
+  }
+
+  /** User and system CPU time of this JVM so far, in seconds. */
+  static double ownCpuSeconds() throws IOException {
+    return cpuSeconds(ProcessHandle.current().pid());
+  }
+
+  private static double cpuSeconds(long pid) throws IOException {
+    String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
     String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
     // After the command: state is field 3 of stat, utime 14 and stime 15, so 11 and 12 here.
     return (Long.parseLong(fields[11]) + Long.parseLong(fields[12])) / (double) TICKS_PER_SECOND;

@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
@@ -23,9 +24,17 @@ import java.util.concurrent.atomic.AtomicReference;
  * <p>{@code java -cp bench/target/xds-bench.jar io.xdsproxy.bench.Storm [--clients N] [--storm M]
  * [--groups G] [--clusters K] [--delta SHARE] [--streams-per-connection S] [--baseline-updates B]
  * [--storm-updates U] [--pause-ms P] [--proxy-jar PATH[,PATH...]] [--runs R] [--jvm "OPTIONS"]
- * [--logs DIR] [--timeout-seconds S]}: {@code --storm-updates} is the fewest updates made from the
- * storm's start on (more are made while the newcomers are not all in sync); {@code --runs R}
- * measures every jar R times, alternating, and reports the medians.
+ * [--logs DIR] [--timeout-seconds S] [--proxy-cpus CPUS] [--others-cpus CPUS] [--profile DIR]}:
+ * {@code --storm-updates} is the fewest updates made from the storm's start on (more are made while
+ * the newcomers are not all in sync); {@code --runs R} measures every jar R times, alternating, and
+ * reports the medians.
+ *
+ * <p>{@code --proxy-cpus 0 --others-cpus 1} keeps the proxy on CPU 0 and the control plane and the
+ * load generator (this JVM) on CPU 1 ({@code taskset -c}), so that the load generator decoding the
+ * newcomers' first states does not take the proxy's CPU: what is measured is how the proxy orders
+ * its own work, not how the kernel shares a machine among three busy processes. {@code --profile
+ * DIR} writes a flight recording of the proxy from the storm's start until the newcomers are in
+ * sync, one per jar and run ({@link ProfileSummary} reads it).
  */
 public final class Storm {
 
@@ -43,7 +52,10 @@ public final class Storm {
       int runs,
       List<String> jvm,
       Path logs,
-      Duration timeout) {
+      Duration timeout,
+      String proxyCpus,
+      String othersCpus,
+      Optional<Path> profile) {
 
     static Options parse(String[] args) {
       Args given = new Args(args);
@@ -65,7 +77,10 @@ public final class Storm {
               given.integer("runs", 1),
               given.words("jvm", "-Xmx4g -XX:+UseG1GC"),
               given.path("logs", "bench/target/logs"),
-              given.seconds("timeout-seconds", 300));
+              given.seconds("timeout-seconds", 300),
+              given.text("proxy-cpus", ""),
+              given.text("others-cpus", ""),
+              given.optionalPath("profile"));
       given.done();
       if (options.groups() > options.clients() || options.baselineUpdates() < 1) {
         throw new IllegalArgumentException("need groups <= clients and a baseline update or more");
@@ -86,15 +101,20 @@ public final class Storm {
       double stormP50,
       double stormP99,
       int stormRounds,
-      int failedStreams) {}
+      int failedStreams,
+      double proxyCpu,
+      double othersCpu) {}
 
   public static void main(String[] args) throws Exception {
     Options options = Args.parseOrExit("xds-bench storm", args, Options::parse);
     Files.createDirectories(options.logs());
+    JavaProcess.pinThisProcess(options.othersCpus());
     List<Result> results = new ArrayList<>();
     for (int run = 1; run <= options.runs(); run++) {
       for (Path jar : options.proxyJars()) {
-        results.add(measure(options, jar, run));
+        Result result = measure(options, jar, run);
+        Compare.log("%s", result);
+        results.add(result);
       }
     }
     System.out.println(table(options, results));
@@ -105,6 +125,7 @@ public final class Storm {
     Compare.log("%s: starting", setup);
     try (JavaProcess plane =
         Compare.startControlPlane(
+            options.othersCpus(),
             options.jvm(),
             options.groups(),
             options.clusters(),
@@ -113,7 +134,11 @@ public final class Storm {
       int planePort = Compare.readyPort(plane);
       Compare.Proxy proxy =
           Compare.startProxy(
-              jar, options.jvm(), planePort, options.logs().resolve("storm-xds-proxy.log"));
+              jar,
+              options.proxyCpus(),
+              options.jvm(),
+              planePort,
+              options.logs().resolve("storm-xds-proxy.log"));
       try (JavaProcess proxyProcess = proxy.process();
           LoadClients established = clients(options, proxy, "established-");
           LoadClients storm = clients(options, proxy, "storm-")) {
@@ -149,6 +174,16 @@ public final class Storm {
                   }
                 },
                 "storm-updates");
+        Optional<Path> recording =
+            options
+                .profile()
+                .map(dir -> dir.resolve(jar.getFileName() + "-" + run + ".jfr").toAbsolutePath());
+        if (recording.isPresent()) {
+          Files.createDirectories(recording.get().getParent());
+          proxyProcess.startRecording(recording.get());
+        }
+        double proxyCpuAt = proxyProcess.cpuSeconds();
+        double othersCpuAt = plane.cpuSeconds() + JavaProcess.ownCpuSeconds();
         long stormAt = System.nanoTime();
         updates.start();
         storm.openUpTo(options.storm());
@@ -158,6 +193,13 @@ public final class Storm {
             options.timeout(),
             setup + ": the storm's clients holding the state");
         long syncedAt = System.nanoTime();
+        double proxyCpu = (proxyProcess.cpuSeconds() - proxyCpuAt) / ((syncedAt - stormAt) / 1e9);
+        double othersCpu =
+            (plane.cpuSeconds() + JavaProcess.ownCpuSeconds() - othersCpuAt)
+                / ((syncedAt - stormAt) / 1e9);
+        if (recording.isPresent()) {
+          proxyProcess.stopRecording();
+        }
         double syncSeconds = (syncedAt - stormAt) / 1e9;
         Compare.log("%s: %d newcomers in sync after %.1f s", setup, options.storm(), syncSeconds);
         long deadline = System.nanoTime() + options.timeout().toNanos();
@@ -187,7 +229,9 @@ public final class Storm {
             median(stormRounds.stream().mapToDouble(Round::p50).toArray()),
             median(stormRounds.stream().mapToDouble(Round::p99).toArray()),
             stormRounds.size(),
-            established.failed() + storm.failed());
+            established.failed() + storm.failed(),
+            proxyCpu,
+            othersCpu);
       }
     }
   }
@@ -261,13 +305,22 @@ public final class Storm {
             options.clusters(),
             options.pause().toMillis(),
             options.runs()));
+    if (!options.proxyCpus().isEmpty()) {
+      out.append(
+          String.format(
+              Locale.ROOT,
+              "The proxy on CPU(s) %s, the control plane and the load generator on CPU(s) %s.%n%n",
+              options.proxyCpus(),
+              options.othersCpus().isEmpty() ? "any" : options.othersCpus()));
+    }
+    // A column per jar, then each jar after the first over the first.
+    List<Path> jars = options.proxyJars();
     out.append("| measure |");
-    options.proxyJars().forEach(jar -> out.append(' ').append(jar).append(" |"));
-    boolean two = options.proxyJars().size() == 2;
-    out.append(two ? " second / first |\n" : "\n");
-    out.append("| --- |")
-        .append(" ---: |".repeat(options.proxyJars().size() + (two ? 1 : 0)))
-        .append('\n');
+    jars.forEach(jar -> out.append(' ').append(jar).append(" |"));
+    for (int i = 1; i < jars.size(); i++) {
+      out.append(" ").append(i + 1).append(" / 1 |");
+    }
+    out.append("\n| --- |").append(" ---: |".repeat(2 * jars.size() - 1)).append('\n');
     row(out, options, results, "newcomers all holding the state (s)", Result::stormSyncSeconds);
     row(
         out,
@@ -293,8 +346,26 @@ public final class Storm {
         results,
         "update to established, during the storm, p99 (ms)",
         Result::stormP99);
+    row(
+        out,
+        options,
+        results,
+        "during the storm / before it, p99 (median of the runs' ratios)",
+        r -> r.stormP99() / r.baselineP99());
     row(out, options, results, "updates during the storm", r -> r.stormRounds());
     row(out, options, results, "client streams that failed", r -> r.failedStreams());
+    row(
+        out,
+        options,
+        results,
+        "CPUs the proxy used until the newcomers were in sync",
+        Result::proxyCpu);
+    row(
+        out,
+        options,
+        results,
+        "… the control plane and the load generator together",
+        Result::othersCpu);
     return out.toString();
   }
 
@@ -310,12 +381,12 @@ public final class Storm {
       double m =
           median(results.stream().filter(r -> r.jar().equals(jar)).mapToDouble(value).toArray());
       medians.add(m);
-      out.append(String.format(Locale.ROOT, " %.1f |", m));
+      out.append(String.format(Locale.ROOT, m < 10 ? " %.2f |" : " %.1f |", m));
     }
-    if (medians.size() == 2) {
+    for (int i = 1; i < medians.size(); i++) {
       out.append(
           medians.get(0) > 0
-              ? String.format(Locale.ROOT, " %.2f |", medians.get(1) / medians.get(0))
+              ? String.format(Locale.ROOT, " %.2f |", medians.get(i) / medians.get(0))
               : " |");
     }
     out.append('\n');

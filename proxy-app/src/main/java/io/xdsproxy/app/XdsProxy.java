@@ -41,6 +41,7 @@ import io.xdsproxy.downstream.xds.PeerInterceptor;
 import io.xdsproxy.downstream.xds.PerTypeServices;
 import io.xdsproxy.downstream.xds.RestDiscovery;
 import io.xdsproxy.downstream.xds.ServerContext;
+import io.xdsproxy.downstream.xds.StreamLane;
 import io.xdsproxy.downstream.xds.StreamMetrics;
 import io.xdsproxy.upstream.fs.FileSystemSource;
 import io.xdsproxy.upstream.fs.StateDir;
@@ -227,6 +228,10 @@ public final class XdsProxy implements AutoCloseable {
           listen(
               builder
                   .executor(pool)
+                  // Each xDS call's own gRPC work (parsing its requests) in its stream's lane of
+                  // the
+                  // pool, so newcomers' requests wait behind updates to the streams already served.
+                  .callExecutor(StreamLane.supplier(pool, xds))
                   // xDS requests are small: a huge one is an attack or a bug (gRPC ends it with
                   // RESOURCE_EXHAUSTED).
                   .maxInboundMessageSize(config.limits().maxRequestBytes())

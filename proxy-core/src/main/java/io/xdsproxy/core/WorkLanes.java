@@ -14,11 +14,12 @@ import java.util.concurrent.locks.ReentrantLock;
 /**
  * The worker pool's queue, in two lanes, so that a reconnect storm does not delay updates to the
  * clients already served: "change" work (an update's fan-out to streams that hold their state, the
- * groups' and upstream sessions' work, gRPC's callbacks) is taken ahead of "initial" work (a new
- * stream's first requests and the first responses it is owed), queued with {@link #initial}. While
- * both lanes have work, every {@value #CHANGE_PER_INITIAL} change tasks are followed by one initial
- * task, so newcomers always get a share of the workers and are never starved; while the change lane
- * is empty they get all of them. Within a lane, first in first out.
+ * groups' and upstream sessions' work, gRPC's callbacks for those streams) is taken ahead of
+ * "initial" work (a new stream's first requests, read and parsed, and the first responses it is
+ * owed), queued with {@link #initial}. While both lanes have work, every {@value
+ * #CHANGE_PER_INITIAL} change tasks are followed by one initial task, so newcomers always get a
+ * share of the workers and are never starved; while the change lane is empty they get all of them.
+ * Within a lane, first in first out.
  *
  * <p>A task's cost is what its owner runs in one go ({@link SerialExecutor} runs up to 64 of its
  * tasks per turn), so the lanes share turns, not time: a turn of initial work (a first state

@@ -23,7 +23,6 @@ import java.util.SortedSet;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
@@ -93,12 +92,13 @@ abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S ex
   private final AtomicBoolean changedScheduled = new AtomicBoolean();
 
   /**
-   * Whether the stream's work goes in the worker pool's initial lane ({@link WorkLanes}): until
-   * every type its client asked for has had a first response, so that a storm of newcomers does not
-   * delay updates to the streams already served. Written on the executor, read by whoever hands it
-   * work; a task that reads it stale only runs in the other lane once.
+   * The worker pool's lane ({@link WorkLanes}) of the stream's work and of its call's gRPC work
+   * (parsing its requests): the initial lane until every type its client asked for has had a first
+   * response, so that a storm of newcomers does not delay updates to the streams already served.
+   * Moved on the executor, read by whoever hands it work; a task that reads it stale only runs in
+   * the other lane once.
    */
-  private volatile boolean initialLane = true;
+  private final StreamLane lane;
 
   // Confined to the executor from here on.
   private final PushScheduler<S> pushes;
@@ -136,10 +136,8 @@ abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S ex
     this.fixedType = fixedType;
     this.peer = peer;
     this.variant = (protocol + " " + fixedType.map(TypeUrl::shortName).orElse("ADS")).intern();
-    Executor pool = serving.pool();
-    this.executor =
-        new SerialExecutor(
-            task -> pool.execute(initialLane ? WorkLanes.initial(task) : task), this);
+    this.lane = StreamLane.forStream(serving.pool());
+    this.executor = new SerialExecutor(lane, this);
     this.pushes =
         new PushScheduler<>(
             new PushScheduler.Transport() {
@@ -243,10 +241,7 @@ abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S ex
 
   /** Moves the stream's work to the lane it belongs in now, if that changed. */
   private void laneChange() {
-    boolean initial = pushes.awaitsFirstState() && !closed;
-    if (initial != initialLane) {
-      initialLane = initial;
-    }
+    lane.initial(pushes.awaitsFirstState() && !closed);
   }
 
   /**

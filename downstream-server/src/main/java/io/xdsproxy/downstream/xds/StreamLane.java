@@ -1,0 +1,103 @@
+package io.xdsproxy.downstream.xds;
+
+import io.grpc.Metadata;
+import io.grpc.ServerCall;
+import io.grpc.ServerCallExecutorSupplier;
+import io.grpc.ServerServiceDefinition;
+import io.xdsproxy.core.WorkLanes;
+import java.util.Collection;
+import java.util.Set;
+import java.util.concurrent.Executor;
+import java.util.stream.Collectors;
+
+/**
+ * The lane of the worker pool ({@link WorkLanes}) that one downstream xDS call's work goes in: the
+ * initial lane until its stream has sent a first response of every type its client asked for, the
+ * change lane after. Both the call's gRPC work (reading and parsing each request, the listener's
+ * callbacks: gRPC's call executor, chosen per call by {@link #supplier}) and the stream's own
+ * {@link io.xdsproxy.core.SerialExecutor} submit through it, so that a storm of newcomers — whose
+ * first SotW EDS request names every cluster — is parsed in the lane its first states are written
+ * in, behind the updates to the streams already served.
+ *
+ * <p>gRPC picks the call's executor before the service's handler makes the stream; the handler runs
+ * on that executor, so the stream finds its call's lane as the one whose task is running ({@link
+ * #forStream}). Until then the lane marks the tasks it runs; once claimed it hands them to the pool
+ * as they are, so a served stream's work costs what it did with the pool alone.
+ */
+public final class StreamLane implements Executor {
+
+  /** The lane of the call whose gRPC task runs on this thread, while it is not yet claimed. */
+  private static final ThreadLocal<StreamLane> RUNNING = new ThreadLocal<>();
+
+  private final Executor pool;
+
+  /** Written by the stream's executor, read by whoever hands the call or the stream work. */
+  private volatile boolean initial = true;
+
+  private volatile boolean claimed;
+
+  StreamLane(Executor pool) {
+    this.pool = pool;
+  }
+
+  /**
+   * gRPC's call executors ({@code ServerBuilder.callExecutor}) for a server whose xDS services are
+   * {@code xds}: a lane on {@code pool} per call to one of them; every other call (health,
+   * reflection, CSDS) gets the server's default executor.
+   */
+  public static ServerCallExecutorSupplier supplier(
+      Executor pool, Collection<ServerServiceDefinition> xds) {
+    Set<String> xdsServices =
+        xds.stream()
+            .map(service -> service.getServiceDescriptor().getName())
+            .collect(Collectors.toUnmodifiableSet());
+    return new ServerCallExecutorSupplier() {
+      @Override
+      public <Q, S> Executor getExecutor(ServerCall<Q, S> call, Metadata headers) {
+        return xdsServices.contains(call.getMethodDescriptor().getServiceName())
+            ? new StreamLane(pool)
+            : null;
+      }
+    };
+  }
+
+  /**
+   * The lane of the call whose handler is making a stream on this thread, or a new lane on {@code
+   * pool} for a call that has none (a server without {@link #supplier}, a benchmark's direct call).
+   */
+  static StreamLane forStream(Executor pool) {
+    StreamLane lane = RUNNING.get();
+    if (lane == null) {
+      lane = new StreamLane(pool);
+    }
+    lane.claimed = true;
+    return lane;
+  }
+
+  /** Whether the work goes in the initial lane. */
+  boolean initial() {
+    return initial;
+  }
+
+  /** Moves the call's work, and its stream's, to the initial lane or out of it. */
+  void initial(boolean initial) {
+    if (this.initial != initial) {
+      this.initial = initial;
+    }
+  }
+
+  @Override
+  public void execute(Runnable task) {
+    Runnable run = claimed ? task : () -> runMarked(task);
+    pool.execute(initial ? WorkLanes.initial(run) : run);
+  }
+
+  private void runMarked(Runnable task) {
+    RUNNING.set(this);
+    try {
+      task.run();
+    } finally {
+      RUNNING.remove();
+    }
+  }
+}
