@@ -6,12 +6,10 @@ import com.google.protobuf.StringValue;
 import io.envoyproxy.envoy.config.core.v3.Node;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.xdsproxy.core.UpstreamSource.AuditedType;
-import io.xdsproxy.core.UpstreamSource.UpstreamListener;
-import io.xdsproxy.core.UpstreamSource.UpstreamSession;
 import io.xdsproxy.core.testing.FakeClock;
+import io.xdsproxy.core.testing.ScriptedUpstream;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -83,10 +81,8 @@ class GroupAuditorTest {
       group = groups.acquire(node(id, cluster));
     }
     group.subscribe(snapshots -> {}, TypeUrl.CLUSTER, WILDCARD);
-    upstream
-        .listeners
-        .get(cluster)
-        .onUpdate(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(SERVED)));
+    upstream.send(
+        new NodeGroupKey(cluster), ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(SERVED)));
     return group;
   }
 
@@ -173,10 +169,13 @@ class GroupAuditorTest {
   }
 
   /** An upstream whose audits the test answers, one by one. */
-  private static final class AuditedUpstream implements UpstreamSource {
-    final Map<String, UpstreamListener> listeners = new HashMap<>();
+  private static final class AuditedUpstream extends ScriptedUpstream {
     final List<String> asked = new ArrayList<>();
     final List<CompletableFuture<Map<TypeUrl, AuditedType>>> pending = new ArrayList<>();
+
+    AuditedUpstream() {
+      super(true);
+    }
 
     void answer(XdsResource cluster) {
       pending
@@ -201,33 +200,5 @@ class GroupAuditorTest {
       pending.add(answer);
       return answer;
     }
-
-    @Override
-    public UpstreamSession open(NodeGroupKey group, Node node, UpstreamListener listener) {
-      listeners.put(group.value(), listener);
-      return new UpstreamSession() {
-        @Override
-        public void updateInterest(TypeUrl type, Interest interest) {}
-
-        @Override
-        public void refetch(TypeUrl type) {}
-
-        @Override
-        public void close() {}
-      };
-    }
-
-    @Override
-    public String describe() {
-      return "a control plane the test answers";
-    }
-
-    @Override
-    public boolean reached() {
-      return true;
-    }
-
-    @Override
-    public void close() {}
   }
 }

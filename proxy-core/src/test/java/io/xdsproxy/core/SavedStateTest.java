@@ -6,12 +6,10 @@ import com.google.protobuf.Any;
 import com.google.protobuf.StringValue;
 import io.envoyproxy.envoy.config.core.v3.Node;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import io.xdsproxy.core.UpstreamSource.UpstreamListener;
-import io.xdsproxy.core.UpstreamSource.UpstreamSession;
 import io.xdsproxy.core.testing.FakeClock;
+import io.xdsproxy.core.testing.ScriptedUpstream;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -33,7 +31,7 @@ class SavedStateTest {
   private static final Instant SAVED_AT = Instant.parse("2025-12-31T23:00:00Z");
 
   private final FakeClock time = new FakeClock();
-  private final Upstream upstream = new Upstream();
+  private final ScriptedUpstream upstream = new ScriptedUpstream(false);
   private final Saved saved = new Saved();
   private final NodeGroups groups =
       new NodeGroups(
@@ -183,42 +181,5 @@ class SavedStateTest {
     public Duration confirmTimeout() {
       return CONFIRM;
     }
-  }
-
-  /** An upstream that sends what the test says, to every group. */
-  private static final class Upstream implements UpstreamSource {
-    final List<UpstreamListener> listeners = new ArrayList<>();
-
-    void send(ResourceUpdate update) {
-      listeners.forEach(listener -> listener.onUpdate(update));
-    }
-
-    @Override
-    public UpstreamSession open(NodeGroupKey group, Node node, UpstreamListener listener) {
-      listeners.add(listener);
-      return new UpstreamSession() {
-        @Override
-        public void updateInterest(TypeUrl type, Interest interest) {}
-
-        @Override
-        public void refetch(TypeUrl type) {}
-
-        @Override
-        public void close() {}
-      };
-    }
-
-    @Override
-    public String describe() {
-      return "the test";
-    }
-
-    @Override
-    public boolean reached() {
-      return false;
-    }
-
-    @Override
-    public void close() {}
   }
 }

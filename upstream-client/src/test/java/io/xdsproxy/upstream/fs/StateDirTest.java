@@ -9,16 +9,15 @@ import io.envoyproxy.envoy.config.cluster.v3.Cluster;
 import io.envoyproxy.envoy.config.core.v3.Node;
 import io.envoyproxy.envoy.extensions.transport_sockets.tls.v3.Secret;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import io.xdsproxy.core.Interest;
 import io.xdsproxy.core.NodeGroupKey;
 import io.xdsproxy.core.NodeGroupRule;
 import io.xdsproxy.core.NodeGroups;
 import io.xdsproxy.core.ResourceUpdate;
 import io.xdsproxy.core.SavedState;
 import io.xdsproxy.core.TypeUrl;
-import io.xdsproxy.core.UpstreamSource;
 import io.xdsproxy.core.XdsResource;
 import io.xdsproxy.core.testing.FakeClock;
+import io.xdsproxy.core.testing.ScriptedUpstream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -50,7 +49,7 @@ class StateDirTest {
   private final FakeClock time = new FakeClock();
   private final SimpleMeterRegistry meters = new SimpleMeterRegistry();
   private final List<AutoCloseable> opened = new ArrayList<>();
-  private final Upstream upstream = new Upstream();
+  private final ScriptedUpstream upstream = new ScriptedUpstream(true);
 
   @AfterEach
   void close() throws Exception {
@@ -192,7 +191,7 @@ class StateDirTest {
       groups(state).acquire(Node.newBuilder().setId("envoy").setCluster(group).build());
       upstream.send(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster(group))));
       state.close();
-      upstream.listeners.clear();
+      upstream.forgetGroups();
     }
     rewriteManifest("other-format", "format=1", "format=99");
     rewriteManifest("wrong-key", "group=wrong-key", "group=someone-else");
@@ -310,42 +309,5 @@ class StateDirTest {
         List.of(),
         Optional.of(Durations.fromSeconds(seconds)),
         false);
-  }
-
-  /** An upstream that sends what the test says, to every group open. */
-  private static final class Upstream implements UpstreamSource {
-    final List<UpstreamListener> listeners = new ArrayList<>();
-
-    void send(ResourceUpdate update) {
-      listeners.forEach(listener -> listener.onUpdate(update));
-    }
-
-    @Override
-    public UpstreamSession open(NodeGroupKey group, Node node, UpstreamListener listener) {
-      listeners.add(listener);
-      return new UpstreamSession() {
-        @Override
-        public void updateInterest(TypeUrl type, Interest interest) {}
-
-        @Override
-        public void refetch(TypeUrl type) {}
-
-        @Override
-        public void close() {}
-      };
-    }
-
-    @Override
-    public String describe() {
-      return "the test";
-    }
-
-    @Override
-    public boolean reached() {
-      return true;
-    }
-
-    @Override
-    public void close() {}
   }
 }
