@@ -43,8 +43,11 @@ class AdsSessionTimingTest {
   private static final Executor CALLING_THREAD = Runnable::run;
   private static final Node NODE = Node.newBuilder().setId("envoy-1").setCluster("fleet").build();
 
-  /** No jitter: {@code nextDouble} in the middle of [0, 1) spreads a delay by a factor of 1. */
-  private static final RandomGenerator MIDDLE =
+  /**
+   * No jitter: {@code nextDouble} in the middle of [0, 1) spreads a delay by a factor of 1. Also
+   * for the other tests of timed upstream rules.
+   */
+  static final RandomGenerator MIDDLE =
       new RandomGenerator() {
         @Override
         public long nextLong() {

@@ -39,19 +39,7 @@ class StreamStartsTest {
   private static final Backoff BACKOFF =
       new Backoff(Duration.ofMillis(100), Duration.ofMillis(800), 2.0, 0.2);
 
-  /** No jitter: {@code nextDouble} in the middle of [0, 1) spreads a delay by a factor of 1. */
-  private static final RandomGenerator MIDDLE =
-      new RandomGenerator() {
-        @Override
-        public long nextLong() {
-          return 0;
-        }
-
-        @Override
-        public double nextDouble() {
-          return 0.5;
-        }
-      };
+  private static final RandomGenerator MIDDLE = AdsSessionTimingTest.MIDDLE;
 
   private final FakeClock time = new FakeClock();
   private final SimpleMeterRegistry meters = new SimpleMeterRegistry();
