@@ -107,9 +107,10 @@ public final class XdsProxy implements AutoCloseable {
 
   private XdsProxy(ProxyConfig config) throws IOException {
     // A fixed pool, as Executors makes one, on a queue in two lanes: updates to the streams already
-    // served go ahead of newcomers' first states, so a reconnect storm does not delay them.
+    // served go ahead of newcomers' first states, which get at most a fifth of the workers' time
+    // while updates wait, so a reconnect storm does not delay them.
     int workers = Math.max(2, Runtime.getRuntime().availableProcessors());
-    lanes = new WorkLanes();
+    lanes = new WorkLanes(Ticker.SYSTEM);
     pool =
         new ThreadPoolExecutor(
             workers, workers, 0, TimeUnit.MILLISECONDS, lanes, threads("xds-proxy-worker"));

@@ -11,27 +11,54 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /**
- * The worker pool's two lanes: change work ahead of initial work, initial work never starved; run
- * by hand (the test takes each task as a worker would) and under a real one-thread pool.
+ * The worker pool's two lanes: change work ahead of initial work, the initial lane at most its
+ * share of the workers' time while both have work, never starved; run by hand on a manual ticker
+ * (the test takes each task as a worker would, and each task moves the time on by its cost) and
+ * under a real one-thread pool.
  */
 class WorkLanesTest {
 
-  private final WorkLanes lanes = new WorkLanes();
+  /** A newcomer's first state built and written, as the storm's profile measured it. */
+  private static final long INITIAL_COST = 5_000_000;
+
+  /** An update written to one stream. */
+  private static final long CHANGE_COST = 50_000;
+
+  private long now;
+  private final WorkLanes lanes = new WorkLanes(() -> now);
   private final List<String> ran = new ArrayList<>();
+  private long initialTime;
+  private long changeTime;
 
   private Runnable task(String name) {
     return () -> ran.add(name);
   }
 
+  /**
+   * A task that takes {@code cost} nanoseconds of the manual ticker's time; an initial one's name
+   * starts with "i", a change one's does not.
+   */
+  private Runnable costing(String name, long cost) {
+    return () -> {
+      now += cost;
+      if (name.startsWith("i")) {
+        initialTime += cost;
+      } else {
+        changeTime += cost;
+      }
+      ran.add(name);
+    };
+  }
+
   private void queueInitial(String prefix, int count) {
     for (int i = 0; i < count; i++) {
-      lanes.offer(WorkLanes.initial(task(prefix + i)));
+      lanes.offer(WorkLanes.initial(costing(prefix + i, INITIAL_COST)));
     }
   }
 
   private void queueChange(String prefix, int count) {
     for (int i = 0; i < count; i++) {
-      lanes.offer(task(prefix + i));
+      lanes.offer(costing(prefix + i, CHANGE_COST));
     }
   }
 
@@ -43,18 +70,55 @@ class WorkLanesTest {
   }
 
   @Test
+  void anUpdatesFanOutQueuedBehindAStormTakesAtMostAQuarterMoreThanAlone() {
+    queueInitial("initial-", 500);
+    queueChange("change-", 2_000);
+
+    while (lanes.changeQueued() > 0) {
+      runNext(1);
+    }
+
+    long alone = 2_000 * CHANGE_COST; // 100 ms
+    // The initial lane's 20 % share, and one initial task it may run ahead by.
+    assertThat(now)
+        .as(
+            "the fan-out's 2,000 tasks took 100 ms of work; initial tasks run meanwhile: %d",
+            ran.stream().filter(name -> name.startsWith("i")).count())
+        .isLessThanOrEqualTo(alone * 100 / (100 - WorkLanes.INITIAL_SHARE_PERCENT) + INITIAL_COST);
+    assertThat(initialTime).as("newcomers progressed meanwhile").isPositive();
+  }
+
+  @Test
+  void whileChangeWorkNeverStopsNewcomersStillGetTheirShareOfTheTime() {
+    queueInitial("i", 1_000);
+    queueChange("c", 10);
+
+    while (now < 2_000_000_000L) {
+      int before = ran.size();
+      runNext(1);
+      if (ran.get(before).startsWith("c")) {
+        lanes.offer(costing("c", CHANGE_COST)); // change work never stops
+      }
+    }
+
+    assertThat((double) initialTime / now).isBetween(0.18, 0.22);
+    assertThat(lanes.initialQueued()).as("of 1,000, after 2 s").isLessThan(1_000 - 70);
+  }
+
+  @Test
   void aChangeTaskWaitsForAtMostOneInitialTaskHoweverDeepTheInitialLane() {
     queueInitial("initial-", 1_000);
-    queueChange("warm-", WorkLanes.CHANGE_PER_INITIAL);
-    runNext(WorkLanes.CHANGE_PER_INITIAL); // the change lane has just had all its turns in a row
+    queueChange("warm-", 100);
+    runNext(100); // both lanes have had turns: the balance is wherever the rule left it
 
-    lanes.offer(task("update"));
+    lanes.offer(costing("update", CHANGE_COST));
 
-    runNext(2);
-    assertThat(ran.subList(WorkLanes.CHANGE_PER_INITIAL, ran.size()))
-        .as("behind 1,000 initial tasks")
-        .containsExactly("initial-0", "update");
-    assertThat(lanes.initialQueued()).isEqualTo(999);
+    List<String> next = new ArrayList<>();
+    for (int i = 0; i < 2 && !next.contains("update"); i++) {
+      runNext(1);
+      next.add(ran.get(ran.size() - 1));
+    }
+    assertThat(next).as("behind 1,000 initial tasks").contains("update");
   }
 
   @Test
@@ -68,15 +132,74 @@ class WorkLanesTest {
   }
 
   @Test
-  void whileBothLanesAreDeepInitialWorkGetsOneTurnInFive() {
-    queueInitial("i", 100);
+  void anIdleSpellBanksNoCreditForEitherLane() {
+    queueChange("alone-", 20_000); // a second of change work, no newcomers
+    runNext(20_000);
+    queueInitial("i", 500);
+    queueChange("c", 2_000);
+    long start = now;
+    while (lanes.changeQueued() > 0) {
+      runNext(1);
+    }
+    assertThat(now - start)
+        .as("the storm after a second of updates alone")
+        .isLessThanOrEqualTo(2_000 * CHANGE_COST * 100 / 80 + INITIAL_COST);
+
+    while (lanes.initialQueued() > 0) { // newcomers alone for 2.5 s
+      runNext(1);
+    }
+    queueInitial("i-late-", 500);
+    queueChange("d", 2_000);
+    long newcomersBefore = initialTime;
+    while (lanes.changeQueued() > 0) {
+      runNext(1);
+    }
+    assertThat(initialTime - newcomersBefore)
+        .as("newcomers' time during the next fan-out, after 2.5 s of newcomers alone")
+        .isGreaterThanOrEqualTo(3 * INITIAL_COST);
+  }
+
+  @Test
+  void aLongChangeTaskOwesTheInitialLaneAtMostOneTask() {
+    queueInitial("i", 1_000);
     queueChange("c", 100);
+    runNext(50);
+    lanes.offer(costing("slow", 1_000_000_000L)); // a second, say blocked on a lock
+    queueChange("d", 5_000);
+    while (!ran.contains("slow")) {
+      runNext(1);
+    }
+    long start = now;
+    long newcomersBefore = initialTime;
 
-    runNext(10);
+    while (now - start < 100_000_000L) {
+      runNext(1);
+    }
 
-    assertThat(ran).containsExactly("c0", "c1", "c2", "c3", "i0", "c4", "c5", "c6", "c7", "i1");
-    runNext(90);
-    assertThat(ran.stream().filter(name -> name.startsWith("i"))).hasSize(20);
+    assertThat(initialTime - newcomersBefore)
+        .as("newcomers' time in the 100 ms after a change task of a second")
+        .isLessThanOrEqualTo((now - start) * WorkLanes.INITIAL_SHARE_PERCENT / 100 + INITIAL_COST);
+  }
+
+  @Test
+  void aSecondWorkerTakingWhileAnInitialTaskRunsTakesChangeWork() {
+    queueInitial("i", 100);
+    queueChange("c", 5_000);
+    runNext(50); // the lanes know what an initial task costs
+    int initialTaken = 0;
+    for (int round = 0; round < 2_000; round++) { // some 100 ms: five newcomers' turns
+      Runnable taken = lanes.poll();
+      Runnable second = lanes.poll(); // another worker takes before the first task ends
+      taken.run();
+      second.run();
+      boolean firstInitial = ran.get(ran.size() - 2).startsWith("i");
+      boolean secondInitial = ran.get(ran.size() - 1).startsWith("i");
+      initialTaken += (firstInitial ? 1 : 0) + (secondInitial ? 1 : 0);
+      assertThat(firstInitial && secondInitial)
+          .as("two initial tasks at once, round %d", round)
+          .isFalse();
+    }
+    assertThat(initialTaken).isGreaterThanOrEqualTo(3);
   }
 
   @Test
@@ -92,6 +215,7 @@ class WorkLanesTest {
   @Test
   void aPoolOnTheLanesRunsAnUpdateQueuedBehindABurstOfNewcomersNextAndShutsDownWithTheRest()
       throws Exception {
+    WorkLanes lanes = new WorkLanes(Ticker.SYSTEM);
     ThreadPoolExecutor pool = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS, lanes);
     List<String> order = new CopyOnWriteArrayList<>();
     CountDownLatch busy = new CountDownLatch(1);
@@ -121,6 +245,7 @@ class WorkLanesTest {
 
   @Test
   void shutdownNowHandsBackWhatWaitsInBothLanes() throws Exception {
+    WorkLanes lanes = new WorkLanes(Ticker.SYSTEM);
     ThreadPoolExecutor pool = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS, lanes);
     CountDownLatch busy = new CountDownLatch(1);
     CountDownLatch release = new CountDownLatch(1);
