@@ -15,7 +15,7 @@ import java.util.Optional;
  * carries and how long they are. A check that fails throws {@link Refused}, which says with what
  * status the stream is ended and why, for the client and the log.
  */
-final class Admission {
+record Admission(Limits limits, Clients clients, NodeGroups groups) {
 
   /** Why a stream is refused: the kind tells how it is counted and logged. */
   enum Kind {
@@ -56,16 +56,6 @@ final class Admission {
     Status status() {
       return status;
     }
-  }
-
-  private final Limits limits;
-  private final Clients clients;
-  private final NodeGroups groups;
-
-  Admission(Limits limits, Clients clients, NodeGroups groups) {
-    this.limits = limits;
-    this.clients = clients;
-    this.groups = groups;
   }
 
   /**

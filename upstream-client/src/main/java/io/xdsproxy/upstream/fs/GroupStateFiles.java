@@ -31,7 +31,6 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.time.Instant;
-import java.time.format.DateTimeParseException;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HexFormat;
@@ -43,6 +42,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
+import java.util.function.Function;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
@@ -345,19 +345,22 @@ final class GroupStateFiles {
 
   private static Instant instant(Properties manifest, String name, Path file)
       throws InvalidStateException {
-    try {
-      return Instant.parse(manifest.getProperty(name, ""));
-    } catch (DateTimeParseException e) {
-      throw new InvalidStateException(Reason.CORRUPT, file, name + " is not a time");
-    }
+    return read(manifest, name, file, Instant::parse, "a time");
   }
 
   private static int number(Properties manifest, String name, Path file)
       throws InvalidStateException {
+    return read(manifest, name, file, Integer::parseInt, "a number");
+  }
+
+  /** The manifest's {@code name} as {@code parse} reads it; CORRUPT when it is not {@code what}. */
+  private static <T> T read(
+      Properties manifest, String name, Path file, Function<String, T> parse, String what)
+      throws InvalidStateException {
     try {
-      return Integer.parseInt(manifest.getProperty(name, ""));
-    } catch (NumberFormatException e) {
-      throw new InvalidStateException(Reason.CORRUPT, file, name + " is not a number");
+      return parse.apply(manifest.getProperty(name, ""));
+    } catch (RuntimeException e) {
+      throw new InvalidStateException(Reason.CORRUPT, file, name + " is not " + what);
     }
   }
 

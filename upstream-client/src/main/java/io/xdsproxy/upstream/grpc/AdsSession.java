@@ -114,7 +114,22 @@ abstract class AdsSession<Q, R, S extends AdsSession.SubscriptionState> implemen
       Duration notFoundTimeout,
       RandomGenerator random,
       MeterRegistry meters,
-      StreamStarts starts) {}
+      StreamStarts starts) {
+
+    /**
+     * Runs {@code task} on {@code executor} after {@code delay}; false when the proxy's timer has
+     * shut down already, as it does before its sessions' last callbacks (a stream ending as its
+     * channel closes), so nothing was scheduled.
+     */
+    boolean later(Executor executor, Duration delay, Runnable task) {
+      try {
+        timer.schedule(() -> executor.execute(task), delay.toMillis(), TimeUnit.MILLISECONDS);
+        return true;
+      } catch (RejectedExecutionException shuttingDown) {
+        return false;
+      }
+    }
+  }
 
   final NodeGroupKey group;
 
@@ -542,16 +557,11 @@ abstract class AdsSession<Q, R, S extends AdsSession.SubscriptionState> implemen
   }
 
   /**
-   * Runs {@code task} on the session's executor after {@code delay}. The proxy's timer ends before
-   * its sessions' last callbacks when it shuts down (a stream ending as its channel closes):
-   * nothing is left to do then.
+   * Runs {@code task} on the session's executor after {@code delay}; nothing is left to do when the
+   * proxy is shutting down.
    */
   private void later(Duration delay, Runnable task) {
-    try {
-      context
-          .timer()
-          .schedule(() -> executor.execute(task), delay.toMillis(), TimeUnit.MILLISECONDS);
-    } catch (RejectedExecutionException shuttingDown) {
+    if (!context.later(executor, delay, task)) {
       fields()
           .addTo(log.atDebug())
           .log("group {}: not scheduled, the proxy is shutting down", group);

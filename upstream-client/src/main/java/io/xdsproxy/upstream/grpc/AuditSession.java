@@ -27,8 +27,6 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.TimeUnit;
 
 /**
  * One group audit's look at the control plane ({@link AdsUpstream#audit}): a stream of its own, as
@@ -240,11 +238,7 @@ abstract class AuditSession<Q, R> {
   }
 
   private void later(Duration delay, Runnable task) {
-    try {
-      context
-          .timer()
-          .schedule(() -> executor.execute(task), delay.toMillis(), TimeUnit.MILLISECONDS);
-    } catch (RejectedExecutionException shuttingDown) {
+    if (!context.later(executor, delay, task)) {
       executor.execute(() -> fail("the proxy is shutting down"));
     }
   }
