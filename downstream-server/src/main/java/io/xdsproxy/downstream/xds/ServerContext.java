@@ -37,6 +37,7 @@ public record ServerContext(
     if (firstStates == null) {
       firstStates = FirstStateBudget.standard(groups.ticker(), timer);
     }
+    metrics.firstStates(firstStates);
   }
 
   /** A context without limits and without a timer: for in-process benchmarks. */
