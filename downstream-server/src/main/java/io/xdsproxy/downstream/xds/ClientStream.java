@@ -158,7 +158,9 @@ abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S ex
               }
             },
             fixedType.isEmpty(),
-            serving.firstStates().account(() -> executor.execute(guarded(this::flushBlocked))));
+            serving
+                .firstStates()
+                .account(responses::isReady, () -> executor.execute(guarded(this::flushBlocked))));
     this.pacer =
         new RequestPacer(
             serving.limits().requestsPerSecond(),

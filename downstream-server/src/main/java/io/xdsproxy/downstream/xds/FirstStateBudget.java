@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 
 /**
  * How many bytes of newcomers' first states the proxy has handed to the transport and the transport
@@ -22,11 +23,15 @@ import java.util.concurrent.TimeUnit;
  * built, and is charged its encoded size once written; the credits come back when the stream's
  * transport has written it (gRPC's {@code isReady}: a stream with more than gRPC's threshold
  * buffered is not ready until Netty wrote it), when the stream ends, or after {@link
- * #HOLD_LIMIT_NANOS} (a client that stopped reading holds no credits for longer). A response is
- * admitted while fewer than {@link #BYTES} are in flight, so one larger than the whole budget still
- * goes when nothing else is in flight; one not admitted stays owed (the stream's {@link
- * PushScheduler} marks it blocked, as for a transport that is not ready) and its stream is woken in
- * arrival order when credits come back. Updates to streams already served never take credits.
+ * #HOLD_LIMIT_NANOS} (a client that stopped reading holds no credits for longer). The budget asks
+ * the holders' transports itself ({@link #POLL_NANOS} apart while streams wait, and whenever a
+ * stream asks with the budget spent) rather than wait for their {@code onReady} handlers: those run
+ * in the newcomers' lane of the worker pool, behind every newcomer's queued work, which held
+ * credits for seconds and slowed a storm's newcomers threefold. A response is admitted while fewer
+ * than {@link #BYTES} are in flight, so one larger than the whole budget still goes when nothing
+ * else is in flight; one not admitted stays owed (the stream's {@link PushScheduler} marks it
+ * blocked, as for a transport that is not ready) and its stream is woken in arrival order when
+ * credits come back. Updates to streams already served never take credits.
  *
  * <p>Thread-safe: every stream's executor calls in, under one lock held for a few field updates;
  * streams are woken outside it.
@@ -46,6 +51,12 @@ public final class FirstStateBudget {
    * full) leaves its response in the transport, but no longer on the event loops' hands.
    */
   static final long HOLD_LIMIT_NANOS = TimeUnit.SECONDS.toNanos(1);
+
+  /**
+   * How often the holders' transports are asked whether they wrote their first states, while
+   * streams wait: a millisecond is a few hundred KiB of writing, a fraction of the budget.
+   */
+  static final long POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
 
   /** A budget that admits everything: for in-process benchmarks and tests without one. */
   static final FirstStateBudget UNLIMITED =
@@ -85,9 +96,13 @@ public final class FirstStateBudget {
     this.timer = timer;
   }
 
-  /** An account for one stream; {@code wake} is called when credits came back while it waited. */
-  Account account(Runnable wake) {
-    return new Account(wake);
+  /**
+   * An account for one stream: {@code drained} tells whether its transport wrote what it was given
+   * (thread-safe: gRPC's {@code isReady}), {@code wake} is called when credits came back while it
+   * waited.
+   */
+  Account account(BooleanSupplier drained, Runnable wake) {
+    return new Account(drained, wake);
   }
 
   /** Bytes of first states written and not yet drained (or set aside for a woken stream). */
@@ -102,6 +117,7 @@ public final class FirstStateBudget {
 
   /** One stream's credits: used from its executor, like the stream. */
   final class Account {
+    private final BooleanSupplier drained;
     private final Runnable wake;
 
     // Guarded by the budget.
@@ -114,7 +130,8 @@ public final class FirstStateBudget {
     private boolean pass;
     private boolean queued;
 
-    private Account(Runnable wake) {
+    private Account(BooleanSupplier drained, Runnable wake) {
+      this.drained = drained;
       this.wake = wake;
     }
 
@@ -228,18 +245,22 @@ public final class FirstStateBudget {
   }
 
   /**
-   * Credits held past the hold limit come back (a woken stream's pass too); returns the streams the
-   * credits now in hand admit.
+   * With the budget spent, credits whose transport wrote them, or held past the hold limit (a woken
+   * stream's pass too), come back; returns the streams the credits now in hand admit.
    */
   private List<Account> expire() {
+    if (inFlight < bytes) {
+      return admitted();
+    }
     long now = ticker.nanos();
     for (Iterator<Map.Entry<Account, Long>> oldest = held.entrySet().iterator();
         oldest.hasNext(); ) {
       Map.Entry<Account, Long> holding = oldest.next();
-      if (now - holding.getValue() < holdLimitNanos) {
-        break;
-      }
       Account account = holding.getKey();
+      if (now - holding.getValue() < holdLimitNanos
+          && (account.pass || !account.drained.getAsBoolean())) {
+        continue;
+      }
       inFlight -= account.charged;
       account.charged = 0;
       account.passBytes = 0;
@@ -281,10 +302,13 @@ public final class FirstStateBudget {
     }
     long due = held.values().iterator().next() + holdLimitNanos - ticker.nanos();
     sweepScheduled = true;
-    timer.schedule(this::sweep, Math.max(due, 0), TimeUnit.NANOSECONDS);
+    timer.schedule(this::sweep, Math.max(Math.min(due, POLL_NANOS), 0), TimeUnit.NANOSECONDS);
   }
 
-  /** Held credits past the hold limit come back: on the timer, or a test's call. */
+  /**
+   * Credits whose transport wrote them, or held past the hold limit, come back: on the timer, or a
+   * test's call.
+   */
   void sweep() {
     List<Account> woken;
     synchronized (this) {

@@ -27,7 +27,7 @@ class FirstStateBudgetTest {
   private final List<String> woken = new ArrayList<>();
 
   private FirstStateBudget.Account account(String name) {
-    return budget.account(() -> woken.add(name));
+    return budget.account(() -> false, () -> woken.add(name));
   }
 
   @Test
@@ -137,6 +137,13 @@ class FirstStateBudgetTest {
       buffered = 0;
       pushes.flushBlocked();
     }
+
+    /**
+     * Netty wrote what was buffered; the onReady handler has not run yet (it waits in its lane).
+     */
+    void written() {
+      buffered = 0;
+    }
   }
 
   private static final TypeSnapshot ENDPOINTS =
@@ -150,7 +157,10 @@ class FirstStateBudgetTest {
   private Transport stream(FirstStateBudget budget) {
     Transport transport = new Transport();
     transport.pushes =
-        new PushScheduler<>(transport, true, budget.account(() -> transport.pushes.flushBlocked()));
+        new PushScheduler<>(
+            transport,
+            true,
+            budget.account(transport::isReady, () -> transport.pushes.flushBlocked()));
     transport.endpoints =
         transport.pushes.state(
             TypeUrl.ENDPOINT, t -> new SotwTypeState(t, ENDPOINTS, false, Clock.systemUTC()));
@@ -184,5 +194,26 @@ class FirstStateBudgetTest {
         .as("built from the newest state")
         .isEqualTo(ENDPOINTS_CHANGED.version());
     assertThat(second.pushes.awaitsFirstState()).isFalse();
+  }
+
+  @Test
+  void creditsComeBackWhenTheHoldersTransportWroteThemBeforeItsOnReadyHandlerRuns() {
+    FirstStateBudget one = new FirstStateBudget(1, TimeUnit.SECONDS.toNanos(1), () -> now, null);
+    Transport first = stream(one);
+    Transport second = stream(one);
+    Transport third = stream(one);
+    assertThat(second.written).isEmpty();
+
+    first.written();
+    one.sweep();
+    assertThat(second.written).as("the budget asked first's transport").hasSize(1);
+    assertThat(third.written).isEmpty();
+
+    second.written();
+    Transport fourth = stream(one);
+    assertThat(third.written)
+        .as("a stream asking with the budget spent asks the holders' transports too")
+        .hasSize(1);
+    assertThat(fourth.written).as("behind third").isEmpty();
   }
 }
