@@ -95,7 +95,11 @@ public final class FirstStateBudget {
   private final ArrayDeque<Account> waiting = new ArrayDeque<>();
   private boolean sweepScheduled;
 
-  /** The size of the last first response written: what a woken stream is set aside. */
+  /**
+   * The size of the largest first response written: what a woken stream is set aside. The largest,
+   * not the last: a small one (a few routes) between whole states would wake hundreds of streams
+   * for the room of one, each then writing a whole state.
+   */
   private long estimate = 64 << 10;
 
   FirstStateBudget(long bytes, long holdLimitNanos, Ticker ticker, ScheduledExecutorService timer) {
@@ -185,7 +189,7 @@ public final class FirstStateBudget {
         inFlight -= passBytes;
         passBytes = 0;
         if (size > 0) {
-          estimate = size;
+          estimate = Math.max(estimate, size);
           if (charged == 0) {
             held.put(this, ticker.nanos());
           }
@@ -281,8 +285,9 @@ public final class FirstStateBudget {
 
   /**
    * The waiting streams that the credits in hand admit, in arrival order: each is set aside as many
-   * bytes as the last first response written ({@link #estimate}; its real size replaces them when
-   * it writes), so that a release wakes the few streams it makes room for, not every one waiting.
+   * bytes as the largest first response written ({@link #estimate}; its real size replaces them
+   * when it writes), so that a release wakes the few streams it makes room for, not every one
+   * waiting.
    */
   private List<Account> admitted() {
     List<Account> woken = List.of();
