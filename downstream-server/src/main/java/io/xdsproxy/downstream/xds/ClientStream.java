@@ -157,7 +157,10 @@ abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S ex
                 events.fannedOut(ClientStream.this, type, receivedAt);
               }
             },
-            fixedType.isEmpty());
+            fixedType.isEmpty(),
+            serving
+                .firstStates()
+                .account(responses::isReady, () -> executor.execute(guarded(this::flushBlocked))));
     this.pacer =
         new RequestPacer(
             serving.limits().requestsPerSecond(),
@@ -575,6 +578,7 @@ abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S ex
       return;
     }
     closed = true;
+    pushes.close();
     if (admitted) {
       serving.clients().dismiss(nodeId);
     }

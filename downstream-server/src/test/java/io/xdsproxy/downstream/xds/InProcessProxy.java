@@ -67,6 +67,7 @@ final class InProcessProxy implements AutoCloseable {
             Clock.systemUTC(),
             timer,
             limits,
+            null,
             null);
     ads =
         ServerInterceptors.intercept(
