@@ -8,6 +8,7 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.xdsproxy.core.UpstreamSource.AuditedType;
 import io.xdsproxy.core.testing.FakeClock;
 import io.xdsproxy.core.testing.ScriptedUpstream;
+import io.xdsproxy.core.testing.TestGroups;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -36,16 +37,7 @@ class GroupAuditorTest {
   private final SimpleMeterRegistry meters = new SimpleMeterRegistry();
   private final AuditedUpstream upstream = new AuditedUpstream();
   private final NodeGroups groups =
-      new NodeGroups(
-          NodeGroupRule.of(List.of("cluster")),
-          NodeGroups.firstClientsNode(),
-          upstream,
-          CALLING_THREAD,
-          time.scheduler(),
-          time.ticker(),
-          Duration.ofMinutes(5),
-          meters,
-          SavedStates.NONE);
+      TestGroups.byCluster(upstream, time, Duration.ofMinutes(5), meters, SavedStates.NONE);
   private final GroupAuditor auditor =
       new GroupAuditor(
               groups,

@@ -10,11 +10,11 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.xdsproxy.core.UpstreamSource.UpstreamListener;
 import io.xdsproxy.core.UpstreamSource.UpstreamSession;
 import io.xdsproxy.core.testing.FakeClock;
+import io.xdsproxy.core.testing.TestGroups;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.Executor;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -25,22 +25,12 @@ import org.junit.jupiter.api.Test;
 class NodeGroupsTest {
 
   private static final Duration GRACE = Duration.ofSeconds(30);
-  private static final Executor CALLING_THREAD = Runnable::run;
   private static final Node NODE = Node.newBuilder().setId("envoy-1").setCluster("fleet").build();
 
   private final FakeClock time = new FakeClock();
   private final FakeUpstream upstream = new FakeUpstream();
   private final NodeGroups groups =
-      new NodeGroups(
-          NodeGroupRule.of(List.of("cluster")),
-          NodeGroups.firstClientsNode(),
-          upstream,
-          CALLING_THREAD,
-          time.scheduler(),
-          time.ticker(),
-          GRACE,
-          new SimpleMeterRegistry(),
-          SavedStates.NONE);
+      TestGroups.byCluster(upstream, time, GRACE, new SimpleMeterRegistry(), SavedStates.NONE);
 
   @AfterEach
   void close() {

@@ -8,13 +8,13 @@ import io.envoyproxy.envoy.config.core.v3.Node;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.xdsproxy.core.testing.FakeClock;
 import io.xdsproxy.core.testing.ScriptedUpstream;
+import io.xdsproxy.core.testing.TestGroups;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.Executor;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -26,7 +26,6 @@ import org.junit.jupiter.api.Test;
 class SavedStateTest {
 
   private static final Duration CONFIRM = Duration.ofSeconds(15);
-  private static final Executor CALLING_THREAD = Runnable::run;
   private static final Node NODE = Node.newBuilder().setId("envoy-1").setCluster("fleet").build();
   private static final Instant SAVED_AT = Instant.parse("2025-12-31T23:00:00Z");
 
@@ -34,16 +33,7 @@ class SavedStateTest {
   private final ScriptedUpstream upstream = new ScriptedUpstream(false);
   private final Saved saved = new Saved();
   private final NodeGroups groups =
-      new NodeGroups(
-          NodeGroupRule.of(List.of("cluster")),
-          NodeGroups.firstClientsNode(),
-          upstream,
-          CALLING_THREAD,
-          time.scheduler(),
-          time.ticker(),
-          Duration.ofMinutes(5),
-          new SimpleMeterRegistry(),
-          saved);
+      TestGroups.byCluster(upstream, time, Duration.ofMinutes(5), new SimpleMeterRegistry(), saved);
 
   @AfterEach
   void close() {
