@@ -96,6 +96,12 @@ public final class FirstStateBudget {
   private boolean sweepScheduled;
 
   /**
+   * The one account of every stream when there is no limit: its methods return at once, so a stream
+   * costs the budget nothing, not even an object of its own.
+   */
+  private final Account everyone;
+
+  /**
    * The size of the largest first response written: what a woken stream is set aside. The largest,
    * not the last: a small one (a few routes) between whole states would wake hundreds of streams
    * for the room of one, each then writing a whole state.
@@ -107,6 +113,7 @@ public final class FirstStateBudget {
     this.holdLimitNanos = holdLimitNanos;
     this.ticker = ticker;
     this.timer = timer;
+    this.everyone = new Account(() -> true, () -> {});
   }
 
   /**
@@ -115,7 +122,7 @@ public final class FirstStateBudget {
    * waited.
    */
   Account account(BooleanSupplier drained, Runnable wake) {
-    return new Account(drained, wake);
+    return unlimited() ? everyone : new Account(drained, wake);
   }
 
   /** Bytes of first states written and not yet drained (or set aside for a woken stream). */
@@ -201,13 +208,6 @@ public final class FirstStateBudget {
         woken = admitted(); // what was set aside and not written admits others
       }
       wakeAll(woken);
-    }
-
-    /** Whether this stream holds credits. */
-    boolean holds() {
-      synchronized (FirstStateBudget.this) {
-        return charged > 0 && !pass;
-      }
     }
 
     /** The transport wrote what this stream was charged for: its credits come back. */
