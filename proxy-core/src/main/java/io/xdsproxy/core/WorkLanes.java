@@ -213,8 +213,10 @@ public final class WorkLanes extends AbstractQueue<Runnable> implements Blocking
       return new Timed(((Initial) initial.poll()).task(), true, charge);
     }
     Runnable task = change.poll();
-    if (task == null) {
-      return null;
+    if (task == null || initial.isEmpty()) {
+      // Nothing to share the workers with: the task runs as it is, untimed, and an idle initial
+      // lane banks nothing of it. The steady state, updates only, costs the queue no clock.
+      return task;
     }
     long charge = changeCost;
     balance -= charge * CHANGE_WEIGHT;
