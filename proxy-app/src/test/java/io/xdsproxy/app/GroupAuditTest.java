@@ -21,16 +21,13 @@ import io.xdsproxy.app.testing.VariantClient;
 import io.xdsproxy.app.testing.VariantClient.Variant;
 import io.xdsproxy.core.GroupAuditor;
 import io.xdsproxy.core.TypeUrl;
-import io.xdsproxy.upstream.grpc.AdsUpstream.Protocol;
 import io.xdsproxy.upstream.grpc.Backoff;
-import io.xdsproxy.upstream.testing.ControlPlaneKind;
 import io.xdsproxy.upstream.testing.UpstreamControlPlane;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -44,8 +41,8 @@ import org.slf4j.LoggerFactory;
  * found by the group audit within one interval. The control plane serves by {@code node.cluster}
  * while the proxy groups by a metadata field, so two clients of different clusters share one group,
  * and one of them is served the other's clusters: the unsafe aggregation key of
- * envoyproxy/xds-relay#147. Run against java-control-plane over SotW and the istiod model over
- * Delta (istiod versions every push, so versions must not count as differences).
+ * envoyproxy/xds-relay#147. Run against every control plane, SotW and Delta alternating (the istiod
+ * model over Delta: istiod versions every push, so versions must not count as differences).
  */
 class GroupAuditTest {
 
@@ -58,12 +55,6 @@ class GroupAuditTest {
   @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
 
   private final ListAppender<ILoggingEvent> logged = new ListAppender<>();
-
-  static Stream<ControlPlaneCell> cells() {
-    return Stream.of(
-        new ControlPlaneCell(ControlPlaneKind.JAVA_CONTROL_PLANE, Protocol.SOTW),
-        new ControlPlaneCell(ControlPlaneKind.ISTIOD, Protocol.DELTA));
-  }
 
   @BeforeEach
   void captureTheAuditorsLog() {
@@ -108,7 +99,7 @@ class GroupAuditTest {
   }
 
   @ParameterizedTest(name = "{0}")
-  @MethodSource("cells")
+  @MethodSource(ControlPlaneCell.REPRESENTATIVE)
   void aMemberServedOtherClustersUpstreamIsFoundWithinOneInterval(ControlPlaneCell cell)
       throws Exception {
     UpstreamControlPlane controlPlane = fixture.controlPlane(cell);
@@ -172,7 +163,7 @@ class GroupAuditTest {
   }
 
   @ParameterizedTest(name = "{0}")
-  @MethodSource("cells")
+  @MethodSource(ControlPlaneCell.REPRESENTATIVE)
   void membersEntitledToTheSameConfigurationMatch(ControlPlaneCell cell) throws Exception {
     UpstreamControlPlane controlPlane = fixture.controlPlane(cell);
     controlPlane.setSnapshot("checkout", ControlPlaneMatrixTest.fleet("1", 1, "ledger", "cards"));
