@@ -401,6 +401,9 @@ abstract class AdsSession<Q, R, S extends AdsSession.SubscriptionState> implemen
         .log("group {}: reopening the stream to {}: {}", group, target, why);
     abandoned.increment();
     connected.set(0);
+    // The abandoned stream's end (CANCELLED, once the cancel has gone round) is not a failure: no
+    // backoff, no failover, and no reconnect of its own besides the stream opened here.
+    generation++;
     if (stream != null) {
       stream.cancel(why, null);
       stream = null;

@@ -146,9 +146,8 @@ class StreamStartsTest {
         .isEqualTo(14 * 200);
   }
 
-  @Test
-  void aReconnectWaitsForItsTurnAsANewSessionDoes() throws Exception {
-    ScriptedControlPlane controlPlane = add(new ScriptedControlPlane());
+  /** A SotW session to {@code controlPlane} whose streams start at one a second. */
+  private SotwUpstreamSession oneStartASecond(ScriptedControlPlane controlPlane) {
     ManagedChannel channel =
         NettyChannelBuilder.forTarget(controlPlane.target()).usePlaintext().build();
     add(channel::shutdownNow);
@@ -170,6 +169,40 @@ class StreamStartsTest {
             update -> {},
             context);
     add(session::close);
+    return session;
+  }
+
+  /**
+   * A stream abandoned for a new one (a wildcard asked for after names) is cancelled by the proxy:
+   * its end is no failure. Counted as one, it was backed off and reconnected, and the backoff's
+   * reconnect, coming after the new stream had started, opened a third.
+   */
+  @Test
+  void aStreamAbandonedForANewOneEndsWithoutAReconnectOfItsOwn() throws Exception {
+    ScriptedControlPlane controlPlane = add(new ScriptedControlPlane());
+    SotwUpstreamSession session = oneStartASecond(controlPlane);
+    session.updateInterest(TypeUrl.CLUSTER, new Interest(false, Set.of("a")));
+    assertThat(controlPlane.nextRequest(WAIT).getResourceNamesList()).containsExactly("a");
+
+    session.updateInterest(TypeUrl.CLUSTER, new Interest(true, Set.of("a")));
+    await().atMost(WAIT).until(() -> controlPlane.streamsCancelled() == 1);
+    assertThat(waiting()).as("the new stream waits for its turn").isEqualTo(1);
+    time.forwardTime(Duration.ofSeconds(1));
+    assertThat(controlPlane.nextRequest(WAIT).getResourceNamesList())
+        .as("a new stream's first request, the legacy wildcard")
+        .isEmpty();
+
+    time.forwardTime(Duration.ofSeconds(5));
+    controlPlane.expectNoRequest(Duration.ofMillis(200));
+    assertThat(controlPlane.streamsOpened()).isEqualTo(2);
+    assertThat(meters.get("xds.upstream.reconnects").counter().count()).isZero();
+    assertThat(meters.get("xds.upstream.streams.abandoned").counter().count()).isEqualTo(1);
+  }
+
+  @Test
+  void aReconnectWaitsForItsTurnAsANewSessionDoes() throws Exception {
+    ScriptedControlPlane controlPlane = add(new ScriptedControlPlane());
+    SotwUpstreamSession session = oneStartASecond(controlPlane);
     session.updateInterest(TypeUrl.CLUSTER, new Interest(true, Set.of()));
     controlPlane.nextRequest(WAIT);
     assertThat(controlPlane.streamsOpened()).isEqualTo(1);

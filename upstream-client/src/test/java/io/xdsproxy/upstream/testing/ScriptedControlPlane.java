@@ -30,6 +30,8 @@ public final class ScriptedControlPlane implements AutoCloseable {
   private volatile StreamObserver<DeltaDiscoveryResponse> deltaStream;
   private final java.util.concurrent.atomic.AtomicInteger streamsOpened =
       new java.util.concurrent.atomic.AtomicInteger();
+  private final java.util.concurrent.atomic.AtomicInteger streamsCancelled =
+      new java.util.concurrent.atomic.AtomicInteger();
   private final Server server;
 
   public ScriptedControlPlane() throws IOException {
@@ -49,7 +51,9 @@ public final class ScriptedControlPlane implements AutoCloseable {
                       }
 
                       @Override
-                      public void onError(Throwable t) {}
+                      public void onError(Throwable t) {
+                        streamsCancelled.incrementAndGet();
+                      }
 
                       @Override
                       public void onCompleted() {
@@ -70,7 +74,9 @@ public final class ScriptedControlPlane implements AutoCloseable {
                       }
 
                       @Override
-                      public void onError(Throwable t) {}
+                      public void onError(Throwable t) {
+                        streamsCancelled.incrementAndGet();
+                      }
 
                       @Override
                       public void onCompleted() {
@@ -103,6 +109,11 @@ public final class ScriptedControlPlane implements AutoCloseable {
   /** How many streams (SotW and incremental) the proxy has opened. */
   public int streamsOpened() {
     return streamsOpened.get();
+  }
+
+  /** How many streams the proxy has cancelled or broken off. */
+  public int streamsCancelled() {
+    return streamsCancelled.get();
   }
 
   /** Sends {@code response} on the latest stream. */
