@@ -23,11 +23,14 @@ import java.util.concurrent.atomic.AtomicReference;
  *
  * <p>{@code java -cp bench/target/xds-bench.jar io.xdsproxy.bench.Storm [--clients N] [--storm M]
  * [--groups G] [--clusters K] [--delta SHARE] [--streams-per-connection S] [--baseline-updates B]
- * [--storm-updates U] [--pause-ms P] [--proxy-jar PATH[,PATH...]] [--runs R] [--jvm "OPTIONS"]
- * [--logs DIR] [--timeout-seconds S] [--proxy-cpus CPUS] [--others-cpus CPUS] [--profile DIR]}:
- * {@code --storm-updates} is the fewest updates made from the storm's start on (more are made while
- * the newcomers are not all in sync); {@code --runs R} measures every jar R times, alternating, and
- * reports the medians.
+ * [--storm-updates U] [--pause-ms P | --interval-ms I] [--proxy-jar PATH[,PATH...]] [--runs R]
+ * [--jvm "OPTIONS"] [--logs DIR] [--timeout-seconds S] [--proxy-cpus CPUS] [--others-cpus CPUS]
+ * [--profile DIR]}: {@code --storm-updates} is the fewest updates made from the storm's start on
+ * (more are made while the newcomers are not all in sync). An update is made {@code --pause-ms}
+ * after the last one reached every established client, or, with {@code --interval-ms}, every {@code
+ * I} ms whatever their latency (one that takes longer delays the next, made at once): at a fixed
+ * rate, a build whose updates are faster does not make more of them, and its newcomers do not pay
+ * for that work. {@code --runs R} measures every jar R times, alternating, and reports the medians.
  *
  * <p>{@code --proxy-cpus 0 --others-cpus 1} keeps the proxy on CPU 0 and the control plane and the
  * load generator (this JVM) on CPU 1 ({@code taskset -c}), so that the load generator decoding the
@@ -48,6 +51,7 @@ public final class Storm {
       int baselineUpdates,
       int stormUpdates,
       Duration pause,
+      Duration interval,
       List<Path> proxyJars,
       int runs,
       List<String> jvm,
@@ -71,6 +75,7 @@ public final class Storm {
               given.integer("baseline-updates", 5),
               given.integer("storm-updates", 3),
               Duration.ofMillis(given.integer("pause-ms", 200)),
+              Duration.ofMillis(given.integer("interval-ms", 0)),
               Arrays.stream(given.text("proxy-jar", "proxy-app/target/xds-proxy.jar").split(","))
                   .map(Path::of)
                   .toList(),
@@ -254,6 +259,7 @@ public final class Storm {
     private final LoadClients storm;
     private final Options options;
     private volatile int made;
+    private long nextDue = System.nanoTime();
 
     Rounds(JavaProcess plane, LoadClients established, LoadClients storm, Options options) {
       this.plane = plane;
@@ -267,8 +273,16 @@ public final class Storm {
     }
 
     Round next() throws InterruptedException {
-      Thread.sleep(options.pause().toMillis());
+      if (options.interval().isZero()) {
+        Thread.sleep(options.pause().toMillis());
+      } else {
+        long wait = nextDue - System.nanoTime();
+        if (wait > 0) {
+          Thread.sleep(wait / 1_000_000, (int) (wait % 1_000_000));
+        }
+      }
       long madeAt = System.nanoTime();
+      nextDue = madeAt + options.interval().toNanos();
       plane.send("update");
       String[] updated = plane.await("updated ", Duration.ofSeconds(60)).split(" ");
       int round = Integer.parseInt(updated[1]);
@@ -295,15 +309,19 @@ public final class Storm {
         String.format(
             Locale.ROOT,
             "%d established clients, then %d newcomers at once (%.0f%% Delta, %d per connection),"
-                + " %d node groups, %d clusters; an update of one cluster's endpoints every %d ms"
-                + " after the last reached every established client; medians of %d run(s)%n%n",
+                + " %d node groups, %d clusters; an update of one cluster's endpoints %s;"
+                + " medians of %d run(s)%n%n",
             options.clients(),
             options.storm(),
             options.delta() * 100,
             options.streamsPerConnection(),
             options.groups(),
             options.clusters(),
-            options.pause().toMillis(),
+            options.interval().isZero()
+                ? "every "
+                    + options.pause().toMillis()
+                    + " ms after the last reached every established client"
+                : "every " + options.interval().toMillis() + " ms",
             options.runs()));
     if (!options.proxyCpus().isEmpty()) {
       out.append(
