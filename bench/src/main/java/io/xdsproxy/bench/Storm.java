@@ -95,7 +95,7 @@ public final class Storm {
   }
 
   /** One update's fan-out to the established clients, in milliseconds, and when it was made. */
-  record Round(long madeAt, double p50, double p99) {}
+  record Round(long madeAt, double p50, double p99, double max) {}
 
   /** What one run of one jar measured: medians over its rounds, in ms; the storm's sync in s. */
   record Result(
@@ -281,6 +281,7 @@ public final class Storm {
           Thread.sleep(wait / 1_000_000, (int) (wait % 1_000_000));
         }
       }
+      long due = nextDue;
       long madeAt = System.nanoTime();
       nextDue = madeAt + options.interval().toNanos();
       plane.send("update");
@@ -296,10 +297,21 @@ public final class Storm {
           options.timeout(),
           "update " + round);
       long[] latencies = established.latencies(round, changedAt);
-      return new Round(
-          madeAt,
-          Compare.percentile(latencies, 0.50) / 1e6,
-          Compare.percentile(latencies, 0.99) / 1e6);
+      Round measured =
+          new Round(
+              madeAt,
+              Compare.percentile(latencies, 0.50) / 1e6,
+              Compare.percentile(latencies, 0.99) / 1e6,
+              latencies[latencies.length - 1] / 1e6);
+      Compare.log(
+          "update %d reached the established clients: p50 %.0f ms, p99 %.0f ms, max %.0f ms;"
+              + " made %.0f ms after it was due",
+          round,
+          measured.p50(),
+          measured.p99(),
+          measured.max(),
+          options.interval().isZero() ? 0 : Math.max(0, (madeAt - due) / 1e6));
+      return measured;
     }
   }
 
