@@ -19,7 +19,8 @@ import java.util.Set;
  * are one object, compared here by identity, so a key of thousands of names costs a pointer.
  *
  * @param variant "SotW" or "Delta": their responses differ
- * @param held the {@link TypeSnapshot#sequence} of the snapshot the client holds
+ * @param held the {@link TypeSnapshot#sequence} of the snapshot the client holds, {@link
+ *     #HOLDS_NOTHING} before its first response of the type
  * @param flags what else the response depends on: defer removals, removals owed
  * @param owed names owed whatever the client holds of them; nearly always none. An immutable copy:
  *     a stream's own set changes as it sends, and a key must not
@@ -31,6 +32,9 @@ record ResponsePosition(
     boolean knowsTtl,
     int flags,
     Set<String> owed) {
+
+  /** {@link #held} of a client not sent the type yet; sequences start at 0. */
+  static final long HOLDS_NOTHING = -1;
 
   @Override
   public boolean equals(Object other) {

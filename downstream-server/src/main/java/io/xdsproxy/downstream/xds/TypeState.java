@@ -250,13 +250,15 @@ abstract class TypeState<O extends TypeState.Outgoing<O>> {
    * ResponsePosition} share one, built once.
    */
   Optional<O> nextResponse(boolean deferRemovals) {
-    if (held == null || latest.holdsUncacheable() || ownsResponse()) {
+    if (latest.holdsUncacheable() || ownsResponse()) {
       return build(deferRemovals); // owed for reasons of this stream's own
     }
+    // A newcomer holds nothing: its first state is the same as every other newcomer's that
+    // subscribed alike, a reconnect storm's thousands of them built and encoded once.
     ResponsePosition position =
         new ResponsePosition(
             variant,
-            held.sequence(),
+            held == null ? ResponsePosition.HOLDS_NOTHING : held.sequence(),
             subscription,
             knowsTtl,
             (deferRemovals ? 1 : 0) | positionFlags(),

@@ -223,6 +223,52 @@ class EncodedResponseTest {
   }
 
   @Test
+  void newcomersThatSubscribedAlikeShareOneFirstStateAndItsEncoding() {
+    SotwTypeState sotwFirst = new SotwTypeState(TypeUrl.ENDPOINT, before, false);
+    SotwTypeState sotwSecond = new SotwTypeState(TypeUrl.ENDPOINT, before, false);
+    SotwTypeState sotwFewer = new SotwTypeState(TypeUrl.ENDPOINT, before, false);
+    sotwFirst.subscribe(List.of("a", "b", "c"));
+    sotwSecond.subscribe(List.of("c", "b", "a"));
+    sotwFewer.subscribe(List.of("a", "b"));
+    DeltaTypeState deltaFirst =
+        new DeltaTypeState(TypeUrl.ENDPOINT, before, false, Clock.systemUTC());
+    DeltaTypeState deltaSecond =
+        new DeltaTypeState(TypeUrl.ENDPOINT, before, false, Clock.systemUTC());
+    DeltaTypeState deltaReconnected =
+        new DeltaTypeState(TypeUrl.ENDPOINT, before, false, Clock.systemUTC());
+    deltaFirst.subscribe(List.of("a", "b", "c"), List.of(), Map.of());
+    deltaSecond.subscribe(List.of("a", "b", "c"), List.of(), Map.of());
+    deltaReconnected.subscribe(
+        List.of("a", "b", "c"), List.of(), Map.of("a", before.get("a").version()));
+
+    SotwTypeState.Outgoing sotw = sotwFirst.nextResponse(false).orElseThrow();
+    DeltaTypeState.Outgoing delta = deltaFirst.nextResponse(false).orElseThrow();
+
+    assertThat(sotw.included()).hasSize(3);
+    assertThat(sotwSecond.nextResponse(false)).as("built once").containsSame(sotw);
+    assertThat(sotwSecond.encoded(sotw)).as("encoded once").isSameAs(sotwFirst.encoded(sotw));
+    assertThat(sotwFewer.nextResponse(false))
+        .as("other names, another first state")
+        .hasValueSatisfying(own -> assertThat(own.included()).hasSize(2));
+    assertThat(deltaSecond.nextResponse(false)).as("built once").containsSame(delta);
+    assertThat(deltaSecond.encoded(delta)).as("encoded once").isSameAs(deltaFirst.encoded(delta));
+    assertThat(deltaReconnected.nextResponse(false))
+        .as("what it claimed on reconnecting is its own: a is not sent again")
+        .hasValueSatisfying(
+            own -> {
+              assertThat(own).isNotSameAs(delta);
+              assertThat(own.resources()).extracting(Resource::getName).containsOnly("b", "c");
+            });
+    assertThat(
+            new EncodedResponse(
+                    delta.version(), TypeUrl.ENDPOINT.url(), "1", deltaSecond.encoded(delta))
+                .toDelta()
+                .getResourcesList())
+        .extracting(Resource::getName)
+        .containsExactlyInAnyOrder("a", "b", "c");
+  }
+
+  @Test
   void whatIsWrittenIsTheDeltaDiscoveryResponseItStandsFor() throws Exception {
     List<Resource> resources =
         List.of(endpoints("a", 1).toResource(), endpoints("b", 1).toResource());
