@@ -51,6 +51,12 @@ public class GroupOfStreams {
   private InMemoryUpstream upstream;
   private DirectProxy proxy;
   private final List<EnvoyClient> clients = new ArrayList<>();
+  private List<String> endpointNames;
+  private byte[] sotwEndpointNames;
+
+  /** Clients that joined so far, newcomers included: the next one's node id. */
+  private int joinedSoFar;
+
   private int endpointRound;
   private int clusterRound;
 
@@ -92,27 +98,58 @@ public class GroupOfStreams {
     proxy = new DirectProxy(upstream);
     List<String> names = BenchResources.clusterNames(CLUSTERS);
     byte[] sotwNames = EnvoyClient.Sotw.encodeNames(names);
+    endpointNames = names;
+    sotwEndpointNames = sotwNames;
     for (int i = 0; i < streams; i++) {
-      Node node = Node.newBuilder().setId("client-" + i).setCluster("group-0").build();
-      SocketAddress peer =
-          new InetSocketAddress(
-              InetAddress.getByAddress(new byte[] {10, 1, (byte) (i >> 8), (byte) i}),
-              40000 + i % 20000);
-      EnvoyClient client =
-          switch (variant) {
-            case "sotw" -> new EnvoyClient.Sotw(proxy, node, peer, sotwNames);
-            case "delta" -> new EnvoyClient.Delta(proxy, node, peer, names);
-            default ->
-                throw new IllegalArgumentException("variant is sotw or delta, not " + variant);
-          };
-      client.subscribeClusters();
-      client.ack();
-      client.subscribeEndpoints();
-      client.ack();
-      clients.add(client);
+      clients.add(joined(i));
     }
+    joinedSoFar = streams;
     responsesEach = 2;
     checkEveryStreamHasTheLatestChange();
+  }
+
+  /**
+   * Client {@code i} connects and subscribes as Envoy does, wildcard CDS then EDS for every
+   * cluster, ACKing each of its two first responses.
+   */
+  private EnvoyClient joined(int i) throws UnknownHostException {
+    Node node = Node.newBuilder().setId("client-" + i).setCluster("group-0").build();
+    SocketAddress peer =
+        new InetSocketAddress(
+            InetAddress.getByAddress(new byte[] {10, 1, (byte) (i >> 8), (byte) i}),
+            40000 + i % 20000);
+    EnvoyClient client =
+        switch (variant) {
+          case "sotw" -> new EnvoyClient.Sotw(proxy, node, peer, sotwEndpointNames);
+          case "delta" -> new EnvoyClient.Delta(proxy, node, peer, endpointNames);
+          default -> throw new IllegalArgumentException("variant is sotw or delta, not " + variant);
+        };
+    client.subscribeClusters();
+    client.ack();
+    client.subscribeEndpoints();
+    client.ack();
+    return client;
+  }
+
+  /**
+   * A newcomer joins the group (one client of a reconnect storm): it is sent the group's whole
+   * state, CDS then EDS, and leaves. Returns it, its stream ended.
+   */
+  EnvoyClient newcomer() throws UnknownHostException {
+    EnvoyClient client = joined(joinedSoFar++);
+    RecordingCall<?> call = client.call();
+    if (call.closedWith() != null || call.responses() != 2) {
+      throw new IllegalStateException(
+          variant
+              + " newcomer "
+              + joinedSoFar
+              + " was written "
+              + call.responses()
+              + " responses, expected its two first states; closed with "
+              + call.closedWith());
+    }
+    call.halfClose();
+    return client;
   }
 
   /** The upstream sends a new version of cluster 0's endpoints; every stream is sent it. */
