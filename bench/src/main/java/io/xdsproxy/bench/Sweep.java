@@ -50,7 +50,7 @@ public final class Sweep {
                 Locale.ROOT,
                 "%d,%s,%.0f,%.0f,%.0f,%.2f,%.1f,%.1f%n",
                 clients,
-                r.setup().file,
+                r.setup().name().toLowerCase(Locale.ROOT),
                 r.p50(),
                 r.p99(),
                 r.max(),
