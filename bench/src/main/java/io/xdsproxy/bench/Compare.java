@@ -18,20 +18,24 @@ import java.util.function.IntSupplier;
 
 /**
  * The side-by-side benchmark: the same N simulated clients served by java-control-plane directly,
- * then through xds-proxy fed by that control plane, each server in its own JVM; for each, how long
- * one endpoint change takes to reach every client, and what serving them costs. Prints a Markdown
- * table of both and their ratio.
+ * then through xds-proxy fed by that control plane, then by the floor ({@link BenchFloor}: a bare
+ * gRPC server writing one response encoded once to every stream, the transport alone), each server
+ * in its own JVM; for each, how long one endpoint change takes to reach every client, and what
+ * serving them costs. Prints a Markdown table of all and the ratios direct / proxy and proxy /
+ * floor.
  *
  * <p>{@code java -jar bench/target/xds-bench.jar [--clients N] [--groups G] [--clusters K] [--delta
- * SHARE] [--streams-per-connection S] [--warmup W] [--updates U] [--mode both|direct|proxy]
+ * SHARE] [--streams-per-connection S] [--warmup W] [--updates U] [--mode all|both|SETUP,...]
  * [--change endpoints|cluster] [--proxy-jar PATH] [--jvm "OPTIONS"] [--proxy-jvm "MORE OPTIONS"]
- * [--logs DIR] [--timeout-seconds S]}; {@code --warmup W} makes W updates before the U that are
- * measured, so that what is measured is the servers' steady state rather than their JIT compiling
- * the update path (the same for both); {@code --proxy-jvm} adds options to the proxy's JVM only;
- * {@code --profile DIR} writes a flight recording of the serving process over the updates (not the
- * initial sync) to DIR, and its heap by class once every client is in sync; with {@code
- * --async-profiler LIB} (the path of async-profiler's {@code libasyncProfiler.so}), a CPU profile
- * of every thread, GC and native frames included, instead.
+ * [--logs DIR] [--timeout-seconds S]}; {@code --mode} names the setups measured, in order: {@code
+ * direct}, {@code proxy}, {@code floor}, or several separated by commas; {@code all} (the default)
+ * is all three, {@code both} direct and proxy; {@code --warmup W} makes W updates before the U that
+ * are measured, so that what is measured is the servers' steady state rather than their JIT
+ * compiling the update path (the same for each setup); {@code --proxy-jvm} adds options to the
+ * proxy's JVM only; {@code --profile DIR} writes a flight recording of the serving process over the
+ * updates (not the initial sync) to DIR, and its heap by class once every client is in sync; with
+ * {@code --async-profiler LIB} (the path of async-profiler's {@code libasyncProfiler.so}), a CPU
+ * profile of every thread, GC and native frames included, instead.
  */
 public final class Compare {
 
@@ -44,7 +48,7 @@ public final class Compare {
       int streamsPerConnection,
       int warmup,
       int updates,
-      String mode,
+      List<Setup> setups,
       Path proxyJar,
       List<String> jvm,
       List<String> proxyJvm,
@@ -65,7 +69,7 @@ public final class Compare {
               given.integer("streams-per-connection", 1),
               given.integer("warmup", 0),
               given.integer("updates", 5),
-              given.text("mode", "both"),
+              Setup.parse(given.text("mode", "all")),
               given.path("proxy-jar", "proxy-app/target/xds-proxy.jar"),
               given.words("jvm", "-Xmx4g -XX:+UseG1GC"),
               given.words("proxy-jvm", ""),
@@ -76,17 +80,58 @@ public final class Compare {
               BenchResources.Change.valueOf(
                   given.text("change", "endpoints").toUpperCase(Locale.ROOT)));
       given.done();
-      if (options.groups > options.clients
-          || !List.of("both", "direct", "proxy").contains(options.mode)) {
-        throw new IllegalArgumentException("need groups <= clients and mode both, direct or proxy");
+      if (options.groups > options.clients) {
+        throw new IllegalArgumentException("need groups <= clients");
       }
       return options;
     }
   }
 
+  /** What serves the clients. */
+  enum Setup {
+    DIRECT("java-control-plane direct", "control-plane"),
+    PROXY("through xds-proxy", "xds-proxy"),
+    FLOOR("bare gRPC floor", "floor");
+
+    final String label;
+
+    /** What names its logs and profiles. */
+    final String file;
+
+    Setup(String label, String file) {
+      this.label = label;
+      this.file = file;
+    }
+
+    /** {@code all}, {@code both}, or setups by name separated by commas, in the order given. */
+    static List<Setup> parse(String mode) {
+      return switch (mode) {
+        case "all" -> List.of(DIRECT, PROXY, FLOOR);
+        case "both" -> List.of(DIRECT, PROXY);
+        default -> {
+          List<Setup> setups = new ArrayList<>();
+          for (String name : mode.split(",")) {
+            try {
+              setups.add(valueOf(name.trim().toUpperCase(Locale.ROOT)));
+            } catch (IllegalArgumentException e) {
+              throw new IllegalArgumentException(
+                  "--mode '" + mode + "': not all, both, or direct, proxy and floor by commas");
+            }
+          }
+          yield List.copyOf(setups);
+        }
+      };
+    }
+
+    @Override
+    public String toString() {
+      return label;
+    }
+  }
+
   /** What one setup measured. Times in milliseconds, sizes in bytes, medians over the updates. */
   record Result(
-      String setup,
+      Setup setup,
       double syncSeconds,
       double p50,
       double p99,
@@ -110,20 +155,21 @@ public final class Compare {
   static List<Result> run(Options options) throws Exception {
     Files.createDirectories(options.logs());
     List<Result> results = new ArrayList<>();
-    if (!options.mode().equals("proxy")) {
-      results.add(measure(options, false));
-    }
-    if (!options.mode().equals("direct")) {
-      results.add(measure(options, true));
+    for (Setup setup : options.setups()) {
+      results.add(measure(options, setup));
     }
     return results;
   }
 
-  private static Result measure(Options options, boolean throughProxy) throws Exception {
-    String setup = throughProxy ? "through xds-proxy" : "java-control-plane direct";
+  private static Result measure(Options options, Setup setup) throws Exception {
     log("%s: starting", setup);
+    boolean throughProxy = setup == Setup.PROXY;
+    // The floor stands where the control plane stands when it serves the clients directly.
     try (JavaProcess plane =
-        startControlPlane(
+        startServer(
+            setup == Setup.FLOOR ? BenchFloor.class : BenchControlPlane.class,
+            setup == Setup.FLOOR ? "floor" : "control plane",
+            "",
             options.jvm(),
             options.groups(),
             options.clusters(),
@@ -131,7 +177,11 @@ public final class Compare {
             options
                 .logs()
                 .resolve(
-                    throughProxy ? "control-plane-upstream.log" : "control-plane-direct.log"))) {
+                    switch (setup) {
+                      case DIRECT -> "control-plane-direct.log";
+                      case PROXY -> "control-plane-upstream.log";
+                      case FLOOR -> "floor.log";
+                    }))) {
       int planePort = readyPort(plane);
       JavaProcess proxy = null;
       try {
@@ -182,10 +232,7 @@ public final class Compare {
           double rssPerStream =
               Math.max(0, server.rssBytes() - rssBase) / (double) Math.max(1, streams);
 
-          Optional<Path> profile =
-              options
-                  .profile()
-                  .map(dir -> dir.resolve(throughProxy ? "xds-proxy" : "control-plane"));
+          Optional<Path> profile = options.profile().map(dir -> dir.resolve(setup.file));
           if (profile.isPresent()) {
             Files.createDirectories(options.profile().get());
             server.classHistogram(Path.of(profile.get() + "-histogram.txt"));
@@ -304,87 +351,143 @@ public final class Compare {
                 ? "definition (the whole CDS state)"
                 : "endpoints",
             options.warmup() > 0 ? ", after " + options.warmup() + " warm-up updates" : ""));
+    List<Ratio> shown = Ratio.shown(results);
     out.append("| measure |");
     results.forEach(r -> out.append(' ').append(r.setup()).append(" |"));
-    boolean both = results.size() == 2;
-    out.append(both ? " direct / proxy |\n" : "\n");
-    out.append("| --- |").append(" ---: |".repeat(results.size() + (both ? 1 : 0))).append('\n');
-    row(out, results, "every client's first state (s)", Result::syncSeconds, "%.1f", both);
-    row(out, results, "update reaches clients, p50 (ms)", Result::p50, "%.0f", both);
-    row(out, results, "update reaches clients, p99 (ms)", Result::p99, "%.0f", both);
-    row(out, results, "update reaches clients, max (ms)", Result::max, "%.0f", both);
+    shown.forEach(ratio -> out.append(' ').append(ratio.header).append(" |"));
+    out.append('\n');
+    out.append("| --- |").append(" ---: |".repeat(results.size() + shown.size())).append('\n');
+    Ratio[] every = Ratio.values();
+    Ratio upstream = Ratio.DIRECT_PROXY;
+    row(out, results, shown, "every client's first state (s)", Result::syncSeconds, "%.1f", every);
+    row(out, results, shown, "update reaches clients, p50 (ms)", Result::p50, "%.0f", every);
+    row(out, results, shown, "update reaches clients, p99 (ms)", Result::p99, "%.0f", every);
+    row(out, results, shown, "update reaches clients, max (ms)", Result::max, "%.0f", every);
     row(
         out,
         results,
+        shown,
         "serving process CPU per update (s)",
         Result::serverCpuPerUpdate,
         "%.2f",
-        both);
+        every);
     row(
         out,
         results,
+        shown,
         "control plane CPU per update behind the proxy (s)",
         Result::upstreamCpuPerUpdate,
-        "%.2f",
-        false);
+        "%.2f");
     row(
         out,
         results,
+        shown,
         "load generator CPU per update, same cores (s)",
         Result::clientsCpuPerUpdate,
-        "%.2f",
-        false);
+        "%.2f");
     row(
         out,
         results,
+        shown,
         "serving process heap per stream (KiB)",
         r -> r.heapPerStream() / 1024,
         "%.1f",
-        both);
+        every);
     row(
         out,
         results,
+        shown,
         "serving process RSS per stream (KiB)",
         r -> r.rssPerStream() / 1024,
         "%.1f",
-        both);
+        every);
     row(
         out,
         results,
+        shown,
         "bytes to clients per update (KiB)",
         r -> r.bytesPerUpdate() / 1024,
         "%.0f",
-        both);
-    row(out, results, "streams open on the control plane", r -> r.upstreamStreams(), "%.0f", both);
+        every);
     row(
         out,
         results,
+        shown,
+        "streams open on the control plane",
+        r -> r.upstreamStreams(),
+        "%.0f",
+        upstream);
+    row(
+        out,
+        results,
+        shown,
         "control plane bytes sent per update (KiB)",
         r -> r.upstreamBytesPerUpdate() / 1024,
         "%.0f",
-        both);
-    row(out, results, "client streams that failed", r -> r.failedStreams(), "%.0f", false);
+        upstream);
+    row(out, results, shown, "client streams that failed", r -> r.failedStreams(), "%.0f");
     return out.toString();
   }
 
+  /**
+   * A ratio of two setups' figures, shown when both were measured: direct / proxy says how much the
+   * proxy saves, proxy / floor how far the proxy is from what the transport alone costs.
+   */
+  enum Ratio {
+    DIRECT_PROXY(Setup.DIRECT, Setup.PROXY, "direct / proxy", "%.1f×"),
+    PROXY_FLOOR(Setup.PROXY, Setup.FLOOR, "proxy / floor", "%.2f×");
+
+    final Setup numerator;
+    final Setup denominator;
+    final String header;
+    final String format;
+
+    Ratio(Setup numerator, Setup denominator, String header, String format) {
+      this.numerator = numerator;
+      this.denominator = denominator;
+      this.header = header;
+      this.format = format;
+    }
+
+    static List<Ratio> shown(List<Result> results) {
+      List<Setup> measured = results.stream().map(Result::setup).toList();
+      return java.util.Arrays.stream(values())
+          .filter(r -> measured.contains(r.numerator) && measured.contains(r.denominator))
+          .toList();
+    }
+
+    /** The ratio of {@code value} between the two setups, if it means anything. */
+    Optional<Double> of(List<Result> results, java.util.function.ToDoubleFunction<Result> value) {
+      double above = value.applyAsDouble(find(results, numerator));
+      double below = value.applyAsDouble(find(results, denominator));
+      return below > 0 ? Optional.of(above / below) : Optional.empty();
+    }
+
+    private static Result find(List<Result> results, Setup setup) {
+      return results.stream().filter(r -> r.setup() == setup).findFirst().orElseThrow();
+    }
+  }
+
+  /** A row of the table: each setup's figure, then the {@code ratios} of those {@code shown}. */
   private static void row(
       StringBuilder out,
       List<Result> results,
+      List<Ratio> shown,
       String name,
       java.util.function.ToDoubleFunction<Result> value,
       String format,
-      boolean ratio) {
+      Ratio... ratios) {
     out.append("| ").append(name).append(" |");
     results.forEach(
         r ->
             out.append(' ')
                 .append(String.format(Locale.ROOT, format, value.applyAsDouble(r)))
                 .append(" |"));
-    if (results.size() == 2) {
-      double direct = value.applyAsDouble(results.get(0));
-      double proxy = value.applyAsDouble(results.get(1));
+    for (Ratio ratio : shown) {
+      Optional<Double> of =
+          List.of(ratios).contains(ratio) ? ratio.of(results, value) : Optional.empty();
       out.append(
-          ratio && proxy > 0 ? String.format(Locale.ROOT, " %.1f× |", direct / proxy) : " |");
+          of.map(r -> String.format(Locale.ROOT, " " + ratio.format + " |", r)).orElse(" |"));
     }
     out.append('\n');
   }
@@ -405,14 +508,32 @@ public final class Compare {
       BenchResources.Change change,
       Path log)
       throws IOException {
+    return startServer(
+        BenchControlPlane.class, "control plane", cpus, jvm, groups, clusters, change, log);
+  }
+
+  /**
+   * Starts {@code main}, a server of the clients driven over stdin ({@link BenchControlPlane},
+   * {@link BenchFloor}), in its own JVM.
+   */
+  private static JavaProcess startServer(
+      Class<?> main,
+      String name,
+      String cpus,
+      List<String> jvm,
+      int groups,
+      int clusters,
+      BenchResources.Change change,
+      Path log)
+      throws IOException {
     return JavaProcess.start(
-        "control plane",
+        name,
         cpus,
         jvm,
         List.of(
             "-cp",
             System.getProperty("java.class.path"),
-            BenchControlPlane.class.getName(),
+            main.getName(),
             Integer.toString(groups),
             Integer.toString(clusters),
             change.name()),

@@ -4,12 +4,15 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.EnumMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 
 /**
  * {@link Compare} at several numbers of clients, with a table of each run, a CSV and PNG plots of
- * convergence time and memory against N for the proxy and the control plane serving directly.
+ * convergence time, CPU per update and memory against N for each setup measured: the control plane
+ * serving directly, the proxy and the floor ({@code --mode}, all three unless told).
  *
  * <p>{@code java -cp bench/target/xds-bench.jar io.xdsproxy.bench.Sweep --points
  * 1000,5000,10000,20000 --out DIR [Compare's options]}
@@ -29,10 +32,9 @@ public final class Sweep {
     Path csv = out.resolve("sweep.csv");
     Files.writeString(
         csv, "clients,setup,p50_ms,p99_ms,max_ms,cpu_s,heap_kib_per_stream,rss_kib_per_stream\n");
-    List<double[]> directP99 = new ArrayList<>();
-    List<double[]> proxyP99 = new ArrayList<>();
-    List<double[]> directHeap = new ArrayList<>();
-    List<double[]> proxyHeap = new ArrayList<>();
+    Map<Compare.Setup, List<double[]>> p99 = new EnumMap<>(Compare.Setup.class);
+    Map<Compare.Setup, List<double[]>> cpu = new EnumMap<>(Compare.Setup.class);
+    Map<Compare.Setup, List<double[]>> heap = new EnumMap<>(Compare.Setup.class);
     for (int clients : points) {
       List<String> pointArgs = new ArrayList<>(rest);
       pointArgs.addAll(List.of("--clients", Integer.toString(clients)));
@@ -42,14 +44,13 @@ public final class Sweep {
       System.out.println(table);
       Files.writeString(out.resolve("n" + clients + ".md"), table);
       for (Compare.Result r : results) {
-        boolean proxy = r.setup().contains("proxy");
         Files.writeString(
             csv,
             String.format(
                 Locale.ROOT,
                 "%d,%s,%.0f,%.0f,%.0f,%.2f,%.1f,%.1f%n",
                 clients,
-                proxy ? "proxy" : "direct",
+                r.setup().name().toLowerCase(Locale.ROOT),
                 r.p50(),
                 r.p99(),
                 r.max(),
@@ -57,19 +58,33 @@ public final class Sweep {
                 r.heapPerStream() / 1024,
                 r.rssPerStream() / 1024),
             java.nio.file.StandardOpenOption.APPEND);
-        (proxy ? proxyP99 : directP99).add(new double[] {clients, r.p99() / 1000});
-        (proxy ? proxyHeap : directHeap).add(new double[] {clients, r.heapPerStream() / 1024});
+        add(p99, r, clients, r.p99() / 1000);
+        add(cpu, r, clients, r.serverCpuPerUpdate());
+        add(heap, r, clients, r.heapPerStream() / 1024);
       }
-      new Plot("One endpoint change reaching every client (p99)", "clients", "seconds")
-          .series("java-control-plane direct", directP99)
-          .series("through xds-proxy", proxyP99)
-          .write(out.resolve("convergence.png"));
-      new Plot(
-              "Serving process heap per client stream (after full GC)", "clients", "KiB per stream")
-          .series("java-control-plane direct", directHeap)
-          .series("through xds-proxy", proxyHeap)
-          .write(out.resolve("memory.png"));
+      plot(
+          p99, "One change reaching every client (p99)", "seconds", out.resolve("convergence.png"));
+      plot(cpu, "Serving process CPU per update", "CPU seconds", out.resolve("cpu.png"));
+      plot(
+          heap,
+          "Serving process heap per client stream (after full GC)",
+          "KiB per stream",
+          out.resolve("memory.png"));
     }
+  }
+
+  private static void add(
+      Map<Compare.Setup, List<double[]>> curves, Compare.Result r, int clients, double y) {
+    curves.computeIfAbsent(r.setup(), setup -> new ArrayList<>()).add(new double[] {clients, y});
+  }
+
+  /** One curve per setup, in the order of {@link Compare.Setup}. */
+  private static void plot(
+      Map<Compare.Setup, List<double[]>> curves, String title, String yLabel, Path file)
+      throws java.io.IOException {
+    Plot plot = new Plot(title, "clients", yLabel);
+    curves.forEach((setup, points) -> plot.series(setup.label, points));
+    plot.write(file);
   }
 
   private static String take(List<String> args, String option, String fallback) {

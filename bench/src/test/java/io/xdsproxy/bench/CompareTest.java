@@ -16,42 +16,28 @@ class CompareTest {
   @TempDir Path logs;
 
   @Test
-  void bothSetupsConvergeAndTheProxyHoldsOneUpstreamStreamPerGroup() throws Exception {
-    Compare.Options options =
-        Compare.Options.parse(
-            new String[] {
-              "--clients",
-              "30",
-              "--groups",
-              "3",
-              "--clusters",
-              "20",
-              "--updates",
-              "2",
-              "--proxy-jar",
-              "../proxy-app/target/xds-proxy.jar",
-              "--jvm",
-              "-Xmx256m",
-              "--logs",
-              logs.toString(),
-              "--timeout-seconds",
-              "60"
-            });
+  void everySetupConvergesAndTheProxyHoldsOneUpstreamStreamPerGroup() throws Exception {
+    Compare.Options options = small("endpoints", "all");
 
     List<Compare.Result> results = Compare.run(options);
 
-    assertThat(results).hasSize(2);
+    assertThat(results).extracting(Compare.Result::setup).containsExactly(Compare.Setup.values());
     Compare.Result direct = results.get(0);
     Compare.Result proxied = results.get(1);
+    Compare.Result floor = results.get(2);
     assertThat(direct.upstreamStreams())
         .as("the control plane serves every client itself")
         .isEqualTo(30);
     assertThat(proxied.upstreamStreams())
         .as("behind the proxy, one stream per node group")
         .isEqualTo(3);
+    assertThat(floor.upstreamStreams()).as("the floor serves every client itself").isEqualTo(30);
     for (Compare.Result result : results) {
-      assertThat(result.failedStreams()).as(result.setup()).isZero();
-      assertThat(result.p50()).as(result.setup()).isPositive().isLessThanOrEqualTo(result.max());
+      assertThat(result.failedStreams()).as(result.setup().label).isZero();
+      assertThat(result.p50())
+          .as(result.setup().label)
+          .isPositive()
+          .isLessThanOrEqualTo(result.max());
       assertThat(result.bytesPerUpdate())
           .as("%s: the update reached the clients", result.setup())
           .isPositive();
@@ -59,7 +45,59 @@ class CompareTest {
     assertThat(proxied.upstreamBytesPerUpdate())
         .as("the control plane sends each group's update once")
         .isLessThan(direct.upstreamBytesPerUpdate());
-    assertThat(Compare.table(options, results)).contains("| update reaches clients, p99 (ms) |");
+    assertSameBytesPerUpdate(proxied, floor);
+    assertThat(Compare.table(options, results))
+        .contains("| update reaches clients, p99 (ms) |")
+        .contains("| direct / proxy | proxy / floor |");
+  }
+
+  @Test
+  void theFloorSendsAClusterChangeAsTheProxyDoes() throws Exception {
+    List<Compare.Result> results = Compare.run(small("cluster", "proxy,floor"));
+
+    assertThat(results)
+        .extracting(Compare.Result::setup)
+        .containsExactly(Compare.Setup.PROXY, Compare.Setup.FLOOR);
+    for (Compare.Result result : results) {
+      assertThat(result.failedStreams()).as(result.setup().label).isZero();
+    }
+    assertSameBytesPerUpdate(results.get(0), results.get(1));
+  }
+
+  /**
+   * The floor's responses are shaped as the proxy's: a client receives as many bytes per update
+   * from either, within what their nonces and versions differ by.
+   */
+  private static void assertSameBytesPerUpdate(Compare.Result proxied, Compare.Result floor) {
+    assertThat(floor.bytesPerUpdate())
+        .as("bytes to the clients per update, the floor's beside the proxy's")
+        .isCloseTo(proxied.bytesPerUpdate(), org.assertj.core.data.Percentage.withPercentage(3));
+  }
+
+  private Compare.Options small(String change, String mode) {
+    return Compare.Options.parse(
+        new String[] {
+          "--clients",
+          "30",
+          "--groups",
+          "3",
+          "--clusters",
+          "20",
+          "--updates",
+          "2",
+          "--proxy-jar",
+          "../proxy-app/target/xds-proxy.jar",
+          "--jvm",
+          "-Xmx256m",
+          "--logs",
+          logs.toString(),
+          "--timeout-seconds",
+          "60",
+          "--change",
+          change,
+          "--mode",
+          mode
+        });
   }
 
   @Test
