@@ -116,7 +116,13 @@ final class DeltaTypeState extends TypeState<DeltaTypeState.Outgoing> {
       claimed = new HashMap<>(initialVersions);
     }
     Subscription next = subscription.delta(subscribe, unsubscribe, first);
-    if (next.wildcard() && !subscription.wildcard() && !(first && !initialVersions.isEmpty())) {
+    // A stream that holds and claims nothing is sent everything anyway: marked, its first state
+    // would be its own rather than the one every newcomer shares.
+    boolean holdsNothing = held == null && claimed.isEmpty();
+    if (next.wildcard()
+        && !subscription.wildcard()
+        && !(first && !initialVersions.isEmpty())
+        && !holdsNothing) {
       forceAll = true;
     }
     for (String name : unsubscribe) {

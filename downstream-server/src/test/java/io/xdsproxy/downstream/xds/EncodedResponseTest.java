@@ -16,6 +16,7 @@ import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.Resource;
 import io.xdsproxy.core.ResourceUpdate;
 import io.xdsproxy.core.Snapshots;
+import io.xdsproxy.core.Subscription;
 import io.xdsproxy.core.TypeSnapshot;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.core.XdsResource;
@@ -241,8 +242,16 @@ class EncodedResponseTest {
     deltaReconnected.subscribe(
         List.of("a", "b", "c"), List.of(), Map.of("a", before.get("a").version()));
 
+    DeltaTypeState wildcardFirst =
+        new DeltaTypeState(TypeUrl.ENDPOINT, before, false, Clock.systemUTC());
+    DeltaTypeState wildcardSecond =
+        new DeltaTypeState(TypeUrl.ENDPOINT, before, false, Clock.systemUTC());
+    wildcardFirst.subscribe(List.of(Subscription.WILDCARD), List.of(), Map.of());
+    wildcardSecond.subscribe(List.of(Subscription.WILDCARD), List.of(), Map.of());
+
     SotwTypeState.Outgoing sotw = sotwFirst.nextResponse(false).orElseThrow();
     DeltaTypeState.Outgoing delta = deltaFirst.nextResponse(false).orElseThrow();
+    DeltaTypeState.Outgoing wildcard = wildcardFirst.nextResponse(false).orElseThrow();
 
     assertThat(sotw.included()).hasSize(3);
     assertThat(sotwSecond.nextResponse(false)).as("built once").containsSame(sotw);
@@ -252,6 +261,10 @@ class EncodedResponseTest {
         .hasValueSatisfying(own -> assertThat(own.included()).hasSize(2));
     assertThat(deltaSecond.nextResponse(false)).as("built once").containsSame(delta);
     assertThat(deltaSecond.encoded(delta)).as("encoded once").isSameAs(deltaFirst.encoded(delta));
+    assertThat(wildcardSecond.nextResponse(false))
+        .as("a wildcard subscribed by a stream that holds nothing: built once")
+        .containsSame(wildcard);
+    assertThat(wildcard.resources()).hasSize(3);
     assertThat(deltaReconnected.nextResponse(false))
         .as("what it claimed on reconnecting is its own: a is not sent again")
         .hasValueSatisfying(
