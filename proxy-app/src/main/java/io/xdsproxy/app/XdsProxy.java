@@ -197,15 +197,7 @@ public final class XdsProxy implements AutoCloseable {
     StreamMetrics streamMetrics = new StreamMetrics(meters);
     ServerContext serving =
         new ServerContext(
-            groups,
-            pool,
-            streamMetrics,
-            clients,
-            Clock.systemUTC(),
-            timer,
-            config.limits(),
-            null,
-            null);
+            groups, pool, streamMetrics, clients, Clock.systemUTC(), timer, config.limits(), null);
     ServerServiceDefinition ads = AggregatedDiscoveryService.definition(serving);
     List<ServerServiceDefinition> perType = PerTypeServices.definitions(serving);
     List<ServerServiceDefinition> xds = new ArrayList<>(perType);

@@ -95,8 +95,6 @@ class MetricsTest {
     // The worker pool's queue by lane (WorkLanes).
     expected.add("xds_worker_queued_tasks{lane=\"initial\"} ");
     expected.add("xds_worker_queued_tasks{lane=\"change\"} ");
-    // Streams whose first response waits for the first-state budget (FirstStateBudget).
-    expected.add("xds_downstream_first_states_waiting 0.0");
     // Upstream streams waiting for their turn (--upstream-max-new-sessions-per-second).
     expected.add("xds_upstream_sessions_waiting 0.0");
     expected.add("xds_upstream_session_start_wait_seconds_count ");

@@ -157,10 +157,7 @@ abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S ex
                 events.fannedOut(ClientStream.this, type, receivedAt);
               }
             },
-            fixedType.isEmpty(),
-            serving
-                .firstStates()
-                .account(responses::isReady, () -> executor.execute(guarded(this::flushBlocked))));
+            fixedType.isEmpty());
     this.pacer =
         new RequestPacer(
             serving.limits().requestsPerSecond(),
@@ -578,7 +575,6 @@ abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S ex
       return;
     }
     closed = true;
-    pushes.close();
     if (admitted) {
       serving.clients().dismiss(nodeId);
     }

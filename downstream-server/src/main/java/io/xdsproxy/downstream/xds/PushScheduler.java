@@ -65,12 +65,6 @@ final class PushScheduler<S extends TypeState<?>> {
   private final Transport transport;
 
   /**
-   * The stream's share of the proxy's budget of first states in flight: a first response of a type
-   * waits for it, owed, like one the transport is not ready for.
-   */
-  private final FirstStateBudget.Account firstStates;
-
-  /**
    * Whether every type shares this stream (ADS), so the order between types is the proxy's to keep.
    */
   private final boolean ads;
@@ -90,15 +84,9 @@ final class PushScheduler<S extends TypeState<?>> {
    */
   private Set<String> assignmentsOwed = Set.of();
 
-  PushScheduler(Transport transport, boolean ads, FirstStateBudget.Account firstStates) {
+  PushScheduler(Transport transport, boolean ads) {
     this.transport = transport;
     this.ads = ads;
-    this.firstStates = firstStates;
-  }
-
-  /** The stream ended: what it holds of the budget of first states comes back. */
-  void close() {
-    firstStates.close();
   }
 
   /**
@@ -147,24 +135,13 @@ final class PushScheduler<S extends TypeState<?>> {
       slot.blocked = true;
       return;
     }
-    boolean first = !slot.answered;
-    if (first && !firstStates.tryAcquire()) {
-      slot.blocked = true; // woken, flushBlocked, when credits come back
-      return;
-    }
     if (!assignmentsOwed.isEmpty() && type.equals(TypeUrl.ENDPOINT)) {
       slot.state.owe(assignmentsOwed);
       assignmentsOwed = Set.of();
     }
     Optional<EncodedResponse> response = slot.state.respond(deferRemovals, this::nextNonce);
-    if (first) {
-      firstStates.written(response.isPresent() ? response.get().size() : 0);
-    }
     if (response.isPresent()) {
       transport.write(type, response.get());
-      if (first && transport.isReady()) {
-        firstStates.release(); // within gRPC's buffer threshold: as good as written
-      }
       if (!slot.answered) {
         slot.answered = true;
         unanswered--;
@@ -237,7 +214,6 @@ final class PushScheduler<S extends TypeState<?>> {
     if (!transport.isReady()) {
       return;
     }
-    firstStates.release(); // the transport wrote what it had
     SortedSet<TypeUrl> blocked = new TreeSet<>();
     types.forEach(
         (type, slot) -> {

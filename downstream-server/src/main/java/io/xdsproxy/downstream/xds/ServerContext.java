@@ -13,8 +13,6 @@ import java.util.concurrent.ScheduledExecutorService;
  *
  * @param events where the streams' events go; null for the usual place: counted in {@code metrics}
  *     and logged ({@link MeteredStreamEvents})
- * @param firstStates the bytes of newcomers' first states the transport may have in hand at once;
- *     null for the proxy's ({@link FirstStateBudget#BYTES})
  */
 public record ServerContext(
     NodeGroups groups,
@@ -24,8 +22,7 @@ public record ServerContext(
     Clock clock,
     ScheduledExecutorService timer,
     Limits limits,
-    StreamEvents events,
-    FirstStateBudget firstStates) {
+    StreamEvents events) {
 
   public ServerContext {
     if (limits.requestsPerSecond() > 0 && timer == null) {
@@ -34,15 +31,11 @@ public record ServerContext(
     if (events == null) {
       events = new MeteredStreamEvents(metrics, groups.ticker());
     }
-    if (firstStates == null) {
-      firstStates = FirstStateBudget.standard(groups.ticker(), timer);
-    }
-    metrics.firstStates(firstStates);
   }
 
   /** A context without limits and without a timer: for in-process benchmarks. */
   public ServerContext(
       NodeGroups groups, Executor pool, StreamMetrics metrics, Clients clients, Clock clock) {
-    this(groups, pool, metrics, clients, clock, null, Limits.NONE, null, null);
+    this(groups, pool, metrics, clients, clock, null, Limits.NONE, null);
   }
 }

@@ -99,17 +99,6 @@ public final class StreamMetrics {
     streams(protocol, service).decrementAndGet();
   }
 
-  /**
-   * The streams whose first response waits for the proxy's budget of first states in flight ({@link
-   * FirstStateBudget}): zero but in a storm of newcomers; one that stays up is a replica whose
-   * clients take their first states slower than it builds them.
-   */
-  void firstStates(FirstStateBudget budget) {
-    Gauge.builder("xds.downstream.first.states.waiting", budget, FirstStateBudget::waiting)
-        .description("Downstream streams whose first response waits for the first-state budget")
-        .register(meters);
-  }
-
   private AtomicInteger streams(String protocol, String service) {
     return open.computeIfAbsent(
         protocol + "/" + service,

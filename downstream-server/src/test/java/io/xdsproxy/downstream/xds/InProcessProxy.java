@@ -67,7 +67,6 @@ final class InProcessProxy implements AutoCloseable {
             Clock.systemUTC(),
             timer,
             limits,
-            null,
             null);
     ads =
         ServerInterceptors.intercept(

@@ -74,9 +74,7 @@ class PushSchedulerTest {
   }
 
   private final Recording transport = new Recording();
-  private final PushScheduler<SotwTypeState> ads =
-      new PushScheduler<>(
-          transport, true, FirstStateBudget.UNLIMITED.account(() -> true, () -> {}));
+  private final PushScheduler<SotwTypeState> ads = new PushScheduler<>(transport, true);
   private final Map<TypeUrl, TypeSnapshot> store = new TreeMap<>();
 
   /** The client asks for {@code type}'s resource "a", as SotwStream handles a first request. */
