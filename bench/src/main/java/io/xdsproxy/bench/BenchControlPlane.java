@@ -13,10 +13,7 @@ import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
 import io.grpc.ServerInterceptors;
 import io.grpc.netty.NettyServerBuilder;
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
 import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -24,13 +21,11 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The upstream of the benchmark, in its own process: java-control-plane's V3DiscoveryServer over a
- * SimpleCache keyed by node.cluster, one snapshot per node group, all alike. Driven over stdin:
- * {@code update} moves cluster 0's endpoints in every group and prints {@code updated ROUND
- * NANOTIME} (the monotonic clock is the machine's, comparable with the clients' process); {@code
- * stats} prints {@code stats STREAMS MESSAGES BYTES}, what it sent since it started.
+ * SimpleCache keyed by node.cluster, one snapshot per node group, all alike. Driven over stdin
+ * ({@link StdinCommands}): {@code update} moves cluster 0's endpoints (or changes cluster 0) in
+ * every group.
  *
- * <p>Usage: {@code BenchControlPlane GROUPS CLUSTERS [ENDPOINTS|CLUSTER]} (what an update changes);
- * prints {@code ready PORT} once listening.
+ * <p>Usage: {@code BenchControlPlane GROUPS CLUSTERS [ENDPOINTS|CLUSTER]} (what an update changes).
  */
 public final class BenchControlPlane {
 
@@ -71,35 +66,14 @@ public final class BenchControlPlane {
             .maxInboundMessageSize(64 * 1024 * 1024)
             .build()
             .start();
-    System.out.println("ready " + server.getPort());
-    System.out.flush();
-    BufferedReader commands =
-        new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-    for (String command = commands.readLine(); command != null; command = commands.readLine()) {
-      switch (command.trim()) {
-        case "update" -> {
+    StdinCommands.serve(
+        server,
+        () -> {
           plane.round++;
-          long at = System.nanoTime();
           plane.publish();
-          System.out.println("updated " + plane.round + " " + at);
-        }
-        case "stats" ->
-            System.out.println(
-                "stats "
-                    + plane.streams.get()
-                    + " "
-                    + plane.messages.get()
-                    + " "
-                    + plane.bytes.get());
-        case "quit" -> {
-          server.shutdownNow();
-          return;
-        }
-        default -> System.out.println("error unknown command " + command);
-      }
-      System.out.flush();
-    }
-    server.shutdownNow();
+          return plane.round;
+        },
+        () -> plane.streams.get() + " " + plane.messages.get() + " " + plane.bytes.get());
   }
 
   /** Sets every group's snapshot to the current round of what changes. */

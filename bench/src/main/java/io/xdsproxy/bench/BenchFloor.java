@@ -19,15 +19,12 @@ import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
 import io.grpc.ServerServiceDefinition;
 import io.grpc.netty.NettyServerBuilder;
-import java.io.BufferedReader;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -50,11 +47,10 @@ import java.util.concurrent.atomic.LongAdder;
  * <p>Requests are not decoded: a stream's requests are read up to their type_url until it has asked
  * for clusters and for endpoints, and never again (ACKs are dropped unread).
  *
- * <p>Driven over stdin as {@link BenchControlPlane}: {@code update} makes the next round and prints
- * {@code updated ROUND NANOTIME}, {@code stats} prints {@code stats STREAMS MESSAGES BYTES}.
+ * <p>Driven over stdin as {@link BenchControlPlane} is ({@link StdinCommands}).
  *
- * <p>Usage: {@code BenchFloor GROUPS CLUSTERS [ENDPOINTS|CLUSTER]}; prints {@code ready PORT} once
- * listening. The groups are accepted as the control plane's are: every group is served alike.
+ * <p>Usage: {@code BenchFloor GROUPS CLUSTERS [ENDPOINTS|CLUSTER]}. The groups are accepted as the
+ * control plane's are: every group is served alike.
  *
  * <p>Threads: a stream's callbacks run on its Netty event loop (direct executor); an update is
  * written by a pool of one thread per core, each taking a share of the streams. A stream's sends
@@ -104,34 +100,10 @@ public final class BenchFloor {
             .maxInboundMessageSize(64 * 1024 * 1024)
             .build()
             .start();
-    System.out.println("ready " + server.getPort());
-    System.out.flush();
-    BufferedReader commands =
-        new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-    for (String command = commands.readLine(); command != null; command = commands.readLine()) {
-      switch (command.trim()) {
-        case "update" -> {
-          long at = System.nanoTime();
-          int round = floor.update();
-          System.out.println("updated " + round + " " + at);
-        }
-        case "stats" ->
-            System.out.println(
-                "stats "
-                    + floor.streams.size()
-                    + " "
-                    + floor.messages.sum()
-                    + " "
-                    + floor.bytes.sum());
-        case "quit" -> {
-          server.shutdownNow();
-          return;
-        }
-        default -> System.out.println("error unknown command " + command);
-      }
-      System.out.flush();
-    }
-    server.shutdownNow();
+    StdinCommands.serve(
+        server,
+        floor::update,
+        () -> floor.streams.size() + " " + floor.messages.sum() + " " + floor.bytes.sum());
   }
 
   /**

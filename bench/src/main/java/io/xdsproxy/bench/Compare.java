@@ -191,7 +191,7 @@ public final class Compare {
           jvm.addAll(options.proxyJvm());
           Proxy started =
               startProxy(
-                  options.proxyJar(), jvm, planePort, options.logs().resolve("xds-proxy.log"));
+                  options.proxyJar(), "", jvm, planePort, options.logs().resolve("xds-proxy.log"));
           proxy = started.process();
           port = started.xdsPort();
         }
@@ -492,14 +492,10 @@ public final class Compare {
     out.append('\n');
   }
 
-  /** Starts {@link BenchControlPlane} in its own JVM; {@link #readyPort} says where it listens. */
-  static JavaProcess startControlPlane(
-      List<String> jvm, int groups, int clusters, BenchResources.Change change, Path log)
-      throws IOException {
-    return startControlPlane("", jvm, groups, clusters, change, log);
-  }
-
-  /** As the other, on the CPUs {@code cpus} only ({@link JavaProcess#start}). */
+  /**
+   * Starts {@link BenchControlPlane} in its own JVM, on the CPUs {@code cpus} only ({@link
+   * JavaProcess#start}; empty for any); {@link #readyPort} says where it listens.
+   */
   static JavaProcess startControlPlane(
       String cpus,
       List<String> jvm,
@@ -548,15 +544,10 @@ public final class Compare {
   record Proxy(JavaProcess process, int xdsPort, int monitoringPort) {}
 
   /**
-   * Starts the proxy's jar in its own JVM, fed by the control plane on {@code planePort}; returns
-   * once it is healthy.
+   * Starts the proxy's jar in its own JVM, on the CPUs {@code cpus} only ({@link
+   * JavaProcess#start}; empty for any), fed by the control plane on {@code planePort}; returns once
+   * it is healthy.
    */
-  static Proxy startProxy(Path jar, List<String> jvm, int planePort, Path log)
-      throws IOException, InterruptedException {
-    return startProxy(jar, "", jvm, planePort, log);
-  }
-
-  /** As the other, on the CPUs {@code cpus} only ({@link JavaProcess#start}). */
   static Proxy startProxy(Path jar, String cpus, List<String> jvm, int planePort, Path log)
       throws IOException, InterruptedException {
     int port = freePort();

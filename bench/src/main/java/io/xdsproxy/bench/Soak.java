@@ -149,6 +149,7 @@ public final class Soak {
     Files.createDirectories(options.out());
     try (JavaProcess plane =
         Compare.startControlPlane(
+            "",
             options.jvm(),
             options.groups(),
             options.clusters(),
@@ -157,6 +158,7 @@ public final class Soak {
       Compare.Proxy proxy =
           Compare.startProxy(
               options.proxyJar(),
+              "",
               options.jvm(),
               Compare.readyPort(plane),
               options.logs().resolve("xds-proxy-soak.log"));
