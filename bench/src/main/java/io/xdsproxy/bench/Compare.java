@@ -337,6 +337,13 @@ public final class Compare {
     row(
         out,
         results,
+        "… its share: load generator CPU / serving process CPU",
+        r -> r.serverCpuPerUpdate() > 0 ? r.clientsCpuPerUpdate() / r.serverCpuPerUpdate() : 0,
+        "%.2f",
+        false);
+    row(
+        out,
+        results,
         "serving process heap per stream (KiB)",
         r -> r.heapPerStream() / 1024,
         "%.1f",

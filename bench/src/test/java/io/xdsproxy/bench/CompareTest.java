@@ -59,7 +59,9 @@ class CompareTest {
     assertThat(proxied.upstreamBytesPerUpdate())
         .as("the control plane sends each group's update once")
         .isLessThan(direct.upstreamBytesPerUpdate());
-    assertThat(Compare.table(options, results)).contains("| update reaches clients, p99 (ms) |");
+    assertThat(Compare.table(options, results))
+        .contains("| update reaches clients, p99 (ms) |")
+        .contains("| … its share: load generator CPU / serving process CPU |");
   }
 
   @Test
