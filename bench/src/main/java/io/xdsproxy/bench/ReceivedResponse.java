@@ -23,6 +23,10 @@ import java.util.Arrays;
  * before the next is parsed (grpc-java's {@code ClientCallImpl}, {@code
  * ClientStreamListenerImpl.messagesAvailable}). An observer must not keep it past {@code onNext}.
  *
+ * <p>A resource is compared by its encoding with the round's expected encoding: the proxy passes
+ * the control plane's encoding through, and protobuf encodes an {@code Any} one way (its two fields
+ * in order, once each), so the bytes are equal where {@link Any#equals} is.
+ *
  * <p>The two messages number the fields read here alike: version ({@code version_info}, {@code
  * system_version_info}) 1, resources 2, {@code type_url} 4, {@code nonce} 5. Fields may come in any
  * order (the proxy writes its own fields before the shared, pre-encoded resources).
@@ -69,11 +73,13 @@ final class ReceivedResponse {
         }
       };
 
-  /** One round's changed resource: what a client compares a received resource with. */
-  record Expected(byte[] typeUrl, byte[] value) {
+  /**
+   * One round's changed resource as a server encodes it: the {@code Any} a client compares the
+   * resources it is sent with, by bytes (the proxy passes the control plane's encoding through).
+   */
+  record Expected(byte[] encoded) {
     static Expected of(Any resource) {
-      return new Expected(
-          resource.getTypeUrlBytes().toByteArray(), resource.getValue().toByteArray());
+      return new Expected(resource.toByteArray());
     }
   }
 
@@ -88,10 +94,14 @@ final class ReceivedResponse {
   private int nonceAt;
   private int nonceEnd;
 
-  /** Where a field's value lies, set by {@link #next}. */
-  private int fieldAt;
+  /** The field {@link #next} passed: its tag, and where its value lies if length-delimited. */
+  private int tag;
 
+  private int fieldAt;
   private int fieldEnd;
+
+  /** Where the varint {@link #varint} read ends. */
+  private int varintEnd;
 
   private void read(InputStream stream) throws IOException {
     // gRPC's message streams know their length (io.grpc.KnownLength).
@@ -100,11 +110,11 @@ final class ReceivedResponse {
       bytes = new byte[Math.max(length, bytes.length * 2)];
     }
     size = 0;
-    for (int n; (n = stream.read(bytes, size, bytes.length - size)) > 0; ) {
+    for (int n; size < length && (n = stream.read(bytes, size, length - size)) > 0; ) {
       size += n;
-      if (size == bytes.length) {
-        bytes = Arrays.copyOf(bytes, bytes.length * 2);
-      }
+    }
+    if (size < length || stream.read() != -1) {
+      throw malformed("a message of another length than its stream said");
     }
     index();
   }
@@ -113,8 +123,7 @@ final class ReceivedResponse {
   private void index() {
     versionAt = versionEnd = typeUrlAt = typeUrlEnd = nonceAt = nonceEnd = 0;
     for (int at = 0; at < size; ) {
-      int tag = (int) varint(at);
-      at = skip(tag, varintEnd(at), size);
+      at = next(at, size);
       switch (tag) {
         case VERSION << 3 | LENGTH_DELIMITED -> {
           versionAt = fieldAt;
@@ -207,15 +216,13 @@ final class ReceivedResponse {
     };
   }
 
-  /**
-   * Whether a SotW response's resources include {@code expected}, equal as {@link Any#equals} has
-   * it: the same type URL and the same value bytes.
-   */
+  /** Whether a SotW response's resources include {@code expected}, byte for byte. */
   boolean sotwCarries(Expected expected) {
+    byte[] encoded = expected.encoded();
     for (int at = 0; at < size; ) {
-      int tag = (int) varint(at);
-      at = skip(tag, varintEnd(at), size);
-      if (tag == (RESOURCES << 3 | LENGTH_DELIMITED) && anyEquals(fieldAt, fieldEnd, expected)) {
+      at = next(at, size);
+      if (tag == (RESOURCES << 3 | LENGTH_DELIMITED)
+          && Arrays.equals(bytes, fieldAt, fieldEnd, encoded, 0, encoded.length)) {
         return true;
       }
     }
@@ -224,29 +231,29 @@ final class ReceivedResponse {
 
   /**
    * Whether a Delta response's resources include one named {@code name} (UTF-8) whose resource is
-   * {@code expected}.
+   * {@code expected}, byte for byte.
    */
   boolean deltaCarries(byte[] name, Expected expected) {
     for (int at = 0; at < size; ) {
-      int tag = (int) varint(at);
-      at = skip(tag, varintEnd(at), size);
+      at = next(at, size);
       if (tag == (RESOURCES << 3 | LENGTH_DELIMITED)
-          && resourceEquals(fieldAt, fieldEnd, name, expected)) {
+          && resourceEquals(fieldAt, fieldEnd, name, expected.encoded())) {
         return true;
       }
     }
     return false;
   }
 
-  /** Whether the {@code Resource} in {@code [from, to)} is {@code name} and {@code expected}. */
-  private boolean resourceEquals(int from, int to, byte[] name, Expected expected) {
+  /**
+   * Whether the {@code Resource} in {@code [from, to)} is named {@code name} and is {@code any}.
+   */
+  private boolean resourceEquals(int from, int to, byte[] name, byte[] any) {
     int nameAt = 0;
     int nameEnd = 0;
     int anyAt = 0;
     int anyEnd = 0;
     for (int at = from; at < to; ) {
-      int tag = (int) varint(at);
-      at = skip(tag, varintEnd(at), to);
+      at = next(at, to);
       if (tag == (Resource.NAME_FIELD_NUMBER << 3 | LENGTH_DELIMITED)) {
         nameAt = fieldAt;
         nameEnd = fieldEnd;
@@ -256,47 +263,27 @@ final class ReceivedResponse {
       }
     }
     return Arrays.equals(bytes, nameAt, nameEnd, name, 0, name.length)
-        && anyEquals(anyAt, anyEnd, expected);
-  }
-
-  /** Whether the {@code Any} in {@code [from, to)} has {@code expected}'s type URL and value. */
-  private boolean anyEquals(int from, int to, Expected expected) {
-    int typeAt = 0;
-    int typeEnd = 0;
-    int valueAt = 0;
-    int valueEnd = 0;
-    for (int at = from; at < to; ) {
-      int tag = (int) varint(at);
-      at = skip(tag, varintEnd(at), to);
-      if (tag == (Any.TYPE_URL_FIELD_NUMBER << 3 | LENGTH_DELIMITED)) {
-        typeAt = fieldAt;
-        typeEnd = fieldEnd;
-      } else if (tag == (Any.VALUE_FIELD_NUMBER << 3 | LENGTH_DELIMITED)) {
-        valueAt = fieldAt;
-        valueEnd = fieldEnd;
-      } else {
-        return false; // a field Any does not have: unequal, as its unknown fields would be
-      }
-    }
-    // The value first: it differs early (the resource's name comes first) where types are alike.
-    byte[] value = expected.value();
-    byte[] type = expected.typeUrl();
-    return Arrays.equals(bytes, valueAt, valueEnd, value, 0, value.length)
-        && Arrays.equals(bytes, typeAt, typeEnd, type, 0, type.length);
+        && Arrays.equals(bytes, anyAt, anyEnd, any, 0, any.length);
   }
 
   /**
-   * Passes the value of the field whose tag ends at {@code at}, noting where a length-delimited
-   * value lies in {@link #fieldAt} and {@link #fieldEnd}; returns where the next field begins.
+   * Passes the field at {@code at}, of a message that ends at {@code end}: notes its {@link #tag}
+   * and, if length-delimited, where its value lies ({@link #fieldAt}, {@link #fieldEnd}); returns
+   * where the next field begins.
    */
-  private int skip(int tag, int at, int end) {
+  private int next(int at, int end) {
+    tag = (int) varint(at);
+    at = varintEnd;
     int next =
         switch (tag & 7) {
-          case 0 -> varintEnd(at);
+          case 0 -> {
+            varint(at);
+            yield varintEnd;
+          }
           case 1 -> at + 8;
           case LENGTH_DELIMITED -> {
             long length = varint(at);
-            fieldAt = varintEnd(at);
+            fieldAt = varintEnd;
             fieldEnd = (int) Math.min(Integer.MAX_VALUE, fieldAt + length);
             yield fieldEnd;
           }
@@ -309,6 +296,7 @@ final class ReceivedResponse {
     return next;
   }
 
+  /** The varint at {@code at}; {@link #varintEnd} is where it ends. */
   private long varint(int at) {
     long value = 0;
     for (int shift = 0; shift < 64; shift += 7) {
@@ -318,17 +306,11 @@ final class ReceivedResponse {
       byte b = bytes[at++];
       value |= (long) (b & 0x7f) << shift;
       if (b >= 0) {
+        varintEnd = at;
         return value;
       }
     }
     throw malformed("a varint longer than 10 bytes");
-  }
-
-  private int varintEnd(int at) {
-    while (at < size && bytes[at] < 0) {
-      at++;
-    }
-    return at + 1;
   }
 
   private static IllegalArgumentException malformed(String what) {
