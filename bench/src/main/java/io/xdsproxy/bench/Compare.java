@@ -389,6 +389,13 @@ public final class Compare {
         out,
         results,
         shown,
+        "… its share: load generator CPU / serving process CPU",
+        r -> r.serverCpuPerUpdate() > 0 ? r.clientsCpuPerUpdate() / r.serverCpuPerUpdate() : 0,
+        "%.2f");
+    row(
+        out,
+        results,
+        shown,
         "serving process heap per stream (KiB)",
         r -> r.heapPerStream() / 1024,
         "%.1f",

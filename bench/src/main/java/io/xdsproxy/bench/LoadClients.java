@@ -1,20 +1,19 @@
 package io.xdsproxy.bench;
 
-import com.google.protobuf.Any;
-import com.google.protobuf.ByteString;
 import io.envoyproxy.envoy.config.core.v3.Node;
 import io.envoyproxy.envoy.service.discovery.v3.AggregatedDiscoveryServiceGrpc;
-import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
-import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
-import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
-import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
+import io.grpc.CallOptions;
 import io.grpc.ManagedChannel;
+import io.grpc.MethodDescriptor;
 import io.grpc.netty.NettyChannelBuilder;
+import io.grpc.stub.ClientCalls;
 import io.grpc.stub.StreamObserver;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.nio.NioEventLoopGroup;
 import io.netty.channel.socket.nio.NioSocketChannel;
+import io.xdsproxy.bench.ReceivedResponse.Expected;
 import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -23,7 +22,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.Predicate;
 import java.util.stream.Collectors;
 
 /**
@@ -34,23 +32,49 @@ import java.util.stream.Collectors;
  * moment it holds a new round's endpoints of cluster 0 (compared by bytes: the proxy passes the
  * control plane's encoding through) and ACKs it. Connections can be closed and opened again with
  * new clients (churn), which catch up on whatever round the control plane has made by then.
+ *
+ * <p>The clients run on the same cores as the server they measure, so each is as cheap as a client
+ * can be: a response is not decoded, only scanned in place for the version, nonce and type URL it
+ * ACKs and for the changed resource's expected bytes ({@link ReceivedResponse}), and requests are
+ * written from parts encoded once ({@link EncodedRequest}). What goes over the wire is what a
+ * client that decodes everything with protobuf would send.
  */
 final class LoadClients implements AutoCloseable {
 
   private static final String CDS = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
   private static final String EDS =
       "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment";
+  private static final byte[] CDS_BYTES = CDS.getBytes(StandardCharsets.UTF_8);
+  private static final byte[] EDS_BYTES = EDS.getBytes(StandardCharsets.UTF_8);
+  private static final byte[] SOTW_CDS = EncodedRequest.sotwTypeUrl(CDS);
+  private static final byte[] SOTW_EDS = EncodedRequest.sotwTypeUrl(EDS);
+  private static final byte[] DELTA_CDS = EncodedRequest.deltaTypeUrl(CDS);
+  private static final byte[] DELTA_EDS = EncodedRequest.deltaTypeUrl(EDS);
+  private static final byte[] NO_NAMES = new byte[0];
+
+  /** The name of the resource that changes, as a Delta response names it. */
+  private static final byte[] CHANGED =
+      BenchResources.clusterName(0).getBytes(StandardCharsets.UTF_8);
+
+  /** ADS with this package's marshallers: requests from parts, responses read in place. */
+  private static final MethodDescriptor<EncodedRequest, ReceivedResponse> SOTW =
+      AggregatedDiscoveryServiceGrpc.getStreamAggregatedResourcesMethod().toBuilder(
+              EncodedRequest.MARSHALLER, ReceivedResponse.MARSHALLER)
+          .build();
+
+  private static final MethodDescriptor<EncodedRequest, ReceivedResponse> DELTA =
+      AggregatedDiscoveryServiceGrpc.getDeltaAggregatedResourcesMethod().toBuilder(
+              EncodedRequest.MARSHALLER, ReceivedResponse.MARSHALLER)
+          .build();
 
   private final InetSocketAddress target;
   private final int groups;
-  private final List<String> clusterNames;
 
   /**
-   * The EDS names as UTF-8 bytes: a SotW client repeats all of them in every EDS ACK, and a request
-   * built from bytes is written without encoding each name again, which keeps the load generator's
-   * own CPU (on the same cores as the server it measures) small.
+   * Every cluster's name, encoded once as the names of an EDS request: a SotW client repeats all of
+   * them in every EDS ACK, the same bytes for every client.
    */
-  private final List<ByteString> clusterNameBytes;
+  private final byte[] clusterNames;
 
   private final double deltaShare;
   private final String idPrefix;
@@ -58,8 +82,8 @@ final class LoadClients implements AutoCloseable {
   private final BenchResources.Change change;
   private final EventLoopGroup loop = new NioEventLoopGroup(2);
   private final List<ManagedChannel> channels = new ArrayList<>();
-  private final List<Client<?>> clients = new ArrayList<>();
-  private final Map<Integer, Any> rounds = new ConcurrentHashMap<>();
+  private final List<Client> clients = new ArrayList<>();
+  private final Map<Integer, Expected> rounds = new ConcurrentHashMap<>();
   private final AtomicLong bytesReceived = new AtomicLong();
   private final AtomicInteger failed = new AtomicInteger();
 
@@ -98,8 +122,7 @@ final class LoadClients implements AutoCloseable {
     this.change = change;
     this.target = target;
     this.groups = groups;
-    this.clusterNames = BenchResources.clusterNames(clusters);
-    this.clusterNameBytes = clusterNames.stream().map(ByteString::copyFromUtf8).toList();
+    this.clusterNames = EncodedRequest.names(BenchResources.clusterNames(clusters));
     this.deltaShare = deltaShare;
     this.streamsPerConnection = streamsPerConnection;
   }
@@ -114,7 +137,7 @@ final class LoadClients implements AutoCloseable {
       if (index % streamsPerConnection == 0) {
         channels.add(newChannel());
       }
-      Client<?> client = newClient(index);
+      Client client = newClient(index);
       clients.add(client);
       client.start(channels.get(channels.size() - 1));
       if (index % 200 == 199) {
@@ -141,7 +164,7 @@ final class LoadClients implements AutoCloseable {
       ManagedChannel channel = newChannel();
       channels.set(connection, channel);
       for (int index = first; index < end; index++) {
-        Client<?> client = newClient(index);
+        Client client = newClient(index);
         clients.set(index, client);
         client.start(channel);
       }
@@ -167,7 +190,7 @@ final class LoadClients implements AutoCloseable {
   }
 
   /** A new client in place {@code index}, which decides its node group and protocol. */
-  private Client<?> newClient(int index) {
+  private Client newClient(int index) {
     // Delta clients spread evenly: client i is Delta when the share's running count steps up at i.
     boolean delta = (int) ((index + 1) * deltaShare) > (int) (index * deltaShare);
     Node node =
@@ -185,7 +208,7 @@ final class LoadClients implements AutoCloseable {
   /** How many clients hold round {@code round} of cluster 0 and have ACKed it. */
   int holding(int round) {
     int count = 0;
-    for (Client<?> client : clients) {
+    for (Client client : clients) {
       count += client.round >= round ? 1 : 0;
     }
     return count;
@@ -216,12 +239,12 @@ final class LoadClients implements AutoCloseable {
   }
 
   /** The type whose responses carry the change the clients wait for. */
-  private String watched() {
-    return change == BenchResources.Change.CLUSTER ? CDS : EDS;
+  private byte[] watched() {
+    return change == BenchResources.Change.CLUSTER ? CDS_BYTES : EDS_BYTES;
   }
 
-  private Any expected(int round) {
-    return rounds.computeIfAbsent(round, r -> BenchResources.changed(change, r));
+  private Expected expected(int round) {
+    return rounds.computeIfAbsent(round, r -> Expected.of(BenchResources.changed(change, r)));
   }
 
   @Override
@@ -233,10 +256,8 @@ final class LoadClients implements AutoCloseable {
     loop.shutdownGracefully(0, 1, TimeUnit.SECONDS);
   }
 
-  /** One simulated Envoy: its ADS stream, of responses {@code R}. */
-  private abstract class Client<R> implements StreamObserver<R> {
-    final Node node;
-
+  /** One simulated Envoy: its ADS stream. */
+  private abstract class Client implements StreamObserver<ReceivedResponse> {
     /** Whether the client has asked for the assignments of the clusters it was sent. */
     boolean endpointsAsked;
 
@@ -248,27 +269,27 @@ final class LoadClients implements AutoCloseable {
     /** Set before {@link #reconnect} closes this client's stream, whose error is then expected. */
     volatile boolean closedHere;
 
-    Client(Node node) {
-      this.node = node;
-    }
-
     abstract void start(ManagedChannel channel);
 
     /**
-     * Notes the newest round {@code holds} says the response carried, of those after the one this
-     * client holds: the next round, or a later one for a client that joined late or was passed by.
+     * Notes the newest round whose changed resource the response carries, of those after the one
+     * this client holds: the next round, or a later one for a client that joined late or was passed
+     * by.
      */
-    final void check(Predicate<Any> holds) {
+    final void check(ReceivedResponse response) {
       // One past the newest known: the control plane's newest round can reach a client before
       // roundMade.
       for (int candidate = Math.max(newestRound + 1, round + 1); candidate > round; candidate--) {
-        if (holds.test(expected(candidate))) {
+        if (carries(response, expected(candidate))) {
           roundAt = System.nanoTime();
           round = candidate;
           return;
         }
       }
     }
+
+    /** Whether {@code response} carries the changed resource as {@code expected}. */
+    abstract boolean carries(ReceivedResponse response, Expected expected);
 
     @Override
     public final void onError(Throwable t) {
@@ -281,87 +302,74 @@ final class LoadClients implements AutoCloseable {
     public final void onCompleted() {}
   }
 
-  private final class SotwClient extends Client<DiscoveryResponse> {
-    private StreamObserver<DiscoveryRequest> requests;
+  private final class SotwClient extends Client {
+    private final byte[] node;
+    private StreamObserver<EncodedRequest> requests;
 
     SotwClient(Node node) {
-      super(node);
+      this.node = EncodedRequest.sotwNode(node);
     }
 
     @Override
     void start(ManagedChannel channel) {
-      requests = AggregatedDiscoveryServiceGrpc.newStub(channel).streamAggregatedResources(this);
-      requests.onNext(DiscoveryRequest.newBuilder().setNode(node).setTypeUrl(CDS).build());
+      requests =
+          ClientCalls.asyncBidiStreamingCall(channel.newCall(SOTW, CallOptions.DEFAULT), this);
+      requests.onNext(new EncodedRequest(node, SOTW_CDS));
     }
 
     @Override
-    public void onNext(DiscoveryResponse response) {
-      bytesReceived.addAndGet(response.getSerializedSize());
-      DiscoveryRequest.Builder ack =
-          DiscoveryRequest.newBuilder()
-              .setNode(node)
-              .setTypeUrl(response.getTypeUrl())
-              .setVersionInfo(response.getVersionInfo())
-              .setResponseNonce(response.getNonce());
-      if (response.getTypeUrl().equals(watched())) {
-        check(response.getResourcesList()::contains);
+    boolean carries(ReceivedResponse response, Expected expected) {
+      return response.sotwCarries(expected);
+    }
+
+    @Override
+    public void onNext(ReceivedResponse response) {
+      bytesReceived.addAndGet(response.size());
+      if (response.typeIs(watched())) {
+        check(response);
       }
-      if (response.getTypeUrl().equals(EDS)) {
-        clusterNameBytes.forEach(ack::addResourceNamesBytes);
-        requests.onNext(ack.build());
+      if (response.typeIs(EDS_BYTES)) {
+        requests.onNext(EncodedRequest.sotwAck(node, response, clusterNames));
       } else {
-        requests.onNext(ack.build());
+        requests.onNext(EncodedRequest.sotwAck(node, response, NO_NAMES));
         if (!endpointsAsked) {
           endpointsAsked = true;
-          requests.onNext(
-              DiscoveryRequest.newBuilder()
-                  .setNode(node)
-                  .setTypeUrl(EDS)
-                  .addAllResourceNames(clusterNames)
-                  .build());
+          requests.onNext(new EncodedRequest(node, clusterNames, SOTW_EDS));
         }
       }
     }
   }
 
-  private final class DeltaClient extends Client<DeltaDiscoveryResponse> {
-    private StreamObserver<DeltaDiscoveryRequest> requests;
+  private final class DeltaClient extends Client {
+    private final byte[] node;
+    private StreamObserver<EncodedRequest> requests;
 
     DeltaClient(Node node) {
-      super(node);
+      this.node = EncodedRequest.deltaNode(node);
     }
 
     @Override
     void start(ManagedChannel channel) {
-      requests = AggregatedDiscoveryServiceGrpc.newStub(channel).deltaAggregatedResources(this);
-      requests.onNext(DeltaDiscoveryRequest.newBuilder().setNode(node).setTypeUrl(CDS).build());
+      requests =
+          ClientCalls.asyncBidiStreamingCall(channel.newCall(DELTA, CallOptions.DEFAULT), this);
+      requests.onNext(new EncodedRequest(node, DELTA_CDS));
     }
 
     @Override
-    public void onNext(DeltaDiscoveryResponse response) {
-      bytesReceived.addAndGet(response.getSerializedSize());
-      requests.onNext(
-          DeltaDiscoveryRequest.newBuilder()
-              .setNode(node)
-              .setTypeUrl(response.getTypeUrl())
-              .setResponseNonce(response.getNonce())
-              .build());
-      if (response.getTypeUrl().equals(watched())) {
-        String changed = BenchResources.clusterName(0);
-        check(
-            expected ->
-                response.getResourcesList().stream()
-                    .anyMatch(
-                        r -> r.getName().equals(changed) && r.getResource().equals(expected)));
+    boolean carries(ReceivedResponse response, Expected expected) {
+      return response.deltaCarries(CHANGED, expected);
+    }
+
+    @Override
+    public void onNext(ReceivedResponse response) {
+      bytesReceived.addAndGet(response.size());
+      requests.onNext(EncodedRequest.deltaAck(node, response));
+      if (response.typeIs(watched())) {
+        check(response);
       }
-      if (!response.getTypeUrl().equals(EDS) && !endpointsAsked) {
+      if (!response.typeIs(EDS_BYTES) && !endpointsAsked) {
         endpointsAsked = true;
-        requests.onNext(
-            DeltaDiscoveryRequest.newBuilder()
-                .setNode(node)
-                .setTypeUrl(EDS)
-                .addAllResourceNamesSubscribe(clusterNames)
-                .build());
+        requests.onNext(new EncodedRequest(node, DELTA_EDS, clusterNames));
       }
     }
   }

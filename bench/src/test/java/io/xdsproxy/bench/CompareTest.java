@@ -48,7 +48,8 @@ class CompareTest {
     assertSameBytesPerUpdate(proxied, floor);
     assertThat(Compare.table(options, results))
         .contains("| update reaches clients, p99 (ms) |")
-        .contains("| direct / proxy | proxy / floor |");
+        .contains("| direct / proxy | proxy / floor |")
+        .contains("| … its share: load generator CPU / serving process CPU |");
   }
 
   @Test
