@@ -16,6 +16,8 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.BiFunction;
+import java.util.function.ToIntFunction;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -76,6 +78,24 @@ final class Flags {
   private static Flag single(
       String name, String syntax, String shownDefault, String help, Apply apply) {
     return new Flag(name, syntax, shownDefault, help, Kind.SINGLE, apply);
+  }
+
+  /**
+   * A flag setting one of the {@link Limits}, a whole number at least {@code least}; its default is
+   * {@link Limits#DEFAULTS}'.
+   */
+  private static Flag limit(
+      String name,
+      String help,
+      int least,
+      ToIntFunction<Limits> current,
+      BiFunction<Limits, Integer, Limits> with) {
+    return single(
+        name,
+        "N",
+        String.valueOf(current.applyAsInt(Limits.DEFAULTS)),
+        help,
+        (config, setting) -> config.withLimits(with.apply(config.limits(), count(setting, least))));
   }
 
   private static Flag list(
@@ -436,69 +456,48 @@ final class Flags {
                 UpstreamTls tls = config.upstreamTls();
                 return config.withUpstreamTls(tls.withAuthority(setting.value()));
               }),
-          single(
+          limit(
               "max-request-bytes",
-              "N",
-              "4194304",
               "the largest request a client may send",
-              (config, setting) -> {
-                Limits limits = config.limits();
-                return config.withLimits(limits.withMaxRequestBytes(count(setting, 1)));
-              }),
-          single(
+              1,
+              Limits::maxRequestBytes,
+              Limits::withMaxRequestBytes),
+          limit(
               "max-names-per-request",
-              "N",
-              "50000",
               "the most resource names in one request, and subscribed to of one type on one stream",
-              (config, setting) -> {
-                Limits limits = config.limits();
-                return config.withLimits(limits.withMaxNamesPerRequest(count(setting, 1)));
-              }),
-          single(
+              1,
+              Limits::maxNamesPerRequest,
+              Limits::withMaxNamesPerRequest),
+          limit(
               "max-name-length",
-              "N",
-              "4096",
               "the longest resource name, in characters",
-              (config, setting) -> {
-                Limits limits = config.limits();
-                return config.withLimits(limits.withMaxNameLength(count(setting, 1)));
-              }),
-          single(
+              1,
+              Limits::maxNameLength,
+              Limits::withMaxNameLength),
+          limit(
               "max-streams-per-connection",
-              "N",
-              "100",
               "streams one client connection may have open",
-              (config, setting) -> {
-                Limits limits = config.limits();
-                return config.withLimits(limits.withMaxStreamsPerConnection(count(setting, 1)));
-              }),
-          single(
+              1,
+              Limits::maxStreamsPerConnection,
+              Limits::withMaxStreamsPerConnection),
+          limit(
               "max-streams-per-group",
-              "N",
-              "100000",
               "streams one node group may have open",
-              (config, setting) -> {
-                Limits limits = config.limits();
-                return config.withLimits(limits.withMaxStreamsPerGroup(count(setting, 1)));
-              }),
-          single(
+              1,
+              Limits::maxStreamsPerGroup,
+              Limits::withMaxStreamsPerGroup),
+          limit(
               "max-streams-per-node",
-              "N",
-              "0",
               "streams one node id may have open, 0 for no limit",
-              (config, setting) -> {
-                Limits limits = config.limits();
-                return config.withLimits(limits.withMaxStreamsPerNode(count(setting, 0)));
-              }),
-          single(
+              0,
+              Limits::maxStreamsPerNode,
+              Limits::withMaxStreamsPerNode),
+          limit(
               "max-requests-per-second",
-              "N",
-              "100",
               "the rate a stream's requests are read at, at most; 0 for no limit",
-              (config, setting) -> {
-                Limits limits = config.limits();
-                return config.withLimits(limits.withRequestsPerSecond(count(setting, 0)));
-              }),
+              0,
+              Limits::requestsPerSecond,
+              Limits::withRequestsPerSecond),
           single(
               "upstream-keepalive-time",
               "D",
