@@ -478,6 +478,11 @@ public final class XdsProxy implements AutoCloseable {
     return pool;
   }
 
+  /** The proxy's meters, as {@code /metrics} shows them: for tests that read one in process. */
+  MeterRegistry meters() {
+    return meters;
+  }
+
   public String describeUpstream() {
     return upstream.describe();
   }

@@ -11,12 +11,14 @@ import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
 import io.grpc.stub.StreamObserver;
+import io.micrometer.core.instrument.Counter;
 import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.app.testing.Resources;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.core.WorkLanes;
 import io.xdsproxy.upstream.testing.ControlPlane;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -159,6 +161,76 @@ class ReconnectStormTest {
         .isLessThan(NEWCOMERS / 5);
   }
 
+  /**
+   * A newcomer's answer to its first state is a newcomer's work too: a SotW client's ACK of its
+   * assignments names every cluster, and is read, parsed and compared as its request was. With the
+   * stream moved to the change lane once its first state was written, a storm's ACKs were queued
+   * ahead of the update, which reached the established client after all 100 of them; with the
+   * stream a newcomer until its client answered, after none to a few. (An ACK read after the update
+   * names a response that is no longer the latest, and is not counted.)
+   */
+  @Test
+  void anUpdateReachesAnEstablishedClientBeforeMostOfTheNewcomersAnswersAreRead() throws Exception {
+    ControlPlane controlPlane = fixture.controlPlane();
+    controlPlane.setSnapshot("fleet", Resources.clustersAt(1000, "1", "a", "b"));
+    XdsProxy proxy = fixture.proxy(against(controlPlane.target()));
+    Counter acks =
+        proxy
+            .meters()
+            .get("xds.downstream.acks")
+            .tag("type", TypeUrl.CLUSTER.shortName())
+            .counter();
+    List<Double> acksReadAtTheUpdate = new CopyOnWriteArrayList<>();
+    Client established =
+        new Client(
+            channel(proxy),
+            response -> {
+              if (response.getResourcesCount() == 3) { // the update adds cluster c
+                acksReadAtTheUpdate.add(acks.count());
+              }
+            });
+    established.ask("established");
+    established.ack(established.next());
+
+    ManagedChannel storm = channel(proxy);
+    List<Client> newcomers = new ArrayList<>();
+    for (int i = 0; i < NEWCOMERS; i++) {
+      Client newcomer = new Client(storm, response -> {});
+      newcomer.ask("newcomer-" + i);
+      newcomers.add(newcomer);
+    }
+    List<DiscoveryResponse> firstStates = new ArrayList<>();
+    for (Client newcomer : newcomers) {
+      firstStates.add(newcomer.next());
+    }
+    await().atMost(WAIT).until(() -> acks.count() == 1); // the established client's
+
+    ThreadPoolExecutor workers = proxy.workers();
+    WorkLanes lanes = (WorkLanes) workers.getQueue();
+    Held held = Held.everyWorker(workers);
+    try {
+      for (int i = 0; i < NEWCOMERS; i++) {
+        newcomers.get(i).ack(firstStates.get(i));
+      }
+      // One task of gRPC's per call, each to hand the ACK to its stream.
+      await().atMost(WAIT).until(() -> lanes.initialQueued() + lanes.changeQueued() >= NEWCOMERS);
+      controlPlane.setSnapshot("fleet", Resources.clustersAt(1000, "2", "a", "b", "c"));
+      await()
+          .atMost(WAIT)
+          .until(() -> lanes.initialQueued() + lanes.changeQueued() >= NEWCOMERS + 1);
+    } finally {
+      held.releaseOne();
+    }
+    try {
+      await().atMost(WAIT).until(() -> !acksReadAtTheUpdate.isEmpty());
+    } finally {
+      held.releaseAll();
+    }
+    assertThat(acksReadAtTheUpdate.get(0) - 1)
+        .as("newcomers' ACKs read before the established client got the update, of %d", NEWCOMERS)
+        .isLessThan(NEWCOMERS / 5.0);
+  }
+
   private ManagedChannel channel(XdsProxy proxy) {
     return fixture
         .add(
@@ -174,6 +246,85 @@ class ReconnectStormTest {
         .setNode(node(nodeId, "fleet"))
         .setTypeUrl(TypeUrl.CLUSTER.url())
         .build();
+  }
+
+  /** A SotW ADS client of the Cluster type that keeps what it receives. */
+  private static final class Client {
+    private final BlockingQueue<DiscoveryResponse> received = new LinkedBlockingQueue<>();
+    private final StreamObserver<DiscoveryRequest> requests;
+
+    Client(ManagedChannel channel, java.util.function.Consumer<DiscoveryResponse> onResponse) {
+      requests =
+          AggregatedDiscoveryServiceGrpc.newStub(channel)
+              .streamAggregatedResources(
+                  new StreamObserver<>() {
+                    @Override
+                    public void onNext(DiscoveryResponse response) {
+                      onResponse.accept(response);
+                      received.add(response);
+                    }
+
+                    @Override
+                    public void onError(Throwable t) {}
+
+                    @Override
+                    public void onCompleted() {}
+                  });
+    }
+
+    void ask(String nodeId) {
+      requests.onNext(wildcardClusters(nodeId));
+    }
+
+    DiscoveryResponse next() throws InterruptedException {
+      DiscoveryResponse response = received.poll(WAIT.toSeconds(), TimeUnit.SECONDS);
+      assertThat(response).as("a response").isNotNull();
+      return response;
+    }
+
+    void ack(DiscoveryResponse response) {
+      requests.onNext(
+          DiscoveryRequest.newBuilder()
+              .setTypeUrl(TypeUrl.CLUSTER.url())
+              .setVersionInfo(response.getVersionInfo())
+              .setResponseNonce(response.getNonce())
+              .build());
+    }
+  }
+
+  /**
+   * Every worker of the pool held by a task of the test's, so that the order queued work is done in
+   * is the queue's alone: one is let go first, the others at the end.
+   */
+  private record Held(CountDownLatch one, CountDownLatch others) {
+    static Held everyWorker(ThreadPoolExecutor workers) throws InterruptedException {
+      Held held = new Held(new CountDownLatch(1), new CountDownLatch(1));
+      CountDownLatch holding = new CountDownLatch(workers.getCorePoolSize());
+      for (int i = 0; i < workers.getCorePoolSize(); i++) {
+        CountDownLatch until = i == 0 ? held.one : held.others;
+        workers.execute(
+            () -> {
+              holding.countDown();
+              try {
+                until.await(WAIT.toSeconds(), TimeUnit.SECONDS);
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+              }
+            });
+      }
+      assertThat(holding.await(WAIT.toSeconds(), TimeUnit.SECONDS))
+          .as("every worker held")
+          .isTrue();
+      return held;
+    }
+
+    void releaseOne() {
+      one.countDown();
+    }
+
+    void releaseAll() {
+      others.countDown();
+    }
   }
 
   /** A channel closed with the fixture's clients. */

@@ -16,8 +16,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * The worker pool's queue, in two lanes, so that a reconnect storm does not delay updates to the
  * clients already served: "change" work (an update's fan-out to streams that hold their state, the
  * groups' and upstream sessions' work, gRPC's callbacks for those streams) is taken ahead of
- * "initial" work (a new stream's first requests, read and parsed, and the first responses it is
- * owed), queued with {@link #initial}. Within a lane, first in first out.
+ * "initial" work (a new stream's first requests, read and parsed, the first responses it is owed,
+ * and its client's answers to them), queued with {@link #initial}. Within a lane, first in first
+ * out.
  *
  * <p>The lanes share the workers' <em>time</em>, not their turns: while both have work, the initial
  * lane gets at most {@value #INITIAL_SHARE_PERCENT} % of it, so newcomers always progress and are

@@ -461,9 +461,15 @@ abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S ex
     }
   }
 
-  /** Counts a request for {@code type}, and its ACK or NACK. */
+  /**
+   * Counts a request for {@code type}, and its ACK or NACK; either says the client holds a first
+   * state of the type ({@link PushScheduler#awaitsFirstState}).
+   */
   final void counted(TypeUrl type, Reply reply) {
     events.request(this, type, reply);
+    if (reply != Reply.NONE) {
+      pushes.replied(type);
+    }
   }
 
   /** The request names a response that is no longer the latest: ignored, and logged. */

@@ -54,8 +54,11 @@ final class PushScheduler<S extends TypeState<?>> {
 
     long unwrittenSince;
 
-    /** A response of this type has been written: its client got its first state of it. */
-    boolean answered;
+    /**
+     * The client answered a response of this type (ACK or NACK): it holds a first state of it, and
+     * what it asks next is an established client's work.
+     */
+    boolean settled;
 
     Slot(S state) {
       this.state = state;
@@ -74,8 +77,8 @@ final class PushScheduler<S extends TypeState<?>> {
 
   private long nonces;
 
-  /** Types asked for that have had no response yet ({@link #awaitsFirstState}). */
-  private int unanswered;
+  /** Types asked for whose client has answered no response yet ({@link #awaitsFirstState}). */
+  private int unsettled;
 
   /**
    * Assignments of clusters a Cluster response added or changed before the client asked for any
@@ -98,17 +101,30 @@ final class PushScheduler<S extends TypeState<?>> {
     if (slot == null) {
       slot = new Slot<>(create.apply(type));
       types.put(type, slot);
-      unanswered++;
+      unsettled++;
     }
     return slot.state;
   }
 
   /**
-   * Whether a type the client asked for has had no response yet: its work is a newcomer's, queued
-   * behind updates to the clients already served ({@link io.xdsproxy.core.WorkLanes}).
+   * Whether the client has not yet answered (ACK or NACK) a response of every type it asked for:
+   * its work is a newcomer's, queued behind updates to the clients already served ({@link
+   * io.xdsproxy.core.WorkLanes}). Until the answer, not only until the response is written: a
+   * newcomer's ACK of its first state is read, parsed and compared as its request was (a SotW
+   * assignment ACK names every cluster), and a storm's ACKs in the change lane delayed an update to
+   * the established clients until the storm had passed.
    */
   boolean awaitsFirstState() {
-    return unanswered > 0;
+    return unsettled > 0;
+  }
+
+  /** The client ACKed or NACKed a response of {@code type}: it holds a first state of it. */
+  void replied(TypeUrl type) {
+    Slot<S> slot = types.get(type);
+    if (slot != null && !slot.settled) {
+      slot.settled = true;
+      unsettled--;
+    }
   }
 
   /** Each type's state, in push order. */
@@ -142,10 +158,6 @@ final class PushScheduler<S extends TypeState<?>> {
     Optional<EncodedResponse> response = slot.state.respond(deferRemovals, this::nextNonce);
     if (response.isPresent()) {
       transport.write(type, response.get());
-      if (!slot.answered) {
-        slot.answered = true;
-        unanswered--;
-      }
       if (slot.unwritten) {
         transport.fannedOut(type, slot.unwrittenSince);
         slot.unwritten = false;

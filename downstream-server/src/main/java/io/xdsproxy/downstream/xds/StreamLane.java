@@ -12,12 +12,13 @@ import java.util.stream.Collectors;
 
 /**
  * The lane of the worker pool ({@link WorkLanes}) that one downstream xDS call's work goes in: the
- * initial lane until its stream has sent a first response of every type its client asked for, the
- * change lane after. Both the call's gRPC work (reading and parsing each request, the listener's
- * callbacks: gRPC's call executor, chosen per call by {@link #supplier}) and the stream's own
- * {@link io.xdsproxy.core.SerialExecutor} submit through it, so that a storm of newcomers — whose
- * first SotW EDS request names every cluster — is parsed in the lane its first states are written
- * in, behind the updates to the streams already served.
+ * initial lane until its client has answered (ACK or NACK) a first response of every type it asked
+ * for, the change lane after. Both the call's gRPC work (reading and parsing each request, the
+ * listener's callbacks: gRPC's call executor, chosen per call by {@link #supplier}) and the
+ * stream's own {@link io.xdsproxy.core.SerialExecutor} submit through it, so that a storm of
+ * newcomers — whose first SotW EDS request, and the ACK of its answer, name every cluster — is
+ * parsed in the lane its first states are written in, behind the updates to the streams already
+ * served.
  *
  * <p>gRPC picks the call's executor before the service's handler makes the stream; the handler runs
  * on that executor, so the stream finds its call's lane as the one whose task is running ({@link
