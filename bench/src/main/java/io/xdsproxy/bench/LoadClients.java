@@ -15,6 +15,7 @@ import io.xdsproxy.bench.ReceivedResponse.Expected;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -220,11 +221,14 @@ final class LoadClients implements AutoCloseable {
         .collect(Collectors.groupingBy(c -> c.round, TreeMap::new, Collectors.counting()));
   }
 
-  /** Per client that holds {@code round}, nanoseconds from {@code since} until it did. */
+  /**
+   * Per client that holds {@code round} (or a later one), nanoseconds from {@code since} until it
+   * first did.
+   */
   long[] latencies(int round, long since) {
     return clients.stream()
-        .filter(c -> c.round == round)
-        .mapToLong(c -> c.roundAt - since)
+        .filter(c -> c.round >= round)
+        .mapToLong(c -> c.heldAt[round] - since)
         .sorted()
         .toArray();
   }
@@ -261,10 +265,15 @@ final class LoadClients implements AutoCloseable {
     /** Whether the client has asked for the assignments of the clusters it was sent. */
     boolean endpointsAsked;
 
-    /** The newest round of cluster 0 this client holds, and when it got it. */
+    /** The newest round of cluster 0 this client holds. */
     volatile int round = -1;
 
-    volatile long roundAt;
+    /**
+     * When this client first held each round, by round, up to {@link #round}: a round it was passed
+     * by takes the time it held a later one, so that updates made faster than they reach the
+     * clients are each measured. Written before {@link #round}, which publishes it.
+     */
+    long[] heldAt = new long[16];
 
     /** Set before {@link #reconnect} closes this client's stream, whose error is then expected. */
     volatile boolean closedHere;
@@ -281,11 +290,18 @@ final class LoadClients implements AutoCloseable {
       // roundMade.
       for (int candidate = Math.max(newestRound + 1, round + 1); candidate > round; candidate--) {
         if (carries(response, expected(candidate))) {
-          roundAt = System.nanoTime();
-          round = candidate;
+          held(candidate, System.nanoTime());
           return;
         }
       }
+    }
+
+    private void held(int newest, long at) {
+      if (newest >= heldAt.length) {
+        heldAt = Arrays.copyOf(heldAt, Math.max(newest + 1, 2 * heldAt.length));
+      }
+      Arrays.fill(heldAt, Math.max(round + 1, 0), newest + 1, at);
+      round = newest;
     }
 
     /** Whether {@code response} carries the changed resource as {@code expected}. */

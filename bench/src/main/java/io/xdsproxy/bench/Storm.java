@@ -28,9 +28,12 @@ import java.util.concurrent.atomic.AtomicReference;
  * [--profile DIR]}: {@code --storm-updates} is the fewest updates made from the storm's start on
  * (more are made while the newcomers are not all in sync). An update is made {@code --pause-ms}
  * after the last one reached every established client, or, with {@code --interval-ms}, every {@code
- * I} ms whatever their latency (one that takes longer delays the next, made at once): at a fixed
- * rate, a build whose updates are faster does not make more of them, and its newcomers do not pay
- * for that work. {@code --runs R} measures every jar R times, alternating, and reports the medians.
+ * I} ms whether the last has reached them or not, each measured once they all hold it: at a fixed
+ * rate, a build whose updates are faster does not make more of them, its newcomers do not pay for
+ * that work, and an update held up by the storm does not hold up the next ones' making (with one
+ * after another, the first update of a storm that took as long as the storm was its only one, and
+ * the median of the rest hid it). Besides the medians, the worst p99 of an update during the storm.
+ * {@code --runs R} measures every jar R times, alternating, and reports the medians.
  *
  * <p>{@code --proxy-cpus 0 --others-cpus 1} keeps the proxy on CPU 0 and the control plane and the
  * load generator (this JVM) on CPU 1 ({@code taskset -c}), so that the load generator decoding the
@@ -105,6 +108,7 @@ public final class Storm {
       double baselineP99,
       double stormP50,
       double stormP99,
+      double stormWorstP99,
       int stormRounds,
       int failedStreams,
       double proxyCpu,
@@ -158,12 +162,15 @@ public final class Storm {
         Rounds rounds = new Rounds(plane, established, storm, options);
         List<Round> baseline = new ArrayList<>();
         for (int i = 0; i < options.baselineUpdates(); i++) {
-          baseline.add(rounds.next());
+          baseline.add(rounds.reached(rounds.make()));
         }
         Compare.log("%s: baseline done, the storm begins", setup);
 
-        // Updates go on, one after another, on a thread of their own, while the storm connects.
+        // Updates go on, on a thread of their own, while the storm connects: at a fixed rate,
+        // whether the last has reached the clients or not (measured once all hold them), or one
+        // after another.
         int stateAtStorm = rounds.made();
+        List<Made> made = new CopyOnWriteArrayList<>();
         List<Round> during = new CopyOnWriteArrayList<>();
         AtomicBoolean stop = new AtomicBoolean();
         AtomicReference<Exception> failure = new AtomicReference<>();
@@ -172,7 +179,11 @@ public final class Storm {
                 () -> {
                   try {
                     while (!stop.get()) {
-                      during.add(rounds.next());
+                      Made update = rounds.make();
+                      made.add(update);
+                      if (options.interval().isZero()) {
+                        during.add(rounds.reached(update));
+                      }
                     }
                   } catch (Exception e) {
                     failure.set(e);
@@ -209,7 +220,7 @@ public final class Storm {
         Compare.log("%s: %d newcomers in sync after %.1f s", setup, options.storm(), syncSeconds);
         long deadline = System.nanoTime() + options.timeout().toNanos();
         while (failure.get() == null
-            && during.stream().filter(r -> r.madeAt() >= stormAt).count() < options.stormUpdates()
+            && made.size() < options.stormUpdates()
             && System.nanoTime() < deadline) {
           Thread.sleep(10);
         }
@@ -217,6 +228,11 @@ public final class Storm {
         updates.join(options.timeout().toMillis());
         if (failure.get() != null) {
           throw failure.get();
+        }
+        if (!options.interval().isZero()) {
+          for (Made update : made) {
+            during.add(rounds.reached(update));
+          }
         }
         // An update made while the newcomers were syncing, or the first ones from the storm's
         // start on when they synced faster than that.
@@ -233,6 +249,7 @@ public final class Storm {
             median(baseline.stream().mapToDouble(Round::p99).toArray()),
             median(stormRounds.stream().mapToDouble(Round::p50).toArray()),
             median(stormRounds.stream().mapToDouble(Round::p99).toArray()),
+            stormRounds.stream().mapToDouble(Round::p99).max().orElse(0),
             stormRounds.size(),
             established.failed() + storm.failed(),
             proxyCpu,
@@ -252,7 +269,13 @@ public final class Storm {
         idPrefix);
   }
 
-  /** Updates made one after another: each waits until every established client holds it. */
+  /** An update the control plane made: its round, when it changed, and when it was asked to. */
+  record Made(int round, long changedAt, long madeAt, long late) {}
+
+  /**
+   * The control plane's updates: made {@code --pause-ms} after the last reached every established
+   * client, or every {@code --interval-ms}; and how long each took to reach them.
+   */
   private static final class Rounds {
     private final JavaProcess plane;
     private final LoadClients established;
@@ -272,7 +295,8 @@ public final class Storm {
       return made;
     }
 
-    Round next() throws InterruptedException {
+    /** Makes the next update when it is due, without waiting for it to reach anyone. */
+    Made make() throws InterruptedException {
       if (options.interval().isZero()) {
         Thread.sleep(options.pause().toMillis());
       } else {
@@ -287,30 +311,34 @@ public final class Storm {
       plane.send("update");
       String[] updated = plane.await("updated ", Duration.ofSeconds(60)).split(" ");
       int round = Integer.parseInt(updated[1]);
-      long changedAt = Long.parseLong(updated[2]);
       established.roundMade(round);
       storm.roundMade(round);
       made = round;
+      return new Made(
+          round,
+          Long.parseLong(updated[2]),
+          madeAt,
+          options.interval().isZero() ? 0 : Math.max(0, madeAt - due));
+    }
+
+    /** Waits until every established client holds {@code update}, and says how long it took. */
+    Round reached(Made update) throws InterruptedException {
       Compare.await(
-          () -> established.holding(round),
+          () -> established.holding(update.round()),
           options.clients(),
           options.timeout(),
-          "update " + round);
-      long[] latencies = established.latencies(round, changedAt);
+          "update " + update.round());
+      long[] latencies = established.latencies(update.round(), update.changedAt());
       Round measured =
           new Round(
-              madeAt,
+              update.madeAt(),
               Compare.percentile(latencies, 0.50) / 1e6,
               Compare.percentile(latencies, 0.99) / 1e6,
               latencies[latencies.length - 1] / 1e6);
       Compare.log(
           "update %d reached the established clients: p50 %.0f ms, p99 %.0f ms, max %.0f ms;"
               + " made %.0f ms after it was due",
-          round,
-          measured.p50(),
-          measured.p99(),
-          measured.max(),
-          options.interval().isZero() ? 0 : Math.max(0, (madeAt - due) / 1e6));
+          update.round(), measured.p50(), measured.p99(), measured.max(), update.late() / 1e6);
       return measured;
     }
   }
@@ -382,6 +410,12 @@ public final class Storm {
         results,
         "during the storm / before it, p99 (median of the runs' ratios)",
         r -> r.stormP99() / r.baselineP99());
+    row(
+        out,
+        options,
+        results,
+        "update to established, during the storm, worst p99 (ms)",
+        Result::stormWorstP99);
     row(out, options, results, "updates during the storm", r -> r.stormRounds());
     row(out, options, results, "client streams that failed", r -> r.failedStreams());
     row(

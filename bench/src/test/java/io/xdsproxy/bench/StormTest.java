@@ -60,6 +60,9 @@ class StormTest {
         .as("and during it")
         .isPositive()
         .isLessThanOrEqualTo(result.stormP99());
+    assertThat(result.stormWorstP99())
+        .as("the worst update during the storm")
+        .isGreaterThanOrEqualTo(result.stormP99());
     assertThat(Storm.table(options, java.util.List.of(result)))
         .contains("| newcomers all holding the state (s) |")
         .contains("| during the storm / before it, p99 (median of the runs' ratios) |");
