@@ -8,6 +8,10 @@ import io.grpc.ManagedChannel;
 import io.grpc.TlsChannelCredentials;
 import io.grpc.netty.NettyChannelBuilder;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.nio.NioEventLoopGroup;
+import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.util.concurrent.DefaultThreadFactory;
 import io.xdsproxy.core.ClientFeatures;
 import io.xdsproxy.core.Interest;
 import io.xdsproxy.core.NodeGroupKey;
@@ -66,6 +70,15 @@ public final class AdsUpstream implements UpstreamSource {
   private final AdsSession.Context context;
   private final AtomicBoolean reached = new AtomicBoolean();
   private final Transport transport;
+
+  /**
+   * The control plane's connections' own event loop, not gRPC's default one shared with the
+   * downstream server: there, one loop carries thousands of clients' connections, and in a storm of
+   * newcomers the session's ACKs and the control plane's next responses queued behind their first
+   * states for seconds (SotW control planes send the next version only once the last is ACKed), so
+   * that the established clients got no update until the storm had passed.
+   */
+  private final EventLoopGroup io;
 
   /** How the channels connect, and the TLS files watched for it. */
   private record Transport(
@@ -142,11 +155,14 @@ public final class AdsUpstream implements UpstreamSource {
     this.targets = targets;
     this.protocol = settings.protocol();
     this.transport = transport;
+    this.io = new NioEventLoopGroup(1, new DefaultThreadFactory("xds-upstream-io", true));
     this.channels =
         this.targets.stream()
             .map(
                 target ->
                     channel(target, transport)
+                        .eventLoopGroup(io)
+                        .channelType(NioSocketChannel.class)
                         .executor(pool)
                         .maxInboundMessageSize(MAX_RESPONSE_BYTES)
                         // The spec's advice for ADS connections: HTTP/2 keepalive detects a peer
@@ -302,6 +318,7 @@ public final class AdsUpstream implements UpstreamSource {
   @Override
   public void close() {
     channels.forEach(ManagedChannel::shutdownNow);
+    io.shutdownGracefully(0, 1, TimeUnit.SECONDS);
     transport.watched().forEach(TlsFiles.Watched::close);
   }
 }
