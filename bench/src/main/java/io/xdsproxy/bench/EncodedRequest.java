@@ -7,12 +7,8 @@ import static io.xdsproxy.bench.ReceivedResponse.Part.VERSION;
 import io.envoyproxy.envoy.config.core.v3.Node;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
-import io.grpc.Drainable;
-import io.grpc.KnownLength;
 import io.grpc.MethodDescriptor.Marshaller;
-import java.io.IOException;
 import java.io.InputStream;
-import java.io.OutputStream;
 import java.util.List;
 
 /**
@@ -36,7 +32,7 @@ record EncodedRequest(byte[]... parts) {
       new Marshaller<>() {
         @Override
         public InputStream stream(EncodedRequest request) {
-          return new Input(request.parts);
+          return new MessageInput(request.parts);
         }
 
         @Override
@@ -100,80 +96,11 @@ record EncodedRequest(byte[]... parts) {
 
   /** The request's bytes, all parts copied into one array. */
   byte[] toByteArray() {
-    Input input = new Input(parts);
+    MessageInput input = new MessageInput(parts);
     byte[] all = new byte[input.available()];
     for (int at = 0; at < all.length; ) {
       at += input.read(all, at, all.length - at);
     }
     return all;
-  }
-
-  /**
-   * The parts as one message: gRPC frames a stream that knows its length without buffering it, and
-   * drains it into the frame without a copy buffer of its own.
-   */
-  private static final class Input extends InputStream implements KnownLength, Drainable {
-    private final byte[][] parts;
-    private int part;
-    private int offset;
-    private int left;
-
-    Input(byte[][] parts) {
-      this.parts = parts;
-      for (byte[] bytes : parts) {
-        left += bytes.length;
-      }
-    }
-
-    @Override
-    public int available() {
-      return left;
-    }
-
-    @Override
-    public int drainTo(OutputStream target) throws IOException {
-      int drained = left;
-      for (; part < parts.length; part++, offset = 0) {
-        target.write(parts[part], offset, parts[part].length - offset);
-      }
-      left = 0;
-      return drained;
-    }
-
-    @Override
-    public int read() {
-      if (!nextByteInPart()) {
-        return -1;
-      }
-      left--;
-      return parts[part][offset++] & 0xff;
-    }
-
-    @Override
-    public int read(byte[] into, int at, int length) {
-      if (length == 0) {
-        return 0;
-      }
-      if (!nextByteInPart()) {
-        return -1;
-      }
-      int count = Math.min(length, parts[part].length - offset);
-      System.arraycopy(parts[part], offset, into, at, count);
-      offset += count;
-      left -= count;
-      return count;
-    }
-
-    @Override
-    public void close() {}
-
-    /** Moves past finished parts; false at the end of the message. */
-    private boolean nextByteInPart() {
-      while (part < parts.length && offset == parts[part].length) {
-        part++;
-        offset = 0;
-      }
-      return part < parts.length;
-    }
   }
 }

@@ -278,7 +278,28 @@ final class LoadClients implements AutoCloseable {
     /** Set before {@link #reconnect} closes this client's stream, whose error is then expected. */
     volatile boolean closedHere;
 
-    abstract void start(ManagedChannel channel);
+    /** The client's node, encoded once as its variant's request carries it. */
+    final byte[] node;
+
+    private final MethodDescriptor<EncodedRequest, ReceivedResponse> method;
+    private final byte[] firstRequest;
+    StreamObserver<EncodedRequest> requests;
+
+    Client(
+        byte[] node,
+        MethodDescriptor<EncodedRequest, ReceivedResponse> method,
+        byte[] firstRequest) {
+      this.node = node;
+      this.method = method;
+      this.firstRequest = firstRequest;
+    }
+
+    /** Opens the client's stream on {@code channel} and asks for the clusters. */
+    final void start(ManagedChannel channel) {
+      requests =
+          ClientCalls.asyncBidiStreamingCall(channel.newCall(method, CallOptions.DEFAULT), this);
+      requests.onNext(new EncodedRequest(node, firstRequest));
+    }
 
     /**
      * Notes the newest round whose changed resource the response carries, of those after the one
@@ -319,18 +340,8 @@ final class LoadClients implements AutoCloseable {
   }
 
   private final class SotwClient extends Client {
-    private final byte[] node;
-    private StreamObserver<EncodedRequest> requests;
-
     SotwClient(Node node) {
-      this.node = EncodedRequest.sotwNode(node);
-    }
-
-    @Override
-    void start(ManagedChannel channel) {
-      requests =
-          ClientCalls.asyncBidiStreamingCall(channel.newCall(SOTW, CallOptions.DEFAULT), this);
-      requests.onNext(new EncodedRequest(node, SOTW_CDS));
+      super(EncodedRequest.sotwNode(node), SOTW, SOTW_CDS);
     }
 
     @Override
@@ -357,18 +368,8 @@ final class LoadClients implements AutoCloseable {
   }
 
   private final class DeltaClient extends Client {
-    private final byte[] node;
-    private StreamObserver<EncodedRequest> requests;
-
     DeltaClient(Node node) {
-      this.node = EncodedRequest.deltaNode(node);
-    }
-
-    @Override
-    void start(ManagedChannel channel) {
-      requests =
-          ClientCalls.asyncBidiStreamingCall(channel.newCall(DELTA, CallOptions.DEFAULT), this);
-      requests.onNext(new EncodedRequest(node, DELTA_CDS));
+      super(EncodedRequest.deltaNode(node), DELTA, DELTA_CDS);
     }
 
     @Override

@@ -5,6 +5,7 @@ import io.envoyproxy.envoy.config.core.v3.Node;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.grpc.MethodDescriptor;
 import io.xdsproxy.bench.BenchResources;
+import io.xdsproxy.bench.MessageInput;
 import io.xdsproxy.core.TypeUrl;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.Scope;

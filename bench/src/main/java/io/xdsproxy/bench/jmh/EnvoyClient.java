@@ -6,6 +6,7 @@ import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
+import io.xdsproxy.bench.MessageInput;
 import io.xdsproxy.core.TypeUrl;
 import java.net.SocketAddress;
 import java.util.List;
