@@ -88,22 +88,7 @@ class ReconnectStormTest {
     WorkLanes lanes = (WorkLanes) workers.getQueue();
     // Every worker held; one is let go when the storm and the update are queued, the others only at
     // the end, so that the order the work is done in is the queues' alone.
-    CountDownLatch held = new CountDownLatch(workers.getCorePoolSize());
-    CountDownLatch release = new CountDownLatch(1);
-    CountDownLatch releaseTheOthers = new CountDownLatch(1);
-    for (int i = 0; i < workers.getCorePoolSize(); i++) {
-      CountDownLatch until = i == 0 ? release : releaseTheOthers;
-      workers.execute(
-          () -> {
-            held.countDown();
-            try {
-              until.await(WAIT.toSeconds(), TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-              Thread.currentThread().interrupt();
-            }
-          });
-    }
-    assertThat(held.await(WAIT.toSeconds(), TimeUnit.SECONDS)).as("every worker held").isTrue();
+    Held held = Held.everyWorker(workers);
     try {
       // The storm: newcomers of the same group, each served from the cache, all at once, on a
       // connection of their own (at most 100 streams each).
@@ -144,7 +129,7 @@ class ReconnectStormTest {
           .untilAsserted(
               () -> assertThat(lanes.changeQueued()).isGreaterThanOrEqualTo(NEWCOMERS + 1));
     } finally {
-      release.countDown();
+      held.releaseOne();
     }
 
     try {
@@ -152,7 +137,7 @@ class ReconnectStormTest {
           .atMost(WAIT)
           .untilAsserted(() -> assertThat(arrivals).as("served").hasSize(NEWCOMERS + 1));
     } finally {
-      releaseTheOthers.countDown();
+      held.releaseAll();
     }
     assertThat(arrivals.indexOf("update"))
         .as(
