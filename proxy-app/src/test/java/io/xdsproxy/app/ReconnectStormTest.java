@@ -26,6 +26,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -54,35 +55,16 @@ class ReconnectStormTest {
     XdsProxy proxy = fixture.proxy(against(controlPlane.target()));
     List<String> arrivals = new CopyOnWriteArrayList<>();
 
-    ManagedChannel channel = channel(proxy);
-    BlockingQueue<DiscoveryResponse> received = new LinkedBlockingQueue<>();
-    StreamObserver<DiscoveryRequest> established =
-        AggregatedDiscoveryServiceGrpc.newStub(channel)
-            .streamAggregatedResources(
-                new StreamObserver<>() {
-                  @Override
-                  public void onNext(DiscoveryResponse response) {
-                    if (response.getResourcesCount() == 3) { // the update adds cluster c
-                      arrivals.add("update");
-                    }
-                    received.add(response);
-                  }
-
-                  @Override
-                  public void onError(Throwable t) {}
-
-                  @Override
-                  public void onCompleted() {}
-                });
-    established.onNext(wildcardClusters("established"));
-    DiscoveryResponse first = received.poll(WAIT.toSeconds(), TimeUnit.SECONDS);
-    assertThat(first).as("the established client's first state").isNotNull();
-    established.onNext(
-        DiscoveryRequest.newBuilder()
-            .setTypeUrl(TypeUrl.CLUSTER.url())
-            .setVersionInfo(first.getVersionInfo())
-            .setResponseNonce(first.getNonce())
-            .build());
+    Client established =
+        new Client(
+            channel(proxy),
+            response -> {
+              if (response.getResourcesCount() == 3) { // the update adds cluster c
+                arrivals.add("update");
+              }
+            });
+    established.ask("established");
+    established.ack(established.next());
 
     ThreadPoolExecutor workers = proxy.workers();
     WorkLanes lanes = (WorkLanes) workers.getQueue();
@@ -95,27 +77,15 @@ class ReconnectStormTest {
       ManagedChannel storm = channel(proxy);
       for (int i = 0; i < NEWCOMERS; i++) {
         String name = "newcomer-" + i;
-        StreamObserver<DiscoveryRequest> requests =
-            AggregatedDiscoveryServiceGrpc.newStub(storm)
-                .streamAggregatedResources(
-                    new StreamObserver<>() {
-                      boolean served;
-
-                      @Override
-                      public void onNext(DiscoveryResponse response) {
-                        if (!served) {
-                          served = true;
-                          arrivals.add(name);
-                        }
-                      }
-
-                      @Override
-                      public void onError(Throwable t) {}
-
-                      @Override
-                      public void onCompleted() {}
-                    });
-        requests.onNext(wildcardClusters(name));
+        AtomicBoolean served = new AtomicBoolean();
+        new Client(
+                storm,
+                response -> {
+                  if (served.compareAndSet(false, true)) {
+                    arrivals.add(name);
+                  }
+                })
+            .ask(name);
       }
       // One task of gRPC's per call, each to hand its first request to its stream.
       await()

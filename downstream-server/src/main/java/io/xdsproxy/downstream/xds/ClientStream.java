@@ -93,10 +93,10 @@ abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S ex
 
   /**
    * The worker pool's lane ({@link WorkLanes}) of the stream's work and of its call's gRPC work
-   * (parsing its requests): the initial lane until every type its client asked for has had a first
-   * response, so that a storm of newcomers does not delay updates to the streams already served.
-   * Moved on the executor, read by whoever hands it work; a task that reads it stale only runs in
-   * the other lane once.
+   * (parsing its requests): the initial lane until its client has answered a first response of
+   * every type it asked for ({@link PushScheduler#awaitsFirstState}), so that a storm of newcomers
+   * does not delay updates to the streams already served. Moved on the executor, read by whoever
+   * hands it work; a task that reads it stale only runs in the other lane once.
    */
   private final StreamLane lane;
 

@@ -75,11 +75,6 @@ public final class StreamLane implements Executor {
     return lane;
   }
 
-  /** Whether the work goes in the initial lane. */
-  boolean initial() {
-    return initial;
-  }
-
   /** Moves the call's work, and its stream's, to the initial lane or out of it. */
   void initial(boolean initial) {
     if (this.initial != initial) {

@@ -75,8 +75,9 @@ public final class AdsUpstream implements UpstreamSource {
    * The control plane's connections' own event loop, not gRPC's default one shared with the
    * downstream server: there, one loop carries thousands of clients' connections, and in a storm of
    * newcomers the session's ACKs and the control plane's next responses queued behind their first
-   * states for seconds (SotW control planes send the next version only once the last is ACKed), so
-   * that the established clients got no update until the storm had passed.
+   * states for seconds (java-control-plane and go-control-plane answer a SotW type's next version
+   * only to the request that ACKs the last), so that the established clients got no update until
+   * the storm had passed.
    */
   private final EventLoopGroup io;
 
