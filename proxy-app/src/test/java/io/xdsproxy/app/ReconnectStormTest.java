@@ -186,6 +186,92 @@ class ReconnectStormTest {
         .isLessThan(NEWCOMERS / 5.0);
   }
 
+  /**
+   * The first request of a type is a newcomer's work on a stream whose client holds the types it
+   * asked for before: a gRPC client asks for the assignments of the clusters it was sent only after
+   * it ACKed them, and an Envoy asks for its listeners once its clusters are warm. With those
+   * requests handled in the lane of a stream that had answered everything it asked for so far (the
+   * change lane), the update reached the established client after all 100 newcomers' assignments;
+   * with them a newcomer's work, after one to three.
+   */
+  @Test
+  void anUpdateReachesAnEstablishedClientBeforeMostOfTheNewcomersSecondTypeIsServed()
+      throws Exception {
+    ControlPlane controlPlane = fixture.controlPlane();
+    controlPlane.setSnapshot("fleet", Resources.clustersAt(1000, "1", "a", "b"));
+    XdsProxy proxy = fixture.proxy(against(controlPlane.target()));
+    List<String> arrivals = new CopyOnWriteArrayList<>();
+    Client established =
+        new Client(
+            channel(proxy),
+            response -> {
+              if (response.getResourcesCount() == 3) { // the update adds cluster c
+                arrivals.add("update");
+              }
+            });
+    established.ask("established");
+    established.ack(established.next());
+    // The group holds the assignments: the newcomers are served them from the cache.
+    established.askAssignments("a", "b");
+    established.ack(established.next());
+
+    ManagedChannel storm = channel(proxy);
+    List<Client> newcomers = new ArrayList<>();
+    for (int i = 0; i < NEWCOMERS; i++) {
+      String name = "newcomer-" + i;
+      AtomicBoolean served = new AtomicBoolean();
+      Client newcomer =
+          new Client(
+              storm,
+              response -> {
+                if (response.getTypeUrl().equals(TypeUrl.ENDPOINT.url())
+                    && served.compareAndSet(false, true)) {
+                  arrivals.add(name);
+                }
+              });
+      newcomer.ask(name);
+      newcomers.add(newcomer);
+    }
+    for (Client newcomer : newcomers) {
+      newcomer.ack(newcomer.next());
+    }
+    Counter acks =
+        proxy
+            .meters()
+            .get("xds.downstream.acks")
+            .tag("type", TypeUrl.CLUSTER.shortName())
+            .counter();
+    // Every newcomer holds the clusters and has said so: its stream left the initial lane.
+    await().atMost(WAIT).until(() -> acks.count() == NEWCOMERS + 1);
+
+    ThreadPoolExecutor workers = proxy.workers();
+    WorkLanes lanes = (WorkLanes) workers.getQueue();
+    Held held = Held.everyWorker(workers);
+    try {
+      newcomers.forEach(newcomer -> newcomer.askAssignments("a", "b"));
+      // One task of gRPC's per call, each to hand the request to its stream.
+      await().atMost(WAIT).until(() -> lanes.initialQueued() + lanes.changeQueued() >= NEWCOMERS);
+      controlPlane.setSnapshot("fleet", Resources.clustersAt(1000, "2", "a", "b", "c"));
+      await()
+          .atMost(WAIT)
+          .until(() -> lanes.initialQueued() + lanes.changeQueued() >= NEWCOMERS + 1);
+    } finally {
+      held.releaseOne();
+    }
+    try {
+      await()
+          .atMost(WAIT)
+          .untilAsserted(() -> assertThat(arrivals).as("served").hasSize(NEWCOMERS + 1));
+    } finally {
+      held.releaseAll();
+    }
+    assertThat(arrivals.indexOf("update"))
+        .as(
+            "newcomers sent their assignments before the established client got the update, of %d",
+            NEWCOMERS)
+        .isLessThan(NEWCOMERS / 5);
+  }
+
   private ManagedChannel channel(XdsProxy proxy) {
     return fixture
         .add(
@@ -203,10 +289,14 @@ class ReconnectStormTest {
         .build();
   }
 
-  /** A SotW ADS client of the Cluster type that keeps what it receives. */
+  /**
+   * A SotW ADS client of the Cluster type (and of assignments, once asked) that keeps what it
+   * receives.
+   */
   private static final class Client {
     private final BlockingQueue<DiscoveryResponse> received = new LinkedBlockingQueue<>();
     private final StreamObserver<DiscoveryRequest> requests;
+    private List<String> assignments = List.of();
 
     Client(ManagedChannel channel, java.util.function.Consumer<DiscoveryResponse> onResponse) {
       requests =
@@ -237,10 +327,23 @@ class ReconnectStormTest {
       return response;
     }
 
+    /** Asks for the assignments of {@code clusters}, after the clusters. */
+    void askAssignments(String... clusters) {
+      assignments = List.of(clusters);
+      requests.onNext(
+          DiscoveryRequest.newBuilder()
+              .setTypeUrl(TypeUrl.ENDPOINT.url())
+              .addAllResourceNames(assignments)
+              .build());
+    }
+
+    /** ACKs {@code response}, naming what the client asks for of its type (SotW). */
     void ack(DiscoveryResponse response) {
       requests.onNext(
           DiscoveryRequest.newBuilder()
-              .setTypeUrl(TypeUrl.CLUSTER.url())
+              .setTypeUrl(response.getTypeUrl())
+              .addAllResourceNames(
+                  response.getTypeUrl().equals(TypeUrl.ENDPOINT.url()) ? assignments : List.of())
               .setVersionInfo(response.getVersionInfo())
               .setResponseNonce(response.getNonce())
               .build());

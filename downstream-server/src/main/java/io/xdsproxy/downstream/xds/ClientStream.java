@@ -19,6 +19,7 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
 import java.util.Queue;
+import java.util.Set;
 import java.util.SortedSet;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
@@ -99,6 +100,13 @@ abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S ex
    * hands it work; a task that reads it stale only runs in the other lane once.
    */
   private final StreamLane lane;
+
+  /**
+   * The type URLs, as the client's requests spell them, of the types it has asked for: what tells a
+   * type's first request from the rest as it is read ({@link #onNext}), on gRPC's thread. Replaced
+   * on the executor when the client asks for a type it had not; a stream asks for a handful.
+   */
+  private volatile Set<String> askedTypes = Set.of();
 
   // Confined to the executor from here on.
   private final PushScheduler<S> pushes;
@@ -191,8 +199,14 @@ abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S ex
     executor.assertCurrent();
     if (wellFormed(request)
         && identify(requests.hasNode().test(request), requests.node().apply(request))) {
-      Optional<TypeUrl> type = typeOf(requests.typeUrl().apply(request));
+      String typeUrl = requests.typeUrl().apply(request);
+      Optional<TypeUrl> type = typeOf(typeUrl);
       if (type.isPresent()) {
+        if (!askedTypes.contains(typeUrl)) {
+          List<String> asked = new ArrayList<>(askedTypes);
+          asked.add(typeUrl);
+          askedTypes = Set.copyOf(asked); // read on gRPC's thread: a new set, never changed
+        }
         handle(request, type.get(), pushes.state(type.get(), this::newTypeState));
       }
     }
@@ -224,18 +238,37 @@ abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S ex
     return variant + " stream from " + peer;
   }
 
+  /**
+   * Hands a request to the executor. The first request of a type is a newcomer's work even on a
+   * stream whose client holds the types it asked for before: clients ask for a type only once they
+   * hold what names it (a gRPC client asks for the assignments of the clusters it was sent after it
+   * ACKed them, an Envoy for its listeners once its clusters are warm), and the request names
+   * everything of its type the client needs (a SotW assignments request every cluster). Handled in
+   * the change lane, a storm's second types were queued ahead of the updates to the streams already
+   * served.
+   */
   @Override
   public final void onNext(Q request) {
+    boolean firstOfItsType = !askedTypes.contains(requests.typeUrl().apply(request));
+    if (firstOfItsType) {
+      lane.firstRequestRead();
+    }
     executor.execute(
         guarded(
             () -> {
-              if (!closed) {
-                handle(request);
+              try {
                 if (!closed) {
-                  readNext();
+                  handle(request);
+                  if (!closed) {
+                    readNext();
+                  }
                 }
+              } finally {
+                if (firstOfItsType) {
+                  lane.firstRequestHandled();
+                }
+                laneChange();
               }
-              laneChange();
             }));
   }
 

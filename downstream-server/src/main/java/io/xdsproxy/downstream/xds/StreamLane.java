@@ -8,17 +8,18 @@ import io.xdsproxy.core.WorkLanes;
 import java.util.Collection;
 import java.util.Set;
 import java.util.concurrent.Executor;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Collectors;
 
 /**
  * The lane of the worker pool ({@link WorkLanes}) that one downstream xDS call's work goes in: the
  * initial lane until its client has answered (ACK or NACK) a first response of every type it asked
- * for, the change lane after. Both the call's gRPC work (reading and parsing each request, the
- * listener's callbacks: gRPC's call executor, chosen per call by {@link #supplier}) and the
- * stream's own {@link io.xdsproxy.core.SerialExecutor} submit through it, so that a storm of
- * newcomers — whose first SotW EDS request, and the ACK of its answer, name every cluster — is
- * parsed in the lane its first states are written in, behind the updates to the streams already
- * served.
+ * for, and while the first request of a type waits to be handled; the change lane otherwise. Both
+ * the call's gRPC work (reading and parsing each request, the listener's callbacks: gRPC's call
+ * executor, chosen per call by {@link #supplier}) and the stream's own {@link
+ * io.xdsproxy.core.SerialExecutor} submit through it, so that a storm of newcomers — whose first
+ * SotW EDS request, and the ACK of its answer, name every cluster — is parsed in the lane its first
+ * states are written in, behind the updates to the streams already served.
  *
  * <p>gRPC picks the call's executor before the service's handler makes the stream; the handler runs
  * on that executor, so the stream finds its call's lane as the one whose task is running ({@link
@@ -36,6 +37,13 @@ public final class StreamLane implements Executor {
   private volatile boolean initial = true;
 
   private volatile boolean claimed;
+
+  /**
+   * Requests that are the first of their type on the stream, read and not yet handled: handling one
+   * (the names it asks for subscribed, a first state built and written) is a newcomer's work
+   * whatever the stream's lane, so the stream's work goes in the initial lane while one waits.
+   */
+  private final AtomicInteger firstRequests = new AtomicInteger();
 
   StreamLane(Executor pool) {
     this.pool = pool;
@@ -82,10 +90,22 @@ public final class StreamLane implements Executor {
     }
   }
 
+  /**
+   * A request that is the first of its type on the stream was read: until it is {@linkplain
+   * #firstRequestHandled handled}, the stream's work is a newcomer's.
+   */
+  void firstRequestRead() {
+    firstRequests.incrementAndGet();
+  }
+
+  void firstRequestHandled() {
+    firstRequests.decrementAndGet();
+  }
+
   @Override
   public void execute(Runnable task) {
     Runnable run = claimed ? task : () -> runMarked(task);
-    pool.execute(initial ? WorkLanes.initial(run) : run);
+    pool.execute(initial || firstRequests.get() > 0 ? WorkLanes.initial(run) : run);
   }
 
   private void runMarked(Runnable task) {
