@@ -561,14 +561,21 @@ public final class NodeGroup {
 
   /**
    * How many streams want each name, so the union is updated in O(change) as streams come and go,
-   * and rebuilt only when a name or the wildcard gains its first stream or loses its last.
+   * and rebuilt only when a name or the wildcard gains its first stream or loses its last. Streams
+   * that subscribe alike hold one interned {@link Interest}, so streams are counted per interest
+   * instance, and names per instance that wants them: a newcomer whose interest some stream holds
+   * already costs a count, not one per name of what can be thousands.
    */
   private static final class InterestCount {
+    private final Map<Interest, Integer> holders = new java.util.IdentityHashMap<>();
     private int wildcards;
     private final Map<String, Integer> names = new HashMap<>();
     private Interest cached = Interest.NONE;
 
     void add(Interest interest) {
+      if (interest.isEmpty() || holders.merge(interest, 1, Integer::sum) > 1) {
+        return;
+      }
       if (interest.wildcard() && wildcards++ == 0) {
         cached = null;
       }
@@ -579,7 +586,12 @@ public final class NodeGroup {
       }
     }
 
+    /** Takes away {@code interest}, the same instance {@link #add} was given. */
     void remove(Interest interest) {
+      if (interest.isEmpty()
+          || holders.computeIfPresent(interest, (i, c) -> c == 1 ? null : c - 1) != null) {
+        return;
+      }
       if (interest.wildcard() && --wildcards == 0) {
         cached = null;
       }

@@ -1,6 +1,9 @@
 package io.xdsproxy.core;
 
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
 import com.github.benmanes.caffeine.cache.Interner;
+import com.google.protobuf.Internal;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
@@ -13,6 +16,11 @@ import java.util.Set;
  * subscription and each name exists once, however many streams hold it (weakly interned: what no
  * stream holds any more is collected). A stream's subscription costs it a pointer.
  *
+ * <p>Found by identity where it can be: the newcomers of a group send byte-identical lists of
+ * names, which the server's request marshaller decodes once into one list for all of them; what was
+ * made of such a list is remembered for as long as the list lives, so the second and later
+ * newcomers pay a lookup rather than sets of thousands of names and elementwise comparisons.
+ *
  * @param wildcard subscribed to {@code *}, explicitly or by the legacy rule
  * @param names the names subscribed explicitly, without {@code *}
  * @param explicit whether the client ever named a resource on this stream for this type; once it
@@ -24,6 +32,21 @@ public record Subscription(boolean wildcard, Set<String> names, boolean explicit
 
   private static final Interner<String> NAMES = Interner.newWeakInterner();
   private static final Interner<Object> SHARED = Interner.newWeakInterner();
+
+  /**
+   * What was made of a list of names that never changes, by the list's identity (weak keys compare
+   * by identity): its subscription after a SotW request, and its shared copy. An entry lives as
+   * long as its list, and a value never holds its key.
+   */
+  private static final Cache<List<String>, Subscription> SOTW_BY_LIST =
+      Caffeine.newBuilder().weakKeys().build();
+
+  private static final Cache<List<String>, List<String>> SHARED_BY_LIST =
+      Caffeine.newBuilder().weakKeys().build();
+
+  /** Each subscription's interest, by the subscription's identity: subscriptions are interned. */
+  private static final Cache<Subscription, Interest> INTERESTS =
+      Caffeine.newBuilder().weakKeys().build();
 
   /** A type the stream has not asked for yet. */
   public static final Subscription NONE = new Subscription(false, Set.of(), false);
@@ -45,8 +68,22 @@ public record Subscription(boolean wildcard, Set<String> names, boolean explicit
    * {@code names} as a list shared by every stream that sends the same list, e.g. to remember the
    * resource_names of a stream's last request without holding a copy per stream.
    */
-  @SuppressWarnings("unchecked")
   public static List<String> sharedList(List<String> names) {
+    if (!unchanging(names)) {
+      return internedList(names);
+    }
+    List<String> known = SHARED_BY_LIST.getIfPresent(names);
+    if (known == null) {
+      known = internedList(names);
+      if (known != names) {
+        SHARED_BY_LIST.put(names, known);
+      }
+    }
+    return known;
+  }
+
+  @SuppressWarnings("unchecked")
+  private static List<String> internedList(List<String> names) {
     List<String> interned = new java.util.ArrayList<>(names.size());
     for (String name : names) {
       interned.add(NAMES.intern(name));
@@ -59,6 +96,28 @@ public record Subscription(boolean wildcard, Set<String> names, boolean explicit
     if (resourceNames.isEmpty()) {
       return explicit ? shared(false, Set.of(), true) : shared(true, Set.of(), false);
     }
+    // The rest depends on the list alone.
+    if (!unchanging(resourceNames)) {
+      return named(resourceNames);
+    }
+    Subscription known = SOTW_BY_LIST.getIfPresent(resourceNames);
+    if (known == null) {
+      known = named(resourceNames);
+      SOTW_BY_LIST.put(resourceNames, known);
+    }
+    return known;
+  }
+
+  /**
+   * Whether {@code names} can be remembered by identity: a list that never changes, as a parsed
+   * request's does not.
+   */
+  private static boolean unchanging(List<String> names) {
+    return names instanceof Internal.ProtobufList<?> list && !list.isModifiable();
+  }
+
+  /** The subscription to {@code resourceNames}, {@code *} among them or not. */
+  private static Subscription named(List<String> resourceNames) {
     Set<String> named = new HashSet<>(resourceNames);
     boolean star = named.remove(WILDCARD);
     return shared(star, named, true);
@@ -68,6 +127,11 @@ public record Subscription(boolean wildcard, Set<String> names, boolean explicit
   public Subscription delta(List<String> subscribe, List<String> unsubscribe, boolean firstOfType) {
     if (!firstOfType && subscribe.isEmpty() && unsubscribe.isEmpty()) {
       return this; // an ACK or NACK: nothing changes, and nothing is copied
+    }
+    if (!wildcard && names.isEmpty() && !subscribe.isEmpty() && unsubscribe.isEmpty()) {
+      // Nothing but the names subscribed (a newcomer's first request): what a SotW request with the
+      // same list subscribes to, found by the list's identity where it is shared.
+      return sotw(subscribe);
     }
     boolean legacyWildcard =
         firstOfType && subscribe.isEmpty() && unsubscribe.isEmpty() && !explicit;
@@ -103,6 +167,9 @@ public record Subscription(boolean wildcard, Set<String> names, boolean explicit
    * since the group keeps one per stream and type.
    */
   public Interest interest() {
-    return (Interest) SHARED.intern(new Interest(wildcard, names));
+    if (names.isEmpty()) {
+      return wildcard ? Interest.WILDCARD : Interest.NONE;
+    }
+    return INTERESTS.get(this, s -> (Interest) SHARED.intern(new Interest(s.wildcard, s.names)));
   }
 }

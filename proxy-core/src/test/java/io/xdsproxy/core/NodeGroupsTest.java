@@ -117,6 +117,32 @@ class NodeGroupsTest {
     assertThat(group.snapshot(TypeUrl.CLUSTER).get("leased")).as("lapsed").isNull();
   }
 
+  @Test
+  void streamsHoldingOneInterestAreCountedSoThatTheUnionLosesANameOnlyWithItsLastStream()
+      throws Exception {
+    NodeGroup group = groups.acquire(NODE);
+    List<Interest> asked = upstream.sessions.get(0).interests;
+    Interest ab = new Interest(false, java.util.Set.of("a", "b"));
+    Interest bc = new Interest(false, java.util.Set.of("b", "c"));
+    GroupWatcher first = snapshots -> {};
+    GroupWatcher second = snapshots -> {};
+    GroupWatcher third = snapshots -> {};
+
+    group.subscribe(first, TypeUrl.CLUSTER, ab);
+    group.subscribe(second, TypeUrl.CLUSTER, ab); // the same instance, as interned ones are
+    group.subscribe(third, TypeUrl.CLUSTER, bc);
+    assertThat(asked.get(asked.size() - 1).names()).containsExactlyInAnyOrder("a", "b", "c");
+
+    group.leave(first);
+    assertThat(asked.get(asked.size() - 1).names())
+        .as("the second stream still wants a")
+        .containsExactlyInAnyOrder("a", "b", "c");
+    group.subscribe(second, TypeUrl.CLUSTER, Interest.NONE);
+    assertThat(asked.get(asked.size() - 1).names()).containsExactlyInAnyOrder("b", "c");
+    group.leave(third);
+    assertThat(asked.get(asked.size() - 1).isEmpty()).isTrue();
+  }
+
   /** An upstream that sends nothing by itself: the test speaks for it through each listener. */
   private static final class FakeUpstream implements UpstreamSource {
     final List<FakeSession> sessions = new ArrayList<>();
@@ -144,6 +170,7 @@ class NodeGroupsTest {
 
   private static final class FakeSession implements UpstreamSession {
     final UpstreamListener listener;
+    final List<Interest> interests = new ArrayList<>();
     boolean closed;
 
     FakeSession(UpstreamListener listener) {
@@ -151,7 +178,9 @@ class NodeGroupsTest {
     }
 
     @Override
-    public void updateInterest(TypeUrl type, Interest interest) {}
+    public void updateInterest(TypeUrl type, Interest interest) {
+      interests.add(interest);
+    }
 
     @Override
     public void refetch(TypeUrl type) {}

@@ -125,6 +125,30 @@ final class DeltaTypeState extends TypeState<DeltaTypeState.Outgoing> {
         && !holdsNothing) {
       forceAll = true;
     }
+    if (owed.isEmpty()
+        && subscription.names().isEmpty()
+        && unsubscribe.isEmpty()
+        && claimed.isEmpty()) {
+      // Every name subscribed is owed, and only those (a newcomer that claims nothing): the
+      // subscription's own set, shared, rather than a copy.
+      owed = next.names();
+    } else {
+      owe(subscribe, unsubscribe, first, next);
+    }
+    boolean changed = next != subscription && !next.equals(subscription);
+    if (!subscribe.isEmpty()
+        || changed && !next.interest().beyond(subscription.interest()).isEmpty()) {
+      joinedNow();
+    }
+    subscription = next;
+    return new Subscribed(changed, refetch);
+  }
+
+  /**
+   * What a request that subscribes and unsubscribes these names adds to or takes from what is owed.
+   */
+  private void owe(
+      List<String> subscribe, List<String> unsubscribe, boolean first, Subscription next) {
     for (String name : unsubscribe) {
       if (!next.covers(name)) {
         owed = NameSets.without(owed, name); // no longer wanted: nothing is owed of it
@@ -144,13 +168,6 @@ final class DeltaTypeState extends TypeState<DeltaTypeState.Outgoing> {
         owed = NameSets.with(owed, name);
       }
     }
-    boolean changed = next != subscription && !next.equals(subscription);
-    if (!subscribe.isEmpty()
-        || changed && !next.interest().beyond(subscription.interest()).isEmpty()) {
-      joinedNow();
-    }
-    subscription = next;
-    return new Subscribed(changed, refetch);
   }
 
   /**

@@ -53,7 +53,7 @@ record ResponsePosition(
                 + flags * 2
                 + (knowsTtl ? 1 : 0))
             * 31
-        + owed.hashCode();
+        + owed.size(); // equal sets are equal in size; a set's own hash reads every name
   }
 
   /** The key of this position's encoded response in the same memo. */

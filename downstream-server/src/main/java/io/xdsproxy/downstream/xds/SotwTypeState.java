@@ -210,12 +210,17 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
     if (next.equals(subscription)) {
       return false;
     }
-    for (String name : next.names()) {
-      if (!subscription.names().contains(name)) {
-        owed = NameSets.with(owed, name); // newly subscribed: sent even if unchanged
+    if (owed.isEmpty() && subscription.names().isEmpty()) {
+      // Every name is newly subscribed (a newcomer): owed is the subscription's own set, shared.
+      owed = next.names();
+    } else {
+      for (String name : next.names()) {
+        if (!subscription.names().contains(name)) {
+          owed = NameSets.with(owed, name); // newly subscribed: sent even if unchanged
+        }
       }
+      owed = NameSets.retained(owed, next.names()::contains);
     }
-    owed = NameSets.retained(owed, next.names()::contains);
     if (!next.interest().beyond(subscription.interest()).isEmpty()) {
       joinedNow();
     }

@@ -70,6 +70,30 @@ class DeltaTypeStateTest {
     assertThat(response.get().resources()).extracting(Resource::getName).containsExactly("a");
   }
 
+  @Test
+  void newcomersThatSubscribeAlikeShareOneFirstResponse() {
+    DeltaTypeState one = new DeltaTypeState(TypeUrl.CLUSTER, CLUSTERS, false, Clock.systemUTC());
+    DeltaTypeState two = new DeltaTypeState(TypeUrl.CLUSTER, CLUSTERS, false, Clock.systemUTC());
+    one.subscribe(List.of("a", "b"), List.of(), Map.of());
+    two.subscribe(List.of("a", "b"), List.of(), Map.of());
+
+    DeltaTypeState.Outgoing first = one.nextResponse(false).orElseThrow();
+    assertThat(two.nextResponse(false)).containsSame(first);
+    assertThat(first.resources()).extracting(Resource::getName).containsExactlyInAnyOrder("a", "b");
+  }
+
+  @Test
+  void aNewcomerThatDropsANameBeforeItsFirstResponseIsOwedTheOtherAlone() {
+    DeltaTypeState state = new DeltaTypeState(TypeUrl.CLUSTER, CLUSTERS, false, Clock.systemUTC());
+    state.subscribe(List.of("a", "b"), List.of(), Map.of()); // owed: its subscription's own set
+    state.subscribe(List.of(), List.of("a"), Map.of());
+
+    assertThat(state.nextResponse(false).orElseThrow().resources())
+        .extracting(Resource::getName)
+        .containsExactly("b");
+    assertThat(state.subscription().names()).containsExactly("b");
+  }
+
   private static final TypeSnapshot CLUSTERS =
       Snapshots.complete(
           TypeUrl.CLUSTER,

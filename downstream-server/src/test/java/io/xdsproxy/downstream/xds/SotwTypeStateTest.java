@@ -8,6 +8,7 @@ import io.envoyproxy.envoy.config.endpoint.v3.ClusterLoadAssignment;
 import io.envoyproxy.envoy.config.endpoint.v3.LocalityLbEndpoints;
 import io.xdsproxy.core.ResourceUpdate;
 import io.xdsproxy.core.Snapshots;
+import io.xdsproxy.core.Subscription;
 import io.xdsproxy.core.TypeSnapshot;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.core.XdsResource;
@@ -399,6 +400,29 @@ class SotwTypeStateTest {
                       .as("%s; the exchange: %s", says, client.log)
                       .containsExactlyInAnyOrderElementsOf(expected.get()));
     }
+  }
+
+  @Test
+  void newcomersThatSubscribeAlikeShareOneFirstResponse() {
+    SotwTypeState one = new SotwTypeState(TypeUrl.ENDPOINT, ENDPOINTS, false, Clock.systemUTC());
+    SotwTypeState two = new SotwTypeState(TypeUrl.ENDPOINT, ENDPOINTS, false, Clock.systemUTC());
+    one.subscribe(List.of("a", "b"));
+    two.subscribe(List.of("a", "b"));
+
+    SotwTypeState.Outgoing first = one.nextResponse(false).orElseThrow();
+    assertThat(two.nextResponse(false)).containsSame(first);
+    assertThat(names(first)).containsExactlyInAnyOrder("a", "b");
+  }
+
+  @Test
+  void aNewcomerThatChangesItsNamesBeforeItsFirstResponseIsOwedTheNewOnes() {
+    SotwTypeState state = new SotwTypeState(TypeUrl.ENDPOINT, ENDPOINTS, false, Clock.systemUTC());
+    state.subscribe(List.of("a")); // owed: its subscription's own set, which must not change
+    state.owe(Set.of("a"));
+    state.subscribe(List.of("b"));
+
+    assertThat(names(state.nextResponse(false).orElseThrow())).containsExactly("b");
+    assertThat(Subscription.NONE.sotw(List.of("a")).names()).containsExactly("a");
   }
 
   @Test
