@@ -2,6 +2,7 @@ package io.xdsproxy.app;
 
 import com.sun.net.httpserver.HttpHandler;
 import com.sun.net.httpserver.HttpsConfigurator;
+import io.grpc.InsecureServerCredentials;
 import io.grpc.Server;
 import io.grpc.ServerInterceptors;
 import io.grpc.ServerServiceDefinition;
@@ -210,9 +211,10 @@ public final class XdsProxy implements AutoCloseable {
       InetSocketAddress xdsAddress = new InetSocketAddress(config.xdsPort());
       Optional<XdsPortTls> tls = XdsPortTls.load(config.tls(), timer, meters);
       NettyServerBuilder builder =
-          tls.isPresent()
-              ? NettyServerBuilder.forAddress(xdsAddress, tls.get().grpc())
-              : NettyServerBuilder.forAddress(xdsAddress);
+          NettyServerBuilder.forAddress(
+              xdsAddress,
+              NoHpackTable.wrap(
+                  tls.isPresent() ? tls.get().grpc() : InsecureServerCredentials.create()));
       Optional<NodeIdPattern> nodeIdPattern = config.tls().nodeIdPattern().map(NodeIdPattern::new);
       PeerInterceptor peers = new PeerInterceptor(nodeIdPattern);
       builder.addService(ServerInterceptors.intercept(ads, peers));
