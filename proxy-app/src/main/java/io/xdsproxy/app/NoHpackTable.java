@@ -8,22 +8,21 @@ import io.grpc.netty.InternalProtocolNegotiator;
 import io.netty.channel.ChannelDuplexHandler;
 import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
-import io.netty.handler.codec.http2.Http2Exception;
 import io.netty.handler.codec.http2.Http2Settings;
 import io.netty.util.AsciiString;
 import java.util.concurrent.Executor;
 
 /**
- * Server credentials whose connections keep no HPACK dynamic tables: the xDS port announces
- * SETTINGS_HEADER_TABLE_SIZE 0 (RFC 7541 section 4.2, RFC 9113 section 6.5.2) and its own encoder
- * indexes nothing.
+ * Server credentials whose connections keep no HPACK decoder table: the xDS port announces
+ * SETTINGS_HEADER_TABLE_SIZE 0 (RFC 7541 section 4.2, RFC 9113 section 6.5.2), so that clients
+ * index none of their request headers.
  *
  * <p>Why: an xDS client opens a stream or two per connection and keeps it for the connection's
  * life, so the table never saves a byte after the first request, yet every connection holds the
- * decoder's 4 KiB table array and the request headers indexed in it, and the encoder's table of the
- * response headers: about 1.5 KiB of heap per connection, a fifth of what an idle client connection
- * costs (bench/RESULTS.md, "Heap per stream, round two"). A request's headers then cost some tens
- * of bytes more on the wire, once per stream.
+ * decoder's 4 KiB table array and the request headers indexed in it: about 1 KiB of heap per
+ * connection, an eighth of what an idle client connection costs (bench/RESULTS.md, "Heap per
+ * stream, round two"). A request's headers then cost some tens of bytes more on the wire, once per
+ * stream.
  *
  * <p>grpc-java (1.85) has no builder option for it and sends its SETTINGS from a handler that
  * cannot be configured, so this wraps the credentials' protocol negotiator: once gRPC's handler is
@@ -81,11 +80,10 @@ final class NoHpackTable {
     }
 
     @Override
-    public void handlerAdded(ChannelHandlerContext ctx) throws Http2Exception {
+    public void handlerAdded(ChannelHandlerContext ctx) {
       ctx.pipeline().addAfter(ctx.name(), null, negotiation);
-      // The encoder may always use less than the client allows (RFC 7541 section 4.2); a client
-      // that announces a table size later raises it again, to what it would be without this.
-      grpcHandler.encoder().configuration().headersConfiguration().maxHeaderTableSize(0);
+      // The encoder's own table (the response headers, about 200 bytes) is left as the client
+      // allows: shrinking it makes Netty allocate, and keep, a 256-byte buffer for the size update.
       announceIfReady(ctx);
     }
 
