@@ -2,6 +2,7 @@ package io.xdsproxy.app;
 
 import com.sun.net.httpserver.HttpHandler;
 import com.sun.net.httpserver.HttpsConfigurator;
+import io.grpc.InsecureServerCredentials;
 import io.grpc.Server;
 import io.grpc.ServerInterceptors;
 import io.grpc.ServerServiceDefinition;
@@ -73,6 +74,27 @@ public final class XdsProxy implements AutoCloseable {
    * end by themselves.
    */
   static final Duration CONNECTION_AGE_GRACE = Duration.ofSeconds(10);
+
+  /**
+   * grpc-java's server keepalive time, unless set: {@code
+   * GrpcUtil.DEFAULT_SERVER_KEEPALIVE_TIME_NANOS}.
+   */
+  static final Duration GRPC_SERVER_KEEPALIVE_TIME = Duration.ofHours(2);
+
+  /**
+   * Whether every client connection is closed before gRPC's server keepalive would first ping it:
+   * gRPC spreads the maximum age by up to 10 % (NettyServerBuilder's MAX_CONNECTION_AGE_JITTER),
+   * then waits the grace.
+   */
+  static boolean endsBeforeKeepalive(Duration maxConnectionAge) {
+    return maxConnectionAge.compareTo(GRPC_SERVER_KEEPALIVE_TIME) < 0
+        && maxConnectionAge
+                .multipliedBy(11)
+                .dividedBy(10)
+                .plus(CONNECTION_AGE_GRACE)
+                .compareTo(GRPC_SERVER_KEEPALIVE_TIME)
+            < 0;
+  }
 
   /** The most entries one channelz answer lists (the servers, a server's sockets). */
   private static final int CHANNELZ_PAGE_SIZE = 100;
@@ -210,9 +232,10 @@ public final class XdsProxy implements AutoCloseable {
       InetSocketAddress xdsAddress = new InetSocketAddress(config.xdsPort());
       Optional<XdsPortTls> tls = XdsPortTls.load(config.tls(), timer, meters);
       NettyServerBuilder builder =
-          tls.isPresent()
-              ? NettyServerBuilder.forAddress(xdsAddress, tls.get().grpc())
-              : NettyServerBuilder.forAddress(xdsAddress);
+          NettyServerBuilder.forAddress(
+              xdsAddress,
+              NoHpackTable.wrap(
+                  tls.isPresent() ? tls.get().grpc() : InsecureServerCredentials.create()));
       Optional<NodeIdPattern> nodeIdPattern = config.tls().nodeIdPattern().map(NodeIdPattern::new);
       PeerInterceptor peers = new PeerInterceptor(nodeIdPattern);
       builder.addService(ServerInterceptors.intercept(ads, peers));
@@ -225,6 +248,13 @@ public final class XdsProxy implements AutoCloseable {
       builder.addService(ProtoReflectionService.newInstance());
       builder.addService(ChannelzService.newInstance(CHANNELZ_PAGE_SIZE));
       builder.addStreamTracerFactory(streamMetrics.endedStreams(xds));
+      if (endsBeforeKeepalive(config.maxConnectionAge())) {
+        // gRPC's server pings a silent client after two hours (its default keepalive time); a
+        // connection that its maximum age ends sooner never pings, yet holds the keepalive's
+        // manager
+        // and scheduled timer all its life (about 200 bytes of heap per connection).
+        builder.keepAliveTime(Long.MAX_VALUE, TimeUnit.NANOSECONDS);
+      }
       started =
           listen(
               builder

@@ -82,4 +82,14 @@ class ConnectionAgeTest {
         .map(client -> client.get("peer").getAsString())
         .findFirst();
   }
+
+  @Test
+  void serverKeepaliveIsLeftOutOnlyWhenEveryConnectionEndsBeforeItsFirstPing() {
+    assertThat(XdsProxy.endsBeforeKeepalive(Duration.ofMinutes(30))).isTrue();
+    assertThat(XdsProxy.endsBeforeKeepalive(Duration.ofMinutes(108))).isTrue();
+    // 109 minutes, spread by gRPC's +10 % and given the grace, can pass the two hours of the first
+    // ping.
+    assertThat(XdsProxy.endsBeforeKeepalive(Duration.ofMinutes(109))).isFalse();
+    assertThat(XdsProxy.endsBeforeKeepalive(Duration.ofDays(365 * 1000))).isFalse();
+  }
 }
