@@ -353,6 +353,23 @@ final class Flags {
               "how long a client connection lives before GOAWAY",
               (config, setting) -> config.withMaxConnectionAge(duration(setting))),
           single(
+              "xds-hpack-table",
+              "true|false",
+              "false",
+              "true: clients may keep gRPC's default HPACK table of their request headers; false: the xDS"
+                  + " port asks them to keep none, about 1 KiB less heap per connection",
+              (config, setting) ->
+                  switch (setting.value()) {
+                    case "true" -> config.withXdsHpackTable(true);
+                    case "false" -> config.withXdsHpackTable(false);
+                    default ->
+                        throw new ConfigException(
+                            setting.where()
+                                + ": xds-hpack-table '"
+                                + setting.value()
+                                + "' is neither true nor false");
+                  }),
+          single(
               "tls-cert",
               "FILE",
               "",

@@ -55,6 +55,8 @@ import org.yaml.snakeyaml.nodes.SequenceNode;
  * @param drainTime on SIGTERM, how long open streams get to leave before the proxy closes them
  * @param maxConnectionAge how long a client connection lives before GOAWAY moves it, maybe to
  *     another replica
+ * @param xdsHpackTable whether the xDS port lets clients keep gRPC's default HPACK table of their
+ *     request headers (false: it asks for none, {@link NoHpackTable})
  * @param tls TLS, maybe mutual, on the xDS port
  * @param upstreamTls how the control plane is reached: plaintext or TLS
  * @param limits what one client may ask of the proxy
@@ -83,6 +85,7 @@ public record ProxyConfig(
     Duration restPollTimeout,
     Duration drainTime,
     Duration maxConnectionAge,
+    boolean xdsHpackTable,
     ServerTls tls,
     UpstreamTls upstreamTls,
     Limits limits,
@@ -118,6 +121,7 @@ public record ProxyConfig(
           Duration.ofSeconds(30),
           Duration.ofSeconds(15),
           Duration.ofMinutes(30),
+          false,
           ServerTls.OFF,
           UpstreamTls.PLAINTEXT,
           Limits.DEFAULTS,
@@ -213,6 +217,10 @@ public record ProxyConfig(
     return edit(b -> b.maxConnectionAge = age);
   }
 
+  public ProxyConfig withXdsHpackTable(boolean keep) {
+    return edit(b -> b.xdsHpackTable = keep);
+  }
+
   public ProxyConfig withRestPollTimeout(Duration timeout) {
     return edit(b -> b.restPollTimeout = timeout);
   }
@@ -271,6 +279,7 @@ public record ProxyConfig(
     Duration restPollTimeout;
     Duration drainTime;
     Duration maxConnectionAge;
+    boolean xdsHpackTable;
     ServerTls tls;
     UpstreamTls upstreamTls;
     Limits limits;
@@ -299,6 +308,7 @@ public record ProxyConfig(
       restPollTimeout = from.restPollTimeout;
       drainTime = from.drainTime;
       maxConnectionAge = from.maxConnectionAge;
+      xdsHpackTable = from.xdsHpackTable;
       tls = from.tls;
       upstreamTls = from.upstreamTls;
       limits = from.limits;
@@ -329,6 +339,7 @@ public record ProxyConfig(
           restPollTimeout,
           drainTime,
           maxConnectionAge,
+          xdsHpackTable,
           tls,
           upstreamTls,
           limits,

@@ -4,6 +4,7 @@ import com.sun.net.httpserver.HttpHandler;
 import com.sun.net.httpserver.HttpsConfigurator;
 import io.grpc.InsecureServerCredentials;
 import io.grpc.Server;
+import io.grpc.ServerCredentials;
 import io.grpc.ServerInterceptors;
 import io.grpc.ServerServiceDefinition;
 import io.grpc.Status;
@@ -231,11 +232,11 @@ public final class XdsProxy implements AutoCloseable {
     try {
       InetSocketAddress xdsAddress = new InetSocketAddress(config.xdsPort());
       Optional<XdsPortTls> tls = XdsPortTls.load(config.tls(), timer, meters);
+      ServerCredentials credentials =
+          tls.isPresent() ? tls.get().grpc() : InsecureServerCredentials.create();
       NettyServerBuilder builder =
           NettyServerBuilder.forAddress(
-              xdsAddress,
-              NoHpackTable.wrap(
-                  tls.isPresent() ? tls.get().grpc() : InsecureServerCredentials.create()));
+              xdsAddress, config.xdsHpackTable() ? credentials : NoHpackTable.wrap(credentials));
       Optional<NodeIdPattern> nodeIdPattern = config.tls().nodeIdPattern().map(NodeIdPattern::new);
       PeerInterceptor peers = new PeerInterceptor(nodeIdPattern);
       builder.addService(ServerInterceptors.intercept(ads, peers));
@@ -251,8 +252,7 @@ public final class XdsProxy implements AutoCloseable {
       if (endsBeforeKeepalive(config.maxConnectionAge())) {
         // gRPC's server pings a silent client after two hours (its default keepalive time); a
         // connection that its maximum age ends sooner never pings, yet holds the keepalive's
-        // manager
-        // and scheduled timer all its life (about 200 bytes of heap per connection).
+        // manager and scheduled timer all its life (about 200 bytes of heap per connection).
         builder.keepAliveTime(Long.MAX_VALUE, TimeUnit.NANOSECONDS);
       }
       started =

@@ -12,22 +12,28 @@ import io.grpc.health.v1.HealthGrpc;
 import io.grpc.netty.NettyChannelBuilder;
 import io.grpc.netty.NettyServerBuilder;
 import io.grpc.protobuf.services.HealthStatusManager;
+import io.xdsproxy.app.testing.ProxyFixture;
 import java.io.DataInputStream;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.Socket;
+import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 class NoHpackTableTest {
   private static final int SETTINGS = 0x4;
   private static final int ACK = 0x1;
   private static final int HEADER_TABLE_SIZE = 0x1;
+
+  @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
 
   private Server server;
 
@@ -49,33 +55,61 @@ class NoHpackTableTest {
 
   @Test
   void serverAnnouncesAnEmptyHeaderTableAfterItsPreface() throws Exception {
-    try (Socket socket = new Socket("127.0.0.1", server.getPort())) {
-      socket.setSoTimeout(5000);
-      OutputStream out = socket.getOutputStream();
-      out.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
-      out.write(new byte[] {0, 0, 0, SETTINGS, 0, 0, 0, 0, 0});
-      out.flush();
-      DataInputStream in = new DataInputStream(socket.getInputStream());
-      int settingsFrames = 0;
-      Map<Integer, Long> announced = new HashMap<>();
-      while (!announced.containsKey(HEADER_TABLE_SIZE) && settingsFrames < 5) {
-        int length = in.readUnsignedShort() << 8 | in.readUnsignedByte();
-        int type = in.readUnsignedByte();
-        int flags = in.readUnsignedByte();
-        in.readInt();
-        byte[] payload = new byte[length];
-        in.readFully(payload);
-        if (type != SETTINGS || (flags & ACK) != 0) {
-          continue;
+    Announced announced = Announced.by(server.getPort());
+    assertThat(announced.settings()).containsEntry(HEADER_TABLE_SIZE, 0L);
+    assertThat(announced.frames()).as("gRPC's own preface comes first").isEqualTo(2);
+  }
+
+  @Test
+  void theProxyAsksForNoTableUnlessTold() throws Exception {
+    ProxyConfig config = ProxyFixture.serving(Path.of("../deploy/examples/resources"));
+    assertThat(Announced.by(fixture.proxy(config).xdsPort()).settings())
+        .containsEntry(HEADER_TABLE_SIZE, 0L);
+    assertThat(Announced.by(fixture.proxy(config.withXdsHpackTable(true)).xdsPort()).settings())
+        .as("gRPC's defaults: no table size announced")
+        .doesNotContainKey(HEADER_TABLE_SIZE);
+  }
+
+  /** What a server announced in its SETTINGS frames, read off a raw socket. */
+  private record Announced(Map<Integer, Long> settings, int frames) {
+    /**
+     * Connects to {@code port}, sends the client preface, and reads SETTINGS frames until one names
+     * the header table size, or two came, or the server says nothing more for a second.
+     */
+    static Announced by(int port) throws Exception {
+      try (Socket socket = new Socket("127.0.0.1", port)) {
+        socket.setSoTimeout(5000);
+        OutputStream out = socket.getOutputStream();
+        out.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+        out.write(new byte[] {0, 0, 0, SETTINGS, 0, 0, 0, 0, 0});
+        out.flush();
+        DataInputStream in = new DataInputStream(socket.getInputStream());
+        int frames = 0;
+        Map<Integer, Long> announced = new HashMap<>();
+        while (!announced.containsKey(HEADER_TABLE_SIZE) && frames < 2) {
+          int length;
+          try {
+            length = in.readUnsignedShort() << 8 | in.readUnsignedByte();
+          } catch (SocketTimeoutException silent) {
+            break;
+          }
+          socket.setSoTimeout(1000); // the preface has begun: what follows comes at once
+          int type = in.readUnsignedByte();
+          int flags = in.readUnsignedByte();
+          in.readInt();
+          byte[] payload = new byte[length];
+          in.readFully(payload);
+          if (type != SETTINGS || (flags & ACK) != 0) {
+            continue;
+          }
+          frames++;
+          DataInputStream entries = new DataInputStream(new java.io.ByteArrayInputStream(payload));
+          for (int i = 0; i < length / 6; i++) {
+            announced.put(entries.readUnsignedShort(), entries.readInt() & 0xffffffffL);
+          }
         }
-        settingsFrames++;
-        DataInputStream entries = new DataInputStream(new java.io.ByteArrayInputStream(payload));
-        for (int i = 0; i < length / 6; i++) {
-          announced.put(entries.readUnsignedShort(), entries.readInt() & 0xffffffffL);
-        }
+        return new Announced(announced, frames);
       }
-      assertThat(announced).containsEntry(HEADER_TABLE_SIZE, 0L);
-      assertThat(settingsFrames).as("gRPC's own preface comes first").isEqualTo(2);
     }
   }
 

@@ -148,6 +148,15 @@ class ProxyConfigTest {
   }
 
   @Test
+  void theXdsPortsHpackTableIsOffUnlessAskedFor() throws Exception {
+    assertThat(ProxyConfig.parse(new String[0]).xdsHpackTable()).isFalse();
+    assertThat(ProxyConfig.parse(new String[] {"--xds-hpack-table", "true"}).xdsHpackTable())
+        .isTrue();
+    assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--xds-hpack-table", "yes"}))
+        .hasMessageContaining("xds-hpack-table 'yes' is neither true nor false");
+  }
+
+  @Test
   void aBadDurationOrProtocolIsNamedWithWhereItWasGiven() throws Exception {
     Path file = Files.writeString(dir.resolve("proxy.yaml"), "\nnot-found-timeout: soon\n");
 
