@@ -56,45 +56,20 @@ public final class AggregatedDiscoveryService {
   }
 
   /**
-   * {@code method} with its requests read by {@link SotwRequestMarshaller} and its responses
+   * {@code method} with its requests read by {@link RequestMarshaller#SOTW} and its responses
    * written from their shared, pre-encoded resources ({@link EncodedResponse}).
    */
   static MethodDescriptor<DiscoveryRequest, EncodedResponse> sotw(
       MethodDescriptor<DiscoveryRequest, DiscoveryResponse> method) {
-    return method.toBuilder(MARSHALLER, EncodedResponse.SOTW).build();
+    return method.toBuilder(RequestMarshaller.SOTW, EncodedResponse.SOTW).build();
   }
 
   /**
-   * {@code method} with its responses written from their shared, pre-encoded body ({@link
-   * EncodedResponse}), and requests that are not valid messages refused as the client's fault.
+   * {@code method} with its requests read by {@link RequestMarshaller#DELTA} and its responses
+   * written from their shared, pre-encoded body ({@link EncodedResponse}).
    */
   static MethodDescriptor<DeltaDiscoveryRequest, EncodedResponse> delta(
       MethodDescriptor<DeltaDiscoveryRequest, DeltaDiscoveryResponse> method) {
-    return method.toBuilder(DELTA_REQUESTS, EncodedResponse.DELTA).build();
+    return method.toBuilder(RequestMarshaller.DELTA, EncodedResponse.DELTA).build();
   }
-
-  private static final MethodDescriptor.Marshaller<DeltaDiscoveryRequest> DELTA_REQUESTS =
-      new MethodDescriptor.Marshaller<>() {
-        @Override
-        public java.io.InputStream stream(DeltaDiscoveryRequest request) {
-          return request.toByteString().newInput();
-        }
-
-        @Override
-        public DeltaDiscoveryRequest parse(java.io.InputStream stream) {
-          try {
-            return DeltaDiscoveryRequest.parseFrom(
-                stream, com.google.protobuf.ExtensionRegistryLite.getEmptyRegistry());
-          } catch (com.google.protobuf.InvalidProtocolBufferException e) {
-            return InvalidRequest.of(DeltaDiscoveryRequest.getDefaultInstance(), e);
-          } catch (java.io.IOException e) {
-            throw io.grpc.Status.INTERNAL
-                .withDescription("cannot read a request: " + e.getMessage())
-                .withCause(e)
-                .asRuntimeException();
-          }
-        }
-      };
-
-  private static final SotwRequestMarshaller MARSHALLER = new SotwRequestMarshaller();
 }

@@ -24,7 +24,9 @@ import io.grpc.Status.Code;
 import io.xdsproxy.core.Subscription;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.core.XdsResource;
+import java.io.ByteArrayInputStream;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -55,6 +57,21 @@ import java.util.TreeMap;
  * </ul>
  */
 class DeltaRequestFuzzTest {
+
+  private static final RequestMarshaller<DeltaDiscoveryRequest> MARSHALLER =
+      RequestMarshaller.delta();
+
+  /**
+   * The encoding of a newcomer's subscription to more names than a request of few is parsed with:
+   * bytes after it are read around names the marshaller decoded before, or not.
+   */
+  private static final byte[] MANY_NAMES =
+      DeltaDiscoveryRequest.newBuilder()
+          .addAllResourceNamesSubscribe(NAMES)
+          .addAllResourceNamesSubscribe(NAMES)
+          .addAllResourceNamesSubscribe(NAMES)
+          .build()
+          .toByteArray();
 
   @FuzzTest(maxDuration = "8s")
   void anyRequestsLeaveEveryStreamConvergedOrClosedForTheClientsFault(FuzzedDataProvider data) {
@@ -92,7 +109,9 @@ class DeltaRequestFuzzTest {
           }
           case 3 -> {
             if (client.open()) {
-              run.sendBytes(client, data.consumeBytes(data.consumeInt(0, 256)));
+              boolean afterNames = data.consumeBoolean();
+              byte[] bytes = data.consumeBytes(data.consumeInt(0, 256));
+              run.sendBytes(client, afterNames ? afterManyNames(bytes) : bytes);
             }
           }
           case 4 -> {
@@ -170,6 +189,12 @@ class DeltaRequestFuzzTest {
           default -> data.pickValue(NODES);
         };
     return request(typeUrl, subscribe, unsubscribe, initial, nonce, nack, node);
+  }
+
+  private static byte[] afterManyNames(byte[] bytes) {
+    byte[] joined = Arrays.copyOf(MANY_NAMES, MANY_NAMES.length + bytes.length);
+    System.arraycopy(bytes, 0, joined, MANY_NAMES.length, bytes.length);
+    return joined;
   }
 
   private static List<String> pickNames(FuzzedDataProvider data, int count) {
@@ -284,9 +309,8 @@ class DeltaRequestFuzzTest {
     }
 
     /**
-     * Bytes that may be no request: what protobuf reads of them is the request; bytes it cannot
-     * read are marked as no request ({@link InvalidRequest}) and end the stream with
-     * INVALID_ARGUMENT.
+     * Bytes that may be no request: the marshaller must read them as protobuf does, and mark those
+     * protobuf cannot read ({@link InvalidRequest}), which end the stream with INVALID_ARGUMENT.
      */
     void sendBytes(Client client, byte[] bytes) {
       exchange.add(client.label + " sends bytes " + java.util.HexFormat.of().formatHex(bytes));
@@ -295,6 +319,16 @@ class DeltaRequestFuzzTest {
         parsed = Optional.of(DeltaDiscoveryRequest.parseFrom(bytes));
       } catch (InvalidProtocolBufferException e) {
         parsed = Optional.empty();
+      }
+      DeltaDiscoveryRequest read = MARSHALLER.parse(new ByteArrayInputStream(bytes));
+      if (parsed.isPresent()) {
+        assertThat(read)
+            .as("the marshaller reads a request as protobuf does")
+            .isEqualTo(parsed.get());
+      } else {
+        assertThat(InvalidRequest.reason(read))
+            .as("bytes protobuf cannot read are marked as no request")
+            .isPresent();
       }
       if (parsed.isPresent() && InvalidRequest.reason(parsed.get()).isEmpty()) {
         expect(client, parsed.get());

@@ -57,7 +57,7 @@ import java.util.TreeMap;
  */
 class SotwRequestFuzzTest {
 
-  private static final SotwRequestMarshaller MARSHALLER = new SotwRequestMarshaller();
+  private static final RequestMarshaller<DiscoveryRequest> MARSHALLER = RequestMarshaller.sotw();
 
   @FuzzTest(maxDuration = "8s")
   void anyRequestsLeaveEveryStreamConvergedOrClosedForTheClientsFault(FuzzedDataProvider data) {
