@@ -204,16 +204,7 @@ final class Flags {
               "false",
               "true: --state-dir keeps Secrets too, in files only the proxy's user may read",
               (config, setting) ->
-                  switch (setting.value()) {
-                    case "true" -> config.withStateIncludeSecrets(true);
-                    case "false" -> config.withStateIncludeSecrets(false);
-                    default ->
-                        throw new ConfigException(
-                            setting.where()
-                                + ": state-include-secrets '"
-                                + setting.value()
-                                + "' is neither true nor false");
-                  }),
+                  config.withStateIncludeSecrets(trueOrFalse(setting, "state-include-secrets"))),
           single(
               "xds-port",
               "N",
@@ -359,16 +350,7 @@ final class Flags {
               "true: clients may keep gRPC's default HPACK table of their request headers; false: the xDS"
                   + " port asks them to keep none, about 1 KiB less heap per connection",
               (config, setting) ->
-                  switch (setting.value()) {
-                    case "true" -> config.withXdsHpackTable(true);
-                    case "false" -> config.withXdsHpackTable(false);
-                    default ->
-                        throw new ConfigException(
-                            setting.where()
-                                + ": xds-hpack-table '"
-                                + setting.value()
-                                + "' is neither true nor false");
-                  }),
+                  config.withXdsHpackTable(trueOrFalse(setting, "xds-hpack-table"))),
           single(
               "tls-cert",
               "FILE",
@@ -416,19 +398,10 @@ final class Flags {
               "true|false",
               "false",
               "true: TLS to the control plane, trusting the JVM's trust store",
-              (config, setting) -> {
-                UpstreamTls tls = config.upstreamTls();
-                return switch (setting.value()) {
-                  case "true" -> config.withUpstreamTls(tls.withTls());
-                  case "false" -> config;
-                  default ->
-                      throw new ConfigException(
-                          setting.where()
-                              + ": upstream-tls '"
-                              + setting.value()
-                              + "' is neither true nor false");
-                };
-              }),
+              (config, setting) ->
+                  trueOrFalse(setting, "upstream-tls")
+                      ? config.withUpstreamTls(config.upstreamTls().withTls())
+                      : config),
           single(
               "upstream-ca",
               "FILE",
@@ -632,6 +605,22 @@ final class Flags {
 
   private static Duration max(Duration a, Duration b) {
     return a.compareTo(b) >= 0 ? a : b;
+  }
+
+  /** The value of {@code key}'s setting, which must be {@code true} or {@code false}. */
+  private static boolean trueOrFalse(Setting setting, String key) throws ConfigException {
+    return switch (setting.value()) {
+      case "true" -> true;
+      case "false" -> false;
+      default ->
+          throw new ConfigException(
+              setting.where()
+                  + ": "
+                  + key
+                  + " '"
+                  + setting.value()
+                  + "' is neither true nor false");
+    };
   }
 
   private static int port(Setting setting) throws ConfigException {

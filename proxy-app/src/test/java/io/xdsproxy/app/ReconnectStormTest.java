@@ -101,14 +101,11 @@ class ReconnectStormTest {
     } finally {
       held.releaseOne();
     }
-
-    try {
-      await()
-          .atMost(WAIT)
-          .untilAsserted(() -> assertThat(arrivals).as("served").hasSize(NEWCOMERS + 1));
-    } finally {
-      held.releaseAll();
-    }
+    held.releaseAllAfter(
+        () ->
+            await()
+                .atMost(WAIT)
+                .untilAsserted(() -> assertThat(arrivals).as("served").hasSize(NEWCOMERS + 1)));
     assertThat(arrivals.indexOf("update"))
         .as(
             "newcomers served before the established client got the update, of %d queued before it",
@@ -176,11 +173,7 @@ class ReconnectStormTest {
     } finally {
       held.releaseOne();
     }
-    try {
-      await().atMost(WAIT).until(() -> !acksReadAtTheUpdate.isEmpty());
-    } finally {
-      held.releaseAll();
-    }
+    held.releaseAllAfter(() -> await().atMost(WAIT).until(() -> !acksReadAtTheUpdate.isEmpty()));
     assertThat(acksReadAtTheUpdate.get(0) - 1)
         .as("newcomers' ACKs read before the established client got the update, of %d", NEWCOMERS)
         .isLessThan(NEWCOMERS / 5.0);
@@ -258,13 +251,11 @@ class ReconnectStormTest {
     } finally {
       held.releaseOne();
     }
-    try {
-      await()
-          .atMost(WAIT)
-          .untilAsserted(() -> assertThat(arrivals).as("served").hasSize(NEWCOMERS + 1));
-    } finally {
-      held.releaseAll();
-    }
+    held.releaseAllAfter(
+        () ->
+            await()
+                .atMost(WAIT)
+                .untilAsserted(() -> assertThat(arrivals).as("served").hasSize(NEWCOMERS + 1)));
     assertThat(arrivals.indexOf("update"))
         .as(
             "newcomers sent their assignments before the established client got the update, of %d",
@@ -380,8 +371,13 @@ class ReconnectStormTest {
       one.countDown();
     }
 
-    void releaseAll() {
-      others.countDown();
+    /** Runs {@code wait} with the one worker let go, then lets the others go, whatever it did. */
+    void releaseAllAfter(Runnable wait) {
+      try {
+        wait.run();
+      } finally {
+        others.countDown();
+      }
     }
   }
 
