@@ -60,55 +60,12 @@ final class RequestMarshaller<M extends Message> implements Marshaller<M> {
    * client can grow it without end. A request is made from it with {@code toBuilder()}, which
    * shares its list of names rather than copying it.
    */
-  private final Cache<EncodedNames, Decoded<M>> decoded =
+  private final Cache<EncodedNames, M> decoded =
       Caffeine.newBuilder()
           .maximumWeight(32L * 1024 * 1024)
-          .<EncodedNames, Decoded<M>>weigher((encoded, names) -> encoded.length)
+          .<EncodedNames, M>weigher((encoded, names) -> encoded.length)
           .expireAfterAccess(Duration.ofMinutes(10))
           .build();
-
-  /**
-   * The lists this thread decoded or found last, looked at before the cache: a group's streams send
-   * the same names again and again (every SotW ACK of an update repeats its stream's request, and
-   * every stream of the group sends the same), so most requests are found here by comparing their
-   * bytes, which the JIT compares many at a time, rather than read once to hash them and again to
-   * compare them. A miss costs a few comparisons that mostly end at the length or the first bytes.
-   */
-  private final ThreadLocal<Recent<M>> recent = ThreadLocal.withInitial(Recent::new);
-
-  /** A list of names decoded from {@code own}, the bytes it was decoded from, held by the key. */
-  private record Decoded<M>(EncodedNames own, M names) {}
-
-  /**
-   * The last few lists one thread used, round robin; only lists of at most {@link #MOST_BYTES}, so
-   * a thread holds at most a MiB of them beyond the cache.
-   */
-  private static final class Recent<M> {
-    private static final int SLOTS = 16;
-    private static final int MOST_BYTES = 64 * 1024;
-
-    @SuppressWarnings("unchecked")
-    private final Decoded<M>[] slots = new Decoded[SLOTS];
-
-    private int next;
-
-    /** The names whose bytes are these, if one of the slots holds them. */
-    M find(byte[] bytes, int offset, int length) {
-      for (Decoded<M> slot : slots) {
-        if (slot != null && slot.own().holds(bytes, offset, length)) {
-          return slot.names();
-        }
-      }
-      return null;
-    }
-
-    void remember(Decoded<M> found) {
-      if (found.own().length <= MOST_BYTES) {
-        slots[next] = found;
-        next = (next + 1) % SLOTS;
-      }
-    }
-  }
 
   /**
    * @param namesField the number of the repeated string field read by its bytes
@@ -213,21 +170,12 @@ final class RequestMarshaller<M extends Message> implements Marshaller<M> {
     if (count < FEW_NAMES || !oneRun) {
       return parser.parseFrom(bytes);
     }
-    Recent<M> recentHere = recent.get();
-    M names = recentHere.find(bytes, start, end - start);
+    EncodedNames encodedNames = new EncodedNames(bytes, start, end - start);
+    M names = decoded.getIfPresent(encodedNames);
     if (names == null) {
-      EncodedNames encodedNames = new EncodedNames(bytes, start, end - start);
-      Decoded<M> found = decoded.getIfPresent(encodedNames);
-      if (found == null) {
-        EncodedNames own = encodedNames.copy(); // the key must not hold the whole request
-        found =
-            new Decoded<>(
-                own,
-                holding.apply(Subscription.sharedList(namesOf.apply(parser.parseFrom(own.bytes)))));
-        decoded.put(own, found);
-      }
-      recentHere.remember(found);
-      names = found.names();
+      EncodedNames own = encodedNames.copy(); // the key must not hold the whole request
+      names = holding.apply(Subscription.sharedList(namesOf.apply(parser.parseFrom(own.bytes))));
+      decoded.put(own, names);
     }
     @SuppressWarnings("unchecked")
     M request =
@@ -278,13 +226,6 @@ final class RequestMarshaller<M extends Message> implements Marshaller<M> {
       }
       h ^= h >>> 32;
       return (int) h;
-    }
-
-    /** Whether these are the bytes at {@code offset} of {@code bytes}, {@code length} of them. */
-    boolean holds(byte[] bytes, int offset, int length) {
-      return this.length == length
-          && Arrays.equals(
-              this.bytes, this.offset, this.offset + length, bytes, offset, offset + length);
     }
 
     @Override

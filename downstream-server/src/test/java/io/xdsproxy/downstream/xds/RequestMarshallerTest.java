@@ -81,38 +81,6 @@ class RequestMarshallerTest {
   }
 
   @Test
-  void moreListsThanAThreadRemembersAreReadRightAndStillShared() throws Exception {
-    List<List<String>> lists = new java.util.ArrayList<>();
-    List<List<String>> read = new java.util.ArrayList<>();
-    for (int group = 0; group < 40; group++) {
-      String prefix = "group-" + group + "|";
-      lists.add(names.stream().map(name -> prefix + name).toList());
-      read.add(
-          marshaller
-              .parse(
-                  ack("1").toBuilder()
-                      .clearResourceNames()
-                      .addAllResourceNames(lists.get(group))
-                      .build()
-                      .toByteArray())
-              .getResourceNamesList());
-    }
-    for (int group = 0; group < 40; group++) {
-      List<String> again =
-          marshaller
-              .parse(
-                  ack("2").toBuilder()
-                      .clearResourceNames()
-                      .addAllResourceNames(lists.get(group))
-                      .build()
-                      .toByteArray())
-              .getResourceNamesList();
-      assertThat(again).as("group %d", group).isEqualTo(lists.get(group));
-      assertThat(again).as("group %d, from the cache", group).isSameAs(read.get(group));
-    }
-  }
-
-  @Test
   void namesSplitByAnotherFieldAndFewNamesAreReadAsUsual() throws Exception {
     ByteArrayOutputStream bytes = new ByteArrayOutputStream();
     CodedOutputStream out = CodedOutputStream.newInstance(bytes);
