@@ -55,16 +55,7 @@ class ReconnectStormTest {
     XdsProxy proxy = fixture.proxy(against(controlPlane.target()));
     List<String> arrivals = new CopyOnWriteArrayList<>();
 
-    Client established =
-        new Client(
-            channel(proxy),
-            response -> {
-              if (response.getResourcesCount() == 3) { // the update adds cluster c
-                arrivals.add("update");
-              }
-            });
-    established.ask("established");
-    established.ack(established.next());
+    established(proxy, () -> arrivals.add("update"));
 
     ThreadPoolExecutor workers = proxy.workers();
     WorkLanes lanes = (WorkLanes) workers.getQueue();
@@ -133,16 +124,7 @@ class ReconnectStormTest {
             .tag("type", TypeUrl.CLUSTER.shortName())
             .counter();
     List<Double> acksReadAtTheUpdate = new CopyOnWriteArrayList<>();
-    Client established =
-        new Client(
-            channel(proxy),
-            response -> {
-              if (response.getResourcesCount() == 3) { // the update adds cluster c
-                acksReadAtTheUpdate.add(acks.count());
-              }
-            });
-    established.ask("established");
-    established.ack(established.next());
+    established(proxy, () -> acksReadAtTheUpdate.add(acks.count()));
 
     ManagedChannel storm = channel(proxy);
     List<Client> newcomers = new ArrayList<>();
@@ -194,16 +176,7 @@ class ReconnectStormTest {
     controlPlane.setSnapshot("fleet", Resources.clustersAt(1000, "1", "a", "b"));
     XdsProxy proxy = fixture.proxy(against(controlPlane.target()));
     List<String> arrivals = new CopyOnWriteArrayList<>();
-    Client established =
-        new Client(
-            channel(proxy),
-            response -> {
-              if (response.getResourcesCount() == 3) { // the update adds cluster c
-                arrivals.add("update");
-              }
-            });
-    established.ask("established");
-    established.ack(established.next());
+    Client established = established(proxy, () -> arrivals.add("update"));
     // The group holds the assignments: the newcomers are served them from the cache.
     established.askAssignments("a", "b");
     established.ack(established.next());
@@ -261,6 +234,24 @@ class ReconnectStormTest {
             "newcomers sent their assignments before the established client got the update, of %d",
             NEWCOMERS)
         .isLessThan(NEWCOMERS / 5);
+  }
+
+  /**
+   * A client of {@code proxy} that holds the clusters and has ACKed them; {@code onUpdate} runs
+   * when it gets the update, which adds cluster c.
+   */
+  private Client established(XdsProxy proxy, Runnable onUpdate) throws InterruptedException {
+    Client established =
+        new Client(
+            channel(proxy),
+            response -> {
+              if (response.getResourcesCount() == 3) {
+                onUpdate.run();
+              }
+            });
+    established.ask("established");
+    established.ack(established.next());
+    return established;
   }
 
   private ManagedChannel channel(XdsProxy proxy) {
