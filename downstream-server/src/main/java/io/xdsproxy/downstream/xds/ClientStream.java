@@ -19,7 +19,6 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
 import java.util.Queue;
-import java.util.Set;
 import java.util.SortedSet;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
@@ -100,13 +99,6 @@ abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S ex
    * hands it work; a task that reads it stale only runs in the other lane once.
    */
   private final StreamLane lane;
-
-  /**
-   * The type URLs, as the client's requests spell them, of the types it has asked for: what tells a
-   * type's first request from the rest as it is read ({@link #onNext}), on gRPC's thread. Replaced
-   * on the executor when the client asks for a type it had not; a stream asks for a handful.
-   */
-  private volatile Set<String> askedTypes = Set.of();
 
   // Confined to the executor from here on.
   private final PushScheduler<S> pushes;
@@ -202,11 +194,7 @@ abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S ex
       String typeUrl = requests.typeUrl().apply(request);
       Optional<TypeUrl> type = typeOf(typeUrl);
       if (type.isPresent()) {
-        if (!askedTypes.contains(typeUrl)) {
-          List<String> asked = new ArrayList<>(askedTypes);
-          asked.add(typeUrl);
-          askedTypes = Set.copyOf(asked); // read on gRPC's thread: a new set, never changed
-        }
+        lane.asked(typeUrl);
         handle(request, type.get(), pushes.state(type.get(), this::newTypeState));
       }
     }
@@ -249,10 +237,7 @@ abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S ex
    */
   @Override
   public final void onNext(Q request) {
-    boolean firstOfItsType = !askedTypes.contains(requests.typeUrl().apply(request));
-    if (firstOfItsType) {
-      lane.firstRequestRead();
-    }
+    boolean firstOfItsType = lane.firstRequestRead(requests.typeUrl().apply(request));
     executor.execute(
         guarded(
             () -> {

@@ -5,7 +5,9 @@ import io.grpc.ServerCall;
 import io.grpc.ServerCallExecutorSupplier;
 import io.grpc.ServerServiceDefinition;
 import io.xdsproxy.core.WorkLanes;
+import java.util.ArrayList;
 import java.util.Collection;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -44,6 +46,13 @@ public final class StreamLane implements Executor {
    * whatever the stream's lane, so the stream's work goes in the initial lane while one waits.
    */
   private final AtomicInteger firstRequests = new AtomicInteger();
+
+  /**
+   * The type URLs, as the client's requests spell them, of the types it has asked for: what tells a
+   * type's first request from the rest as gRPC hands it over. Replaced, by the stream's executor,
+   * when the client asks for a type it had not; a stream asks for a handful.
+   */
+  private volatile Set<String> askedTypes = Set.of();
 
   StreamLane(Executor pool) {
     this.pool = pool;
@@ -91,15 +100,32 @@ public final class StreamLane implements Executor {
   }
 
   /**
-   * A request that is the first of its type on the stream was read: until it is {@linkplain
-   * #firstRequestHandled handled}, the stream's work is a newcomer's.
+   * A request for {@code typeUrl} was read, on gRPC's thread: whether it is the first of its type
+   * on the stream, whose handling is a newcomer's work until it is {@linkplain #firstRequestHandled
+   * handled}.
    */
-  void firstRequestRead() {
+  boolean firstRequestRead(String typeUrl) {
+    if (askedTypes.contains(typeUrl)) {
+      return false;
+    }
     firstRequests.incrementAndGet();
+    return true;
   }
 
   void firstRequestHandled() {
     firstRequests.decrementAndGet();
+  }
+
+  /**
+   * The stream's client asked for {@code typeUrl}, a type the stream serves: its next requests of
+   * the type are not first ones. On the stream's executor, before the next request is asked for.
+   */
+  void asked(String typeUrl) {
+    if (!askedTypes.contains(typeUrl)) {
+      List<String> asked = new ArrayList<>(askedTypes);
+      asked.add(typeUrl);
+      askedTypes = Set.copyOf(asked); // read on gRPC's thread: a new set, never changed
+    }
   }
 
   @Override

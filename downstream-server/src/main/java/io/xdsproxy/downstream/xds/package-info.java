@@ -22,12 +22,13 @@
  * <p>Threads: a stream's state (its type states, what it sent, what its client ACKed) is confined
  * to its own {@link io.xdsproxy.core.SerialExecutor} on the shared worker pool, in the pool's
  * initial lane until its client has answered (ACK or NACK) a first response of every type it asked
- * for, then in the change lane ({@link io.xdsproxy.core.WorkLanes}); gRPC's work for the stream's
- * call (reading and parsing its requests) goes in the same lane ({@link
- * io.xdsproxy.downstream.xds.StreamLane}, the call's executor). gRPC's callbacks and the group's
- * notifications only enqueue there; snapshots are read as they are, immutable. A REST poll has an
- * executor of its own likewise. The timer only fires (a paced stream's next read, a long poll's
- * timeout) onto those executors. {@link io.xdsproxy.downstream.xds.Clients} is a concurrent
- * registry; each stream answers for its own status on its own executor.
+ * for, and while a type's first request waits, else in the change lane ({@link
+ * io.xdsproxy.core.WorkLanes}); gRPC's work for the stream's call (reading and parsing its
+ * requests) goes in the same lane ({@link io.xdsproxy.downstream.xds.StreamLane}, the call's
+ * executor). gRPC's callbacks and the group's notifications only enqueue there; snapshots are read
+ * as they are, immutable. A REST poll has an executor of its own likewise. The timer only fires (a
+ * paced stream's next read, a long poll's timeout) onto those executors. {@link
+ * io.xdsproxy.downstream.xds.Clients} is a concurrent registry; each stream answers for its own
+ * status on its own executor.
  */
 package io.xdsproxy.downstream.xds;
