@@ -24,7 +24,6 @@ import io.grpc.Status.Code;
 import io.xdsproxy.core.Subscription;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.core.XdsResource;
-import java.io.ByteArrayInputStream;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -314,22 +313,8 @@ class DeltaRequestFuzzTest {
      */
     void sendBytes(Client client, byte[] bytes) {
       exchange.add(client.label + " sends bytes " + java.util.HexFormat.of().formatHex(bytes));
-      Optional<DeltaDiscoveryRequest> parsed;
-      try {
-        parsed = Optional.of(DeltaDiscoveryRequest.parseFrom(bytes));
-      } catch (InvalidProtocolBufferException e) {
-        parsed = Optional.empty();
-      }
-      DeltaDiscoveryRequest read = MARSHALLER.parse(new ByteArrayInputStream(bytes));
-      if (parsed.isPresent()) {
-        assertThat(read)
-            .as("the marshaller reads a request as protobuf does")
-            .isEqualTo(parsed.get());
-      } else {
-        assertThat(InvalidRequest.reason(read))
-            .as("bytes protobuf cannot read are marked as no request")
-            .isPresent();
-      }
+      Optional<DeltaDiscoveryRequest> parsed =
+          ReadAsProtobuf.check(MARSHALLER, DeltaDiscoveryRequest.parser(), bytes);
       if (parsed.isPresent() && InvalidRequest.reason(parsed.get()).isEmpty()) {
         expect(client, parsed.get());
       } else if (client.open()) {

@@ -24,7 +24,6 @@ import io.xdsproxy.core.ResourceDecoder;
 import io.xdsproxy.core.Subscription;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.core.XdsResource;
-import java.io.ByteArrayInputStream;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -288,22 +287,8 @@ class SotwRequestFuzzTest {
      */
     void sendBytes(Client client, byte[] bytes) {
       exchange.add(client.label + " sends bytes " + java.util.HexFormat.of().formatHex(bytes));
-      Optional<DiscoveryRequest> parsed;
-      try {
-        parsed = Optional.of(DiscoveryRequest.parseFrom(bytes));
-      } catch (InvalidProtocolBufferException e) {
-        parsed = Optional.empty();
-      }
-      DiscoveryRequest read = MARSHALLER.parse(new ByteArrayInputStream(bytes));
-      if (parsed.isPresent()) {
-        assertThat(read)
-            .as("the marshaller reads a request as protobuf does")
-            .isEqualTo(parsed.get());
-      } else {
-        assertThat(InvalidRequest.reason(read))
-            .as("bytes protobuf cannot read are marked as no request")
-            .isPresent();
-      }
+      Optional<DiscoveryRequest> parsed =
+          ReadAsProtobuf.check(MARSHALLER, DiscoveryRequest.parser(), bytes);
       if (parsed.isPresent() && InvalidRequest.reason(parsed.get()).isEmpty()) {
         expect(client, parsed.get());
       } else if (client.open()) {
