@@ -532,10 +532,20 @@ abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S ex
     return group;
   }
 
-  /** Writes the response owed for {@code type}, if any, now or when the transport is ready. */
+  /**
+   * Writes the response owed for {@code type}, whose request was just handled, if any, now or when
+   * the transport is ready. Changes the group announced that the stream has not pushed yet go
+   * first, as their own push would send them: in push order, make-before-break. Else a request that
+   * races an update (an ACK read just before the update reached the stream) would send its type's
+   * removals with its additions, ahead of other types' additions that may still point at what it
+   * removes.
+   */
   final void send(TypeUrl type) {
     executor.assertCurrent();
     if (!closed) {
+      if (!changedBatches.isEmpty()) {
+        takeChanges();
+      }
       pushes.send(type);
     }
   }

@@ -23,7 +23,8 @@ import java.util.concurrent.ScheduledExecutorService;
  * The proxy's ADS service over a {@link MemoryUpstream}, put together as the proxy does it (node
  * groups keyed by {@code node.cluster}, the peer interceptor, limits), with every executor running
  * its tasks on the calling thread: when a test's call into the proxy returns, the proxy has done
- * everything that call caused.
+ * everything that call caused. Or on an executor the test gives, to run what was queued in an order
+ * of its choosing.
  */
 final class InProcessProxy implements AutoCloseable {
 
@@ -46,13 +47,18 @@ final class InProcessProxy implements AutoCloseable {
   private int port = 40_000;
 
   InProcessProxy(MemoryUpstream upstream, Limits limits) {
+    this(upstream, limits, CALLING_THREAD);
+  }
+
+  /** With the proxy's work, the groups' and the streams', on {@code executor}. */
+  InProcessProxy(MemoryUpstream upstream, Limits limits, Executor executor) {
     SimpleMeterRegistry meters = new SimpleMeterRegistry();
     groups =
         new NodeGroups(
             NodeGroupRule.of(List.of("cluster")),
             NodeGroups.firstClientsNode(),
             upstream,
-            CALLING_THREAD,
+            executor,
             timer,
             Ticker.SYSTEM,
             Duration.ofMinutes(5),
@@ -61,7 +67,7 @@ final class InProcessProxy implements AutoCloseable {
     ServerContext serving =
         new ServerContext(
             groups,
-            CALLING_THREAD,
+            executor,
             new StreamMetrics(meters),
             new Clients(),
             Clock.systemUTC(),
