@@ -25,15 +25,16 @@ import java.util.concurrent.atomic.AtomicReference;
  * [--groups G] [--clusters K] [--delta SHARE] [--streams-per-connection S] [--baseline-updates B]
  * [--storm-updates U] [--pause-ms P | --interval-ms I] [--proxy-jar PATH[,PATH...]] [--runs R]
  * [--jvm "OPTIONS"] [--logs DIR] [--timeout-seconds S] [--proxy-cpus CPUS] [--others-cpus CPUS]
- * [--profile DIR]}: {@code --storm-updates} is the fewest updates made from the storm's start on
- * (more are made while the newcomers are not all in sync). An update is made {@code --pause-ms}
- * after the last one reached every established client, or, with {@code --interval-ms}, every {@code
- * I} ms whether the last has reached them or not, each measured once they all hold it: at a fixed
- * rate, a build whose updates are faster does not make more of them, its newcomers do not pay for
- * that work, and an update held up by the storm does not hold up the next ones' making (with one
- * after another, the first update of a storm that took as long as the storm was its only one, and
- * the median of the rest hid it). Besides the medians, the worst p99 of an update during the storm.
- * {@code --runs R} measures every jar R times, alternating, and reports the medians.
+ * [--profile DIR] [--warmup-storm W]}: {@code --storm-updates} is the fewest updates made from the
+ * storm's start on (more are made while the newcomers are not all in sync). An update is made
+ * {@code --pause-ms} after the last one reached every established client, or, with {@code
+ * --interval-ms}, every {@code I} ms whether the last has reached them or not, each measured once
+ * they all hold it: at a fixed rate, a build whose updates are faster does not make more of them,
+ * its newcomers do not pay for that work, and an update held up by the storm does not hold up the
+ * next ones' making (with one after another, the first update of a storm that took as long as the
+ * storm was its only one, and the median of the rest hid it). Besides the medians, the worst p99 of
+ * an update during the storm. {@code --runs R} measures every jar R times, alternating, and reports
+ * the medians.
  *
  * <p>{@code --proxy-cpus 0 --others-cpus 1} keeps the proxy on CPU 0 and the control plane and the
  * load generator (this JVM) on CPU 1 ({@code taskset -c}), so that the load generator decoding the
@@ -41,6 +42,12 @@ import java.util.concurrent.atomic.AtomicReference;
  * its own work, not how the kernel shares a machine among three busy processes. {@code --profile
  * DIR} writes a flight recording of the proxy from the storm's start until the newcomers are in
  * sync, one per jar and run ({@link ProfileSummary} reads it).
+ *
+ * <p>{@code --warmup-storm W}: before the established clients connect, W newcomers connect at once,
+ * are served their state and leave, so that the measured storm meets a proxy whose newcomers' code
+ * the JIT has compiled, as a replica that has served for a while has. Without it, the storm is the
+ * first the proxy's JVM sees, and its compilers take about a third of the proxy's CPU while it
+ * lasts (a proxy on one CPU, 10,000 newcomers: {@code /proc}'s per-thread times).
  */
 public final class Storm {
 
@@ -62,7 +69,10 @@ public final class Storm {
       Duration timeout,
       String proxyCpus,
       String othersCpus,
-      Optional<Path> profile) {
+      Optional<Path> profile,
+      int warmupStorm,
+      int warmupStorms,
+      Duration settle) {
 
     static Options parse(String[] args) {
       Args given = new Args(args);
@@ -88,7 +98,10 @@ public final class Storm {
               given.seconds("timeout-seconds", 300),
               given.text("proxy-cpus", ""),
               given.text("others-cpus", ""),
-              given.optionalPath("profile"));
+              given.optionalPath("profile"),
+              given.integer("warmup-storm", 0),
+              given.integer("warmup-storms", 1),
+              given.seconds("settle-seconds", 0));
       given.done();
       if (options.groups() > options.clients() || options.baselineUpdates() < 1) {
         throw new IllegalArgumentException("need groups <= clients and a baseline update or more");
@@ -151,6 +164,20 @@ public final class Storm {
       try (JavaProcess proxyProcess = proxy.process();
           LoadClients established = clients(options, proxy, "established-");
           LoadClients storm = clients(options, proxy, "storm-")) {
+        for (int i = 0; options.warmupStorm() > 0 && i < options.warmupStorms(); i++) {
+          // Storms the proxy has seen before, so that the measured one finds the newcomers' code
+          // compiled, as a replica that has served for a while does; their clients leave again.
+          try (LoadClients warmup = clients(options, proxy, "warmup-" + i + "-")) {
+            warmup.openUpTo(options.warmupStorm());
+            Compare.await(
+                () -> warmup.holding(0),
+                options.warmupStorm(),
+                options.timeout(),
+                setup + ": the warm-up storm's clients holding the state");
+          }
+          Compare.log("%s: %d warm-up newcomers served and gone", setup, options.warmupStorm());
+          Thread.sleep(options.settle().toMillis());
+        }
         established.openUpTo(options.clients());
         Compare.await(
             () -> established.holding(0),

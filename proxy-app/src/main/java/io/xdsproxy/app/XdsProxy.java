@@ -14,6 +14,7 @@ import io.grpc.protobuf.services.ChannelzService;
 import io.grpc.protobuf.services.HealthStatusManager;
 import io.grpc.protobuf.services.ProtoReflectionService;
 import io.grpc.protobuf.services.ProtoReflectionServiceV1;
+import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.BaseUnits;
@@ -77,6 +78,13 @@ public final class XdsProxy implements AutoCloseable {
   static final Duration CONNECTION_AGE_GRACE = Duration.ofSeconds(10);
 
   /**
+   * The xDS event loops' lag above which newcomers' work waits (WorkLanes' gate): above what an
+   * update's own writes to some thousands of streams make them lag (bench/RESULTS.md, "The event
+   * loops' lag").
+   */
+  static final long LAG_FOR_NEWCOMERS = TimeUnit.MILLISECONDS.toNanos(10);
+
+  /**
    * grpc-java's server keepalive time, unless set: {@code
    * GrpcUtil.DEFAULT_SERVER_KEEPALIVE_TIME_NANOS}.
    */
@@ -123,23 +131,27 @@ public final class XdsProxy implements AutoCloseable {
   private final Optional<StateDir> stateDir;
   private final NodeGroups groups;
   private final Optional<GroupAuditor> auditor;
+  private final ServerEventLoops loops;
   private final Server server;
   private final AdminServer monitoringServer;
   private final AdminServer admin;
   private final Optional<AdminServer> rest;
 
   private XdsProxy(ProxyConfig config) throws IOException {
-    // A fixed pool, as Executors makes one, on a queue in two lanes: updates to the streams already
-    // served go ahead of newcomers' first states, which get at most a fifth of the workers' time
-    // while updates wait, so a reconnect storm does not delay them.
-    int workers = Math.max(2, Runtime.getRuntime().availableProcessors());
-    lanes = new WorkLanes(Ticker.SYSTEM);
-    pool =
-        new ThreadPoolExecutor(
-            workers, workers, 0, TimeUnit.MILLISECONDS, lanes, threads("xds-proxy-worker"));
     // Not Executors' single-thread wrapper, which would hide the pool from the executor metrics.
     timer = new ScheduledThreadPoolExecutor(1, threads("xds-proxy-timer"));
     meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    loops = new ServerEventLoops(0, timer, Ticker.SYSTEM, meters);
+    // A fixed pool, as Executors makes one, on a queue in two lanes: updates to the streams already
+    // served go ahead of newcomers' first states, which get at most a fifth of the workers' time
+    // while updates wait, and are written no faster than the xDS port's event loops keep up with (a
+    // newcomer's state costs its loop much more than its worker, and the same loops write every
+    // update), so a reconnect storm does not delay the updates.
+    int workers = Math.max(2, Runtime.getRuntime().availableProcessors());
+    lanes = new WorkLanes(Ticker.SYSTEM, () -> closing || loops.lagNanos() < LAG_FOR_NEWCOMERS);
+    pool =
+        new ThreadPoolExecutor(
+            workers, workers, 0, TimeUnit.MILLISECONDS, lanes, threads("xds-proxy-worker"));
     List.of(
             new JvmMemoryMetrics(),
             new JvmGcMetrics(),
@@ -165,6 +177,11 @@ public final class XdsProxy implements AutoCloseable {
                 + " else, updates to the streams already served first (change)")
         .tag("lane", "change")
         .register(meters);
+    FunctionCounter.builder("xds.worker.initial.held", lanes, WorkLanes::heldByGate)
+        .description(
+            "Times a worker had newcomers' work to do and left it, because the xDS port's event"
+                + " loops lagged (xds_server_event_loop_lag_seconds)")
+        .register(meters);
     try {
       upstream =
           !config.upstream().isEmpty()
@@ -182,6 +199,7 @@ public final class XdsProxy implements AutoCloseable {
                   meters)
               : new FileSystemSource(config.resourcesDir().toAbsolutePath().normalize());
     } catch (IOException e) {
+      loops.close();
       timer.shutdownNow();
       pool.shutdown();
       throw e;
@@ -200,6 +218,7 @@ public final class XdsProxy implements AutoCloseable {
               : Optional.empty();
     } catch (IOException e) {
       upstream.close();
+      loops.close();
       timer.shutdownNow();
       pool.shutdown();
       throw e;
@@ -235,8 +254,10 @@ public final class XdsProxy implements AutoCloseable {
       ServerCredentials credentials =
           tls.isPresent() ? tls.get().grpc() : InsecureServerCredentials.create();
       NettyServerBuilder builder =
-          NettyServerBuilder.forAddress(
-              xdsAddress, config.xdsHpackTable() ? credentials : NoHpackTable.wrap(credentials));
+          loops.serve(
+              NettyServerBuilder.forAddress(
+                  xdsAddress,
+                  config.xdsHpackTable() ? credentials : NoHpackTable.wrap(credentials)));
       Optional<NodeIdPattern> nodeIdPattern = config.tls().nodeIdPattern().map(NodeIdPattern::new);
       PeerInterceptor peers = new PeerInterceptor(nodeIdPattern);
       builder.addService(ServerInterceptors.intercept(ads, peers));
@@ -567,6 +588,13 @@ public final class XdsProxy implements AutoCloseable {
     upstream.close();
     timer.shutdownNow();
     pool.shutdown();
+    try {
+      // What the workers still run may write to the streams' channels: their loops close after.
+      pool.awaitTermination(2, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    loops.close();
   }
 
   private static ThreadFactory threads(String prefix) {

@@ -95,6 +95,9 @@ class MetricsTest {
     // The worker pool's queue by lane (WorkLanes).
     expected.add("xds_worker_queued_tasks{lane=\"initial\"} ");
     expected.add("xds_worker_queued_tasks{lane=\"change\"} ");
+    // Newcomers' work held while the xDS event loops lag, and the lag (ServerEventLoops).
+    expected.add("xds_worker_initial_held_total ");
+    expected.add("xds_server_event_loop_lag_seconds ");
     // Upstream streams waiting for their turn (--upstream-max-new-sessions-per-second).
     expected.add("xds_upstream_sessions_waiting 0.0");
     expected.add("xds_upstream_session_start_wait_seconds_count ");

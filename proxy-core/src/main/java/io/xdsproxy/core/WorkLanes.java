@@ -37,6 +37,14 @@ import java.util.concurrent.locks.ReentrantLock;
  * <p>A task's cost is what its owner runs in one go ({@link SerialExecutor} runs up to 64 of its
  * tasks per turn).
  *
+ * <p>The workers' time is not all an initial task costs: what it writes, a newcomer's whole state,
+ * is framed and copied to its socket by a Netty event loop, which the lanes do not order, and whose
+ * loops also write every update. So the initial lane also waits on a {@link Gate}, which the proxy
+ * shuts while its xDS event loops lag (bench/RESULTS.md, "The event loops' lag"): while it is shut,
+ * only change work is handed out, and the initial lane waits, rechecking every {@link #RECHECK} ns,
+ * though never longer than {@link #MOST_HELD} ns without a task of its own, so newcomers still
+ * progress on a proxy whose loops lag for other reasons.
+ *
  * <p>Given to a {@link java.util.concurrent.ThreadPoolExecutor} as its work queue: thread-safe, one
  * lock, as {@link java.util.concurrent.ArrayBlockingQueue}; unbounded, as the pool's queue was. A
  * task ending settles its time without the lock (one atomic add).
@@ -50,6 +58,21 @@ public final class WorkLanes extends AbstractQueue<Runnable> implements Blocking
    * and a storm's newcomers are still served at a fifth of the pool's speed while updates go on.
    */
   public static final int INITIAL_SHARE_PERCENT = 20;
+
+  /** How often a worker with only gated initial work looks at the gate again, in nanoseconds. */
+  static final long RECHECK = TimeUnit.MILLISECONDS.toNanos(1);
+
+  /** The longest the gate holds the initial lane without one task of it handed out, in ns. */
+  static final long MOST_HELD = TimeUnit.MILLISECONDS.toNanos(100);
+
+  /** Whether initial work may be handed out now, asked only while some waits. */
+  @FunctionalInterface
+  public interface Gate {
+    /** Always open: the lanes' shares alone. */
+    Gate OPEN = () -> true;
+
+    boolean open();
+  }
 
   /** What one nanosecond of an initial task adds to the balance. */
   private static final long INITIAL_WEIGHT = 100 - INITIAL_SHARE_PERCENT;
@@ -89,6 +112,7 @@ public final class WorkLanes extends AbstractQueue<Runnable> implements Blocking
   }
 
   private final Ticker ticker;
+  private final Gate gate;
   private final ReentrantLock lock = new ReentrantLock();
   private final Condition notEmpty = lock.newCondition();
   private final ArrayDeque<Runnable> change = new ArrayDeque<>();
@@ -113,9 +137,24 @@ public final class WorkLanes extends AbstractQueue<Runnable> implements Blocking
 
   private volatile long changeCost;
 
+  /**
+   * When an initial task was last handed out, or the initial lane last had work queued in it while
+   * empty, whichever is later; on the ticker. Guarded by the lock.
+   */
+  private long initialServedAt;
+
+  /** Initial tasks the gate held, for metrics. */
+  private final AtomicLong held = new AtomicLong();
+
   /** A queue whose tasks are timed on {@code ticker}: {@link Ticker#SYSTEM} in production. */
   public WorkLanes(Ticker ticker) {
+    this(ticker, Gate.OPEN);
+  }
+
+  /** A queue whose initial lane also waits on {@code gate}. */
+  public WorkLanes(Ticker ticker, Gate gate) {
     this.ticker = ticker;
+    this.gate = gate;
   }
 
   /**
@@ -149,6 +188,11 @@ public final class WorkLanes extends AbstractQueue<Runnable> implements Blocking
     }
   }
 
+  /** How many times a worker found initial work to do and the gate shut. */
+  public long heldByGate() {
+    return held.get();
+  }
+
   /** Tasks waiting in the change lane. */
   public int changeQueued() {
     lock.lock();
@@ -166,7 +210,14 @@ public final class WorkLanes extends AbstractQueue<Runnable> implements Blocking
     }
     lock.lock();
     try {
-      (task instanceof Initial ? initial : change).add(task);
+      if (task instanceof Initial) {
+        if (initial.isEmpty()) {
+          initialServedAt = ticker.nanos();
+        }
+        initial.add(task);
+      } else {
+        change.add(task);
+      }
       notEmpty.signal();
       return true;
     } finally {
@@ -205,10 +256,27 @@ public final class WorkLanes extends AbstractQueue<Runnable> implements Blocking
     return !initial.isEmpty() && (change.isEmpty() || balance < 0);
   }
 
+  /**
+   * Whether the gate lets an initial task out now: open, or shut for too long; the caller holds the
+   * lock and has initial work.
+   */
+  private boolean gateLets() {
+    if (gateOpen()) {
+      return true;
+    }
+    held.incrementAndGet();
+    return false;
+  }
+
+  private boolean gateOpen() {
+    return gate.open() || ticker.nanos() - initialServedAt >= MOST_HELD;
+  }
+
   /** The next task by the lanes' rule, timed and charged; the caller holds the lock. */
   private Runnable next() {
     balance = settled(unsettled.getAndSet(0));
-    if (initialsTurn(balance)) {
+    if (initialsTurn(balance) && gateLets()) {
+      initialServedAt = ticker.nanos();
       long charge = initialCost;
       balance += charge * INITIAL_WEIGHT;
       return new Timed(((Initial) initial.poll()).task(), true, charge);
@@ -216,7 +284,8 @@ public final class WorkLanes extends AbstractQueue<Runnable> implements Blocking
     Runnable task = change.poll();
     if (task == null || initial.isEmpty()) {
       // Nothing to share the workers with: the task runs as it is, untimed, and an idle initial
-      // lane banks nothing of it. The steady state, updates only, costs the queue no clock.
+      // lane banks nothing of it. The steady state, updates only, costs the queue no clock. (No
+      // task, with initial work waiting: the gate holds it, and the caller looks again soon.)
       return task;
     }
     long charge = changeCost;
@@ -240,7 +309,11 @@ public final class WorkLanes extends AbstractQueue<Runnable> implements Blocking
     try {
       Runnable task;
       while ((task = next()) == null) {
-        notEmpty.await();
+        if (initial.isEmpty()) {
+          notEmpty.await();
+        } else {
+          notEmpty.awaitNanos(RECHECK); // held by the gate: to look again
+        }
       }
       return task;
     } finally {
@@ -258,7 +331,13 @@ public final class WorkLanes extends AbstractQueue<Runnable> implements Blocking
         if (nanos <= 0) {
           return null;
         }
-        nanos = notEmpty.awaitNanos(nanos);
+        if (initial.isEmpty()) {
+          nanos = notEmpty.awaitNanos(nanos);
+        } else {
+          // Held by the gate: to look again in a recheck's time.
+          long waited = Math.min(nanos, RECHECK);
+          nanos -= waited - notEmpty.awaitNanos(waited);
+        }
       }
       return task;
     } finally {
@@ -271,7 +350,7 @@ public final class WorkLanes extends AbstractQueue<Runnable> implements Blocking
   public Runnable peek() {
     lock.lock();
     try {
-      return initialsTurn(settled(unsettled.get())) ? initial.peek() : change.peek();
+      return initialsTurn(settled(unsettled.get())) && gateOpen() ? initial.peek() : change.peek();
     } finally {
       lock.unlock();
     }

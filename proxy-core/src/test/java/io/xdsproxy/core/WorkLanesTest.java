@@ -12,9 +12,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The worker pool's two lanes: change work ahead of initial work, the initial lane at most its
- * share of the workers' time while both have work, never starved; run by hand on a manual ticker
- * (the test takes each task as a worker would, and each task moves the time on by its cost) and
- * under a real one-thread pool.
+ * share of the workers' time while both have work, never starved, and held while the gate (the
+ * event loops' lag, in the proxy) is shut; run by hand on a manual ticker (the test takes each task
+ * as a worker would, and each task moves the time on by its cost) and under a real one-thread pool.
  */
 class WorkLanesTest {
 
@@ -25,7 +25,8 @@ class WorkLanesTest {
   private static final long CHANGE_COST = 50_000;
 
   private long now;
-  private final WorkLanes lanes = new WorkLanes(() -> now);
+  private boolean gateOpen = true;
+  private final WorkLanes lanes = new WorkLanes(() -> now, () -> gateOpen);
   private final List<String> ran = new ArrayList<>();
   private long initialTime;
   private long changeTime;
@@ -210,6 +211,74 @@ class WorkLanesTest {
 
     assertThat(ran).containsExactly("i0", "i1", "i2", "i3", "i4", "i5", "i6", "i7", "i8", "i9");
     assertThat(lanes.poll()).isNull();
+  }
+
+  @Test
+  void aShutGateHoldsInitialWorkAndLetsChangeWorkThrough() {
+    queueInitial("i", 10);
+    queueChange("c", 100);
+    gateOpen = false;
+
+    runNext(100);
+
+    assertThat(ran).allMatch(name -> name.startsWith("c"));
+    assertThat(lanes.poll()).as("only initial work left, the gate shut").isNull();
+    assertThat(lanes.initialQueued()).isEqualTo(10);
+    assertThat(lanes.heldByGate()).isPositive();
+
+    gateOpen = true;
+    runNext(10);
+    assertThat(ran.subList(100, 110)).allMatch(name -> name.startsWith("i"));
+  }
+
+  @Test
+  void aGateThatStaysShutLetsOneInitialTaskOutPerMostHeld() {
+    gateOpen = false;
+    queueInitial("i", 10);
+
+    now += WorkLanes.MOST_HELD - 1;
+    assertThat(lanes.poll()).as("held a nanosecond less than the most").isNull();
+    now += 1;
+    runNext(1);
+    assertThat(lanes.poll()).as("the next, right after one was let out").isNull();
+    now += WorkLanes.MOST_HELD;
+    runNext(1);
+
+    assertThat(ran).containsExactly("i0", "i1");
+  }
+
+  @Test
+  void theMostHeldCountsFromWhenInitialWorkArrivedNotFromTheLastTaskLongBefore() {
+    gateOpen = false;
+    queueChange("c", 1);
+    runNext(1);
+    now += 10 * WorkLanes.MOST_HELD; // no newcomers for a while
+
+    queueInitial("i", 1);
+
+    assertThat(lanes.poll()).isNull();
+  }
+
+  @Test
+  void aPoolWorkerHeldByAShutGateStillRunsTheNewcomersWorkAndChangeWorkAtOnce() throws Exception {
+    WorkLanes lanes = new WorkLanes(Ticker.SYSTEM, () -> false);
+    ThreadPoolExecutor pool = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS, lanes);
+    try {
+      CountDownLatch newcomer = new CountDownLatch(1);
+      CountDownLatch update = new CountDownLatch(1);
+      pool.execute(() -> {}); // the worker exists, and takes from the lanes from now on
+      pool.execute(WorkLanes.initial(newcomer::countDown));
+      pool.execute(update::countDown);
+
+      assertThat(update.await(10, TimeUnit.SECONDS)).isTrue();
+      assertThat(newcomer.await(10, TimeUnit.SECONDS))
+          .as("let out after the most a shut gate holds it")
+          .isTrue();
+      assertThat(lanes.heldByGate()).isPositive();
+    } finally {
+      pool.shutdown();
+      assertThat(pool.awaitTermination(10, TimeUnit.SECONDS)).isTrue();
+    }
   }
 
   @Test
