@@ -3,6 +3,7 @@ package io.xdsproxy.app;
 import static io.xdsproxy.app.testing.ProxyFixture.against;
 import static io.xdsproxy.app.testing.XdsTestClient.node;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import com.google.rpc.Status;
 import io.envoyproxy.controlplane.cache.v3.Snapshot;
@@ -91,6 +92,16 @@ class DeltaAdsTest {
     assertThat(first.getResourcesList())
         .allSatisfy(resource -> assertThat(resource.getVersion()).isNotEmpty());
     client.send(ack(first));
+    // The ACK handled before the update comes: one that races it is answered with the update's
+    // additions and removals of this one type in one response (ClientStream.send).
+    await()
+        .atMost(WAIT)
+        .until(
+            () ->
+                fixture
+                    .scrape()
+                    .contains(
+                        "xds_downstream_acks_total{type=\"envoy.config.cluster.v3.Cluster\"} 1.0"));
 
     publish("2", 1, "a", "b2", "c");
     DeltaDiscoveryResponse made = client.next(WAIT);

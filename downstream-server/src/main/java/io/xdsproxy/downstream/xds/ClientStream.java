@@ -534,20 +534,33 @@ abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S ex
 
   /**
    * Writes the response owed for {@code type}, whose request was just handled, if any, now or when
-   * the transport is ready. Changes the group announced that the stream has not pushed yet go
-   * first, as their own push would send them: in push order, make-before-break. Else a request that
-   * races an update (an ACK read just before the update reached the stream) would send its type's
-   * removals with its additions, ahead of other types' additions that may still point at what it
-   * removes.
+   * the transport is ready. Changes of other types that the group announced and the stream has not
+   * pushed yet go first, as their own push would send them: in push order, make-before-break. Else
+   * a request that races an update (an ACK read just before the update reached the stream) would
+   * send its type's new state ahead of other types' additions it may point at, or its removals
+   * ahead of other types' changes that stop pointing at them. Changes of {@code type} alone are
+   * sent in the one response the request owes, as before: a response is applied whole.
    */
   final void send(TypeUrl type) {
     executor.assertCurrent();
     if (!closed) {
-      if (!changedBatches.isEmpty()) {
+      if (otherTypesChanged(type)) {
         takeChanges();
       }
       pushes.send(type);
     }
+  }
+
+  /** Whether a change the stream has not pushed yet is of a type other than {@code type}. */
+  private boolean otherTypesChanged(TypeUrl type) {
+    for (List<TypeSnapshot> batch : changedBatches) {
+      for (TypeSnapshot snapshot : batch) {
+        if (!snapshot.type().equals(type)) {
+          return true;
+        }
+      }
+    }
+    return false;
   }
 
   private void takeChanges() {
