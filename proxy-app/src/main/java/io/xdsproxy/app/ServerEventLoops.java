@@ -11,6 +11,7 @@ import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.Future;
+import io.netty.util.concurrent.SingleThreadEventExecutor;
 import io.xdsproxy.core.Ticker;
 import java.util.ArrayList;
 import java.util.List;
@@ -118,6 +119,21 @@ final class ServerEventLoops implements AutoCloseable {
   /** The loops that connections run on: for tests that hold one. */
   EventLoopGroup group() {
     return workers;
+  }
+
+  /**
+   * Tasks waiting on the loops now, all of them together: what they are behind on. A loop slow to
+   * be scheduled (a throttled or crowded CPU) lags with nothing waiting; one behind on writes has a
+   * queue.
+   */
+  int backlog() {
+    int tasks = 0;
+    for (Probe probe : probes) {
+      if (probe.loop instanceof SingleThreadEventExecutor executor) {
+        tasks += executor.pendingTasks();
+      }
+    }
+    return tasks;
   }
 
   /** The loops' lag now, in nanoseconds; asking keeps the probes fast for a while. */

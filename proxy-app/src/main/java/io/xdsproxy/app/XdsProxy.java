@@ -85,6 +85,13 @@ public final class XdsProxy implements AutoCloseable {
   static final long LAG_FOR_NEWCOMERS = TimeUnit.MILLISECONDS.toNanos(10);
 
   /**
+   * ... and have at least this many tasks waiting, all together: a loop that lags with nothing
+   * queued is one the kernel is slow to run (a CPU-throttled pod), and holding newcomers then would
+   * only starve them (one task per WorkLanes.MOST_HELD).
+   */
+  static final int BACKLOG_FOR_NEWCOMERS = 32;
+
+  /**
    * grpc-java's server keepalive time, unless set: {@code
    * GrpcUtil.DEFAULT_SERVER_KEEPALIVE_TIME_NANOS}.
    */
@@ -148,7 +155,13 @@ public final class XdsProxy implements AutoCloseable {
     // newcomer's state costs its loop much more than its worker, and the same loops write every
     // update), so a reconnect storm does not delay the updates.
     int workers = Math.max(2, Runtime.getRuntime().availableProcessors());
-    lanes = new WorkLanes(Ticker.SYSTEM, () -> closing || loops.lagNanos() < LAG_FOR_NEWCOMERS);
+    lanes =
+        new WorkLanes(
+            Ticker.SYSTEM,
+            () ->
+                closing
+                    || loops.lagNanos() < LAG_FOR_NEWCOMERS
+                    || loops.backlog() < BACKLOG_FOR_NEWCOMERS);
     pool =
         new ThreadPoolExecutor(
             workers, workers, 0, TimeUnit.MILLISECONDS, lanes, threads("xds-proxy-worker"));

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.netty.util.concurrent.EventExecutor;
 import io.xdsproxy.core.Ticker;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
@@ -14,7 +15,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The xDS port's event loops and their lag, on real Netty loops and a real timer: a loop held busy
- * shows as lag within a probe or two, and goes back to next to none once it is free.
+ * shows as lag within a probe or two, and the tasks queued behind it as its backlog, and both go
+ * back to next to none once it is free.
  */
 class ServerEventLoopsTest {
   private final ScheduledThreadPoolExecutor timer = new ScheduledThreadPoolExecutor(1);
@@ -26,16 +28,23 @@ class ServerEventLoopsTest {
   }
 
   @Test
-  void aLoopHeldBusyShowsAsLagInTheGateAndTheMetricAndStopsWhenItIsFree() throws Exception {
+  void aLoopHeldBusyShowsAsLagAndBacklogAndStopsWhenItIsFree() throws Exception {
     try (ServerEventLoops loops = new ServerEventLoops(2, timer, Ticker.SYSTEM, meters)) {
       await("idle loops' lag").until(() -> loops.lagNanos() < millis(20));
 
       CountDownLatch release = new CountDownLatch(1);
-      loops.group().next().execute(() -> awaitQuietly(release));
+      EventExecutor held = loops.group().next();
+      held.execute(() -> awaitQuietly(release));
+      for (int i = 0; i < 40; i++) {
+        held.execute(() -> {});
+      }
       try {
         await("a held loop's lag")
             .atMost(Duration.ofSeconds(10))
             .until(() -> loops.lagNanos() > millis(300));
+        assertThat(loops.backlog())
+            .as("the tasks queued behind the held one")
+            .isGreaterThanOrEqualTo(40);
         assertThat(meters.get("xds.server.event.loop.lag").gauge().value())
             .as("seconds, as the metric has it")
             .isGreaterThan(0.3);
@@ -45,7 +54,7 @@ class ServerEventLoopsTest {
 
       await("the loop's lag once it is free")
           .atMost(Duration.ofSeconds(10))
-          .until(() -> loops.lagNanos() < millis(20));
+          .until(() -> loops.lagNanos() < millis(20) && loops.backlog() < 3);
     }
   }
 
