@@ -212,9 +212,7 @@ public final class XdsProxy implements AutoCloseable {
                   meters)
               : new FileSystemSource(config.resourcesDir().toAbsolutePath().normalize());
     } catch (IOException e) {
-      loops.close();
-      timer.shutdownNow();
-      pool.shutdown();
+      stopThreads();
       throw e;
     }
     try {
@@ -231,9 +229,7 @@ public final class XdsProxy implements AutoCloseable {
               : Optional.empty();
     } catch (IOException e) {
       upstream.close();
-      loops.close();
-      timer.shutdownNow();
-      pool.shutdown();
+      stopThreads();
       throw e;
     }
     groups =
@@ -599,6 +595,11 @@ public final class XdsProxy implements AutoCloseable {
     // The last changes the groups saw are written before the proxy exits.
     stateDir.ifPresent(StateDir::close);
     upstream.close();
+    stopThreads();
+  }
+
+  /** Stops the timer, the workers and then the xDS port's event loops. */
+  private void stopThreads() {
     timer.shutdownNow();
     pool.shutdown();
     try {
