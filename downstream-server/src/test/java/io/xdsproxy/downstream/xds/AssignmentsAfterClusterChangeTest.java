@@ -76,12 +76,7 @@ class AssignmentsAfterClusterChangeTest {
   }
 
   private static DiscoveryRequest sotw(TypeUrl type, String nonce, String... names) {
-    return DiscoveryRequest.newBuilder()
-        .setNode(NODE)
-        .setTypeUrl(type.url())
-        .setResponseNonce(nonce)
-        .addAllResourceNames(List.of(names))
-        .build();
+    return ClientRequests.sotw(NODE, type, nonce, names);
   }
 
   /** The SotW ACK of {@code response}: its nonce and version, the names asked for. */
@@ -92,12 +87,7 @@ class AssignmentsAfterClusterChangeTest {
   }
 
   private static DeltaDiscoveryRequest delta(TypeUrl type, String nonce, String... subscribe) {
-    return DeltaDiscoveryRequest.newBuilder()
-        .setNode(NODE)
-        .setTypeUrl(type.url())
-        .setResponseNonce(nonce)
-        .addAllResourceNamesSubscribe(List.of(subscribe))
-        .build();
+    return ClientRequests.delta(NODE, type, nonce, subscribe);
   }
 
   @Test

@@ -1,11 +1,17 @@
 package io.xdsproxy.downstream.xds;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.tuple;
 
+import com.google.protobuf.Any;
 import com.google.protobuf.InvalidProtocolBufferException;
+import io.envoyproxy.envoy.config.cluster.v3.Cluster;
 import io.envoyproxy.envoy.config.core.v3.Node;
+import io.envoyproxy.envoy.config.route.v3.RouteConfiguration;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
+import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
+import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.Resource;
 import io.xdsproxy.core.TypeUrl;
 import java.util.ArrayDeque;
@@ -18,8 +24,9 @@ import org.junit.jupiter.api.Test;
 /**
  * A client's request handled after an update reached its group but before the stream pushed it (an
  * ACK read just as the update came): the update still goes make-before-break, every type's
- * additions before any type's removals, and the request's own type does not jump the push order.
- * The proxy's tasks are queued, and run in the order of the race.
+ * additions before any type's removals, and the request's own type does not jump the push order;
+ * for a Delta client and a SotW one. The proxy's tasks are queued, and run in the order of the
+ * race.
  */
 class RequestRacingAnUpdateTest {
 
@@ -34,8 +41,12 @@ class RequestRacingAnUpdateTest {
     proxy.close();
   }
 
-  /** One written response: its type's simple name, its nonce, what it adds and what it removes. */
-  private record Sent(String type, String nonce, List<String> added, List<String> removed) {}
+  /**
+   * One written response: its type's simple name, its nonce and version (SotW), the names it
+   * carries and, for Delta, those it removes.
+   */
+  private record Sent(
+      String type, String nonce, String version, List<String> names, List<String> removed) {}
 
   private void runQueued() {
     for (Runnable task; (task = queued.poll()) != null; ) {
@@ -43,51 +54,56 @@ class RequestRacingAnUpdateTest {
     }
   }
 
-  private List<Sent> written(InProcessCall<DeltaDiscoveryRequest> call)
+  private static String simpleName(String typeUrl) {
+    return typeUrl.substring(typeUrl.lastIndexOf('.') + 1);
+  }
+
+  private static List<Sent> deltaWritten(InProcessCall<DeltaDiscoveryRequest> call)
       throws InvalidProtocolBufferException {
     List<Sent> sent = new ArrayList<>();
     for (byte[] bytes : call.takeWritten()) {
       DeltaDiscoveryResponse response = DeltaDiscoveryResponse.parseFrom(bytes);
-      String type = response.getTypeUrl();
       sent.add(
           new Sent(
-              type.substring(type.lastIndexOf('.') + 1),
+              simpleName(response.getTypeUrl()),
               response.getNonce(),
+              "",
               response.getResourcesList().stream().map(Resource::getName).sorted().toList(),
               response.getRemovedResourcesList().stream().sorted().toList()));
     }
     return sent;
   }
 
-  private static byte[] request(TypeUrl type, String nonce, String... subscribe) {
-    return DeltaDiscoveryRequest.newBuilder()
-        .setNode(NODE)
-        .setTypeUrl(type.url())
-        .setResponseNonce(nonce)
-        .addAllResourceNamesSubscribe(List.of(subscribe))
-        .build()
-        .toByteArray();
+  private static List<Sent> sotwWritten(InProcessCall<DiscoveryRequest> call)
+      throws InvalidProtocolBufferException {
+    List<Sent> sent = new ArrayList<>();
+    for (byte[] bytes : call.takeWritten()) {
+      DiscoveryResponse response = DiscoveryResponse.parseFrom(bytes);
+      List<String> names = new ArrayList<>();
+      for (Any any : response.getResourcesList()) {
+        names.add(
+            any.is(Cluster.class)
+                ? any.unpack(Cluster.class).getName()
+                : any.unpack(RouteConfiguration.class).getName());
+      }
+      names.sort(null);
+      sent.add(
+          new Sent(
+              simpleName(response.getTypeUrl()),
+              response.getNonce(),
+              response.getVersionInfo(),
+              names,
+              List.of()));
+    }
+    return sent;
   }
 
-  @Test
-  void anAckHandledBeforeAPendingUpdateLetsTheUpdateGoFirstMakeBeforeBreak() throws Exception {
-    upstream.put(TypeUrl.CLUSTER, "a", 1);
-    upstream.put(TypeUrl.CLUSTER, "b", 1);
-    upstream.put(TypeUrl.ROUTE, "r", 1);
-    InProcessCall<DeltaDiscoveryRequest> call = proxy.delta();
-    call.receive(request(TypeUrl.CLUSTER, "", "*"));
-    runQueued();
-    Sent clusters = written(call).get(0);
-    call.receive(request(TypeUrl.CLUSTER, clusters.nonce()));
-    runQueued();
-    call.receive(request(TypeUrl.ROUTE, "", "r"));
-    runQueued();
-    Sent routes = written(call).get(0);
-    assertThat(routes.added()).containsExactly("r");
-
-    // The route's ACK is read; before the stream handles it, the control plane moves the route
-    // from cluster b to a new cluster b2 and takes b away, and the group takes it all in.
-    call.receive(request(TypeUrl.ROUTE, routes.nonce()));
+  /**
+   * The client's ACK of route r was read and waits for its stream (the one task queued); before it
+   * is handled, the control plane moves the route from cluster b to a new cluster b2 and takes b
+   * away, and the group takes it all in. Then the ACK is handled, and what follows runs.
+   */
+  private void routeMovesToANewClusterBeforeTheAckIsHandled(InProcessCall<?> call) {
     Runnable ackRead = queued.poll();
     upstream.put(TypeUrl.CLUSTER, "b2", 1);
     upstream.put(TypeUrl.ROUTE, "r", 2);
@@ -96,11 +112,70 @@ class RequestRacingAnUpdateTest {
     assertThat(call.takeWritten()).as("the stream is busy with the ACK").isEmpty();
     ackRead.run();
     runQueued();
+  }
 
-    assertThat(written(call))
+  /** Clusters a and b, and route r. */
+  private void clustersAndARoute() {
+    upstream.put(TypeUrl.CLUSTER, "a", 1);
+    upstream.put(TypeUrl.CLUSTER, "b", 1);
+    upstream.put(TypeUrl.ROUTE, "r", 1);
+  }
+
+  @Test
+  void aDeltaAckHandledBeforeAPendingUpdateLetsTheUpdateGoFirstMakeBeforeBreak() throws Exception {
+    clustersAndARoute();
+    InProcessCall<DeltaDiscoveryRequest> call = proxy.delta();
+    call.receive(ClientRequests.delta(NODE, TypeUrl.CLUSTER, "", "*").toByteArray());
+    runQueued();
+    Sent clusters = deltaWritten(call).get(0);
+    call.receive(ClientRequests.delta(NODE, TypeUrl.CLUSTER, clusters.nonce()).toByteArray());
+    runQueued();
+    call.receive(ClientRequests.delta(NODE, TypeUrl.ROUTE, "", "r").toByteArray());
+    runQueued();
+    Sent routes = deltaWritten(call).get(0);
+    assertThat(routes.names()).containsExactly("r");
+
+    call.receive(ClientRequests.delta(NODE, TypeUrl.ROUTE, routes.nonce()).toByteArray());
+    routeMovesToANewClusterBeforeTheAckIsHandled(call);
+
+    assertThat(deltaWritten(call))
         .containsExactly(
-            new Sent("Cluster", "3", List.of("b2"), List.of()),
-            new Sent("RouteConfiguration", "4", List.of("r"), List.of()),
-            new Sent("Cluster", "5", List.of(), List.of("b")));
+            new Sent("Cluster", "3", "", List.of("b2"), List.of()),
+            new Sent("RouteConfiguration", "4", "", List.of("r"), List.of()),
+            new Sent("Cluster", "5", "", List.of(), List.of("b")));
+  }
+
+  @Test
+  void aSotwAckHandledBeforeAPendingUpdateLetsTheUpdateGoFirstMakeBeforeBreak() throws Exception {
+    clustersAndARoute();
+    InProcessCall<DiscoveryRequest> call = proxy.sotw();
+    call.receive(ClientRequests.sotw(NODE, TypeUrl.CLUSTER, "").toByteArray());
+    runQueued();
+    Sent clusters = sotwWritten(call).get(0);
+    call.receive(
+        ClientRequests.sotw(NODE, TypeUrl.CLUSTER, clusters.nonce()).toBuilder()
+            .setVersionInfo(clusters.version())
+            .build()
+            .toByteArray());
+    runQueued();
+    call.receive(ClientRequests.sotw(NODE, TypeUrl.ROUTE, "", "r").toByteArray());
+    runQueued();
+    Sent routes = sotwWritten(call).get(0);
+    assertThat(routes.names()).containsExactly("r");
+
+    call.receive(
+        ClientRequests.sotw(NODE, TypeUrl.ROUTE, routes.nonce(), "r").toBuilder()
+            .setVersionInfo(routes.version())
+            .build()
+            .toByteArray());
+    routeMovesToANewClusterBeforeTheAckIsHandled(call);
+
+    // SotW sends a type's whole state: b goes in a later response than b2 does.
+    assertThat(sotwWritten(call))
+        .extracting(Sent::type, Sent::names)
+        .containsExactly(
+            tuple("Cluster", List.of("a", "b", "b2")),
+            tuple("RouteConfiguration", List.of("r")),
+            tuple("Cluster", List.of("a", "b2")));
   }
 }
