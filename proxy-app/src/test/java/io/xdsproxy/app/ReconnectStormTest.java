@@ -27,6 +27,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.ToIntFunction;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -57,41 +58,28 @@ class ReconnectStormTest {
 
     established(proxy, () -> arrivals.add("update"));
 
-    ThreadPoolExecutor workers = proxy.workers();
-    WorkLanes lanes = (WorkLanes) workers.getQueue();
-    // Every worker held; one is let go when the storm and the update are queued, the others only at
-    // the end, so that the order the work is done in is the queues' alone.
-    Held held = Held.everyWorker(workers);
-    try {
-      // The storm: newcomers of the same group, each served from the cache, all at once, on a
-      // connection of their own (at most 100 streams each).
-      ManagedChannel storm = channel(proxy);
-      for (int i = 0; i < NEWCOMERS; i++) {
-        String name = "newcomer-" + i;
-        AtomicBoolean served = new AtomicBoolean();
-        new Client(
-                storm,
-                response -> {
-                  if (served.compareAndSet(false, true)) {
-                    arrivals.add(name);
-                  }
-                })
-            .ask(name);
-      }
-      // One task of gRPC's per call, each to hand its first request to its stream.
-      await()
-          .atMost(WAIT)
-          .untilAsserted(() -> assertThat(lanes.changeQueued()).isGreaterThanOrEqualTo(NEWCOMERS));
-
-      controlPlane.setSnapshot("fleet", Resources.clustersAt(1000, "2", "a", "b", "c"));
-      // The upstream session's response, queued behind the newcomers.
-      await()
-          .atMost(WAIT)
-          .untilAsserted(
-              () -> assertThat(lanes.changeQueued()).isGreaterThanOrEqualTo(NEWCOMERS + 1));
-    } finally {
-      held.releaseOne();
-    }
+    Held held =
+        newcomersThenAnUpdateQueued(
+            proxy,
+            controlPlane,
+            WorkLanes::changeQueued,
+            () -> {
+              // The storm: newcomers of the same group, each served from the cache, all at once,
+              // on a connection of their own (at most 100 streams each).
+              ManagedChannel storm = channel(proxy);
+              for (int i = 0; i < NEWCOMERS; i++) {
+                String name = "newcomer-" + i;
+                AtomicBoolean served = new AtomicBoolean();
+                new Client(
+                        storm,
+                        response -> {
+                          if (served.compareAndSet(false, true)) {
+                            arrivals.add(name);
+                          }
+                        })
+                    .ask(name);
+              }
+            });
     assertThat(servedBeforeTheUpdate(held, arrivals))
         .as(
             "newcomers served before the established client got the update, of %d queued before it",
@@ -134,22 +122,16 @@ class ReconnectStormTest {
     }
     await().atMost(WAIT).until(() -> acks.count() == 1); // the established client's
 
-    ThreadPoolExecutor workers = proxy.workers();
-    WorkLanes lanes = (WorkLanes) workers.getQueue();
-    Held held = Held.everyWorker(workers);
-    try {
-      for (int i = 0; i < NEWCOMERS; i++) {
-        newcomers.get(i).ack(firstStates.get(i));
-      }
-      // One task of gRPC's per call, each to hand the ACK to its stream.
-      await().atMost(WAIT).until(() -> lanes.initialQueued() + lanes.changeQueued() >= NEWCOMERS);
-      controlPlane.setSnapshot("fleet", Resources.clustersAt(1000, "2", "a", "b", "c"));
-      await()
-          .atMost(WAIT)
-          .until(() -> lanes.initialQueued() + lanes.changeQueued() >= NEWCOMERS + 1);
-    } finally {
-      held.releaseOne();
-    }
+    Held held =
+        newcomersThenAnUpdateQueued(
+            proxy,
+            controlPlane,
+            lanes -> lanes.initialQueued() + lanes.changeQueued(),
+            () -> {
+              for (int i = 0; i < NEWCOMERS; i++) {
+                newcomers.get(i).ack(firstStates.get(i));
+              }
+            });
     held.releaseAllAfter(() -> await().atMost(WAIT).until(() -> !acksReadAtTheUpdate.isEmpty()));
     assertThat(acksReadAtTheUpdate.get(0) - 1)
         .as("newcomers' ACKs read before the established client got the update, of %d", NEWCOMERS)
@@ -205,25 +187,49 @@ class ReconnectStormTest {
     // Every newcomer holds the clusters and has said so: its stream left the initial lane.
     await().atMost(WAIT).until(() -> acks.count() == NEWCOMERS + 1);
 
-    ThreadPoolExecutor workers = proxy.workers();
-    WorkLanes lanes = (WorkLanes) workers.getQueue();
-    Held held = Held.everyWorker(workers);
-    try {
-      newcomers.forEach(newcomer -> newcomer.askAssignments("a", "b"));
-      // One task of gRPC's per call, each to hand the request to its stream.
-      await().atMost(WAIT).until(() -> lanes.initialQueued() + lanes.changeQueued() >= NEWCOMERS);
-      controlPlane.setSnapshot("fleet", Resources.clustersAt(1000, "2", "a", "b", "c"));
-      await()
-          .atMost(WAIT)
-          .until(() -> lanes.initialQueued() + lanes.changeQueued() >= NEWCOMERS + 1);
-    } finally {
-      held.releaseOne();
-    }
+    Held held =
+        newcomersThenAnUpdateQueued(
+            proxy,
+            controlPlane,
+            lanes -> lanes.initialQueued() + lanes.changeQueued(),
+            () -> newcomers.forEach(newcomer -> newcomer.askAssignments("a", "b")));
     assertThat(servedBeforeTheUpdate(held, arrivals))
         .as(
             "newcomers sent their assignments before the established client got the update, of %d",
             NEWCOMERS)
         .isLessThan(NEWCOMERS / 5);
+  }
+
+  /** What the newcomers send while every worker is held. */
+  private interface NewcomersSend {
+    void send() throws Exception;
+  }
+
+  /**
+   * Holds every worker while the newcomers send ({@code queued} counts their work: one task of
+   * gRPC's per newcomer, to hand what it sent to its stream) and then {@code controlPlane} makes an
+   * update, whose upstream response is queued behind them; lets one worker go once both are queued,
+   * the others only when the caller releases them, so that the order the work is done in is the
+   * queues' alone.
+   */
+  private static Held newcomersThenAnUpdateQueued(
+      XdsProxy proxy,
+      ControlPlane controlPlane,
+      ToIntFunction<WorkLanes> queued,
+      NewcomersSend newcomers)
+      throws Exception {
+    ThreadPoolExecutor workers = proxy.workers();
+    WorkLanes lanes = (WorkLanes) workers.getQueue();
+    Held held = Held.everyWorker(workers);
+    try {
+      newcomers.send();
+      await().atMost(WAIT).until(() -> queued.applyAsInt(lanes) >= NEWCOMERS);
+      controlPlane.setSnapshot("fleet", Resources.clustersAt(1000, "2", "a", "b", "c"));
+      await().atMost(WAIT).until(() -> queued.applyAsInt(lanes) >= NEWCOMERS + 1);
+    } finally {
+      held.releaseOne();
+    }
+    return held;
   }
 
   /**
