@@ -2,16 +2,10 @@ package io.xdsproxy.downstream.xds;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.google.protobuf.InvalidProtocolBufferException;
-import io.envoyproxy.envoy.config.cluster.v3.Cluster;
 import io.envoyproxy.envoy.config.core.v3.Node;
-import io.envoyproxy.envoy.config.endpoint.v3.ClusterLoadAssignment;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
-import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
-import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.xdsproxy.core.TypeUrl;
-import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -34,53 +28,12 @@ class AssignmentsAfterClusterChangeTest {
     proxy.close();
   }
 
-  /** One written response: its type's simple name, its nonce, version and the names it carries. */
-  private record Sent(String type, String nonce, String version, List<String> names) {}
-
-  private static List<Sent> sotwWritten(InProcessCall<DiscoveryRequest> call)
-      throws InvalidProtocolBufferException {
-    List<Sent> sent = new ArrayList<>();
-    for (byte[] bytes : call.takeWritten()) {
-      DiscoveryResponse response = DiscoveryResponse.parseFrom(bytes);
-      List<String> names = new ArrayList<>();
-      for (var any : response.getResourcesList()) {
-        names.add(
-            any.is(Cluster.class)
-                ? any.unpack(Cluster.class).getName()
-                : any.unpack(ClusterLoadAssignment.class).getClusterName());
-      }
-      sent.add(
-          new Sent(
-              simpleName(response.getTypeUrl()),
-              response.getNonce(),
-              response.getVersionInfo(),
-              names));
-    }
-    return sent;
-  }
-
-  private static List<Sent> deltaWritten(InProcessCall<DeltaDiscoveryRequest> call)
-      throws InvalidProtocolBufferException {
-    List<Sent> sent = new ArrayList<>();
-    for (byte[] bytes : call.takeWritten()) {
-      DeltaDiscoveryResponse response = DeltaDiscoveryResponse.parseFrom(bytes);
-      List<String> names = new ArrayList<>();
-      response.getResourcesList().forEach(resource -> names.add(resource.getName()));
-      sent.add(new Sent(simpleName(response.getTypeUrl()), response.getNonce(), "", names));
-    }
-    return sent;
-  }
-
-  private static String simpleName(String typeUrl) {
-    return typeUrl.substring(typeUrl.lastIndexOf('.') + 1);
-  }
-
   private static DiscoveryRequest sotw(TypeUrl type, String nonce, String... names) {
     return ClientRequests.sotw(NODE, type, nonce, names);
   }
 
   /** The SotW ACK of {@code response}: its nonce and version, the names asked for. */
-  private static DiscoveryRequest ack(TypeUrl type, Sent response, String... names) {
+  private static DiscoveryRequest ack(TypeUrl type, Written response, String... names) {
     return sotw(type, response.nonce(), names).toBuilder()
         .setVersionInfo(response.version())
         .build();
@@ -98,16 +51,16 @@ class AssignmentsAfterClusterChangeTest {
     upstream.put(TypeUrl.ENDPOINT, "d", 1);
     InProcessCall<DiscoveryRequest> call = proxy.sotw();
     call.receive(sotw(TypeUrl.CLUSTER, "").toByteArray());
-    Sent clusters = sotwWritten(call).get(0);
+    Written clusters = Written.sotw(call).get(0);
     call.receive(ack(TypeUrl.CLUSTER, clusters).toByteArray());
     call.receive(sotw(TypeUrl.ENDPOINT, "", "c", "d").toByteArray());
-    Sent endpoints = sotwWritten(call).get(0);
+    Written endpoints = Written.sotw(call).get(0);
     call.receive(ack(TypeUrl.ENDPOINT, endpoints, "c", "d").toByteArray());
 
     upstream.put(TypeUrl.CLUSTER, "c", 2);
 
-    List<Sent> sent = sotwWritten(call);
-    assertThat(sent).extracting(Sent::type).containsExactly("Cluster", "ClusterLoadAssignment");
+    List<Written> sent = Written.sotw(call);
+    assertThat(sent).extracting(Written::type).containsExactly("Cluster", "ClusterLoadAssignment");
     assertThat(sent.get(0).names()).containsExactlyInAnyOrder("c", "d");
     assertThat(sent.get(1).names())
         .as("the changed cluster's assignment, unchanged; not d's")
@@ -117,7 +70,7 @@ class AssignmentsAfterClusterChangeTest {
     call.receive(ack(TypeUrl.ENDPOINT, endpoints, "c", "d").toByteArray());
     call.receive(ack(TypeUrl.ENDPOINT, sent.get(1), "c", "d").toByteArray());
     call.receive(ack(TypeUrl.CLUSTER, sent.get(0)).toByteArray());
-    assertThat(sotwWritten(call)).as("no loop").isEmpty();
+    assertThat(Written.sotw(call)).as("no loop").isEmpty();
   }
 
   @Test
@@ -126,19 +79,19 @@ class AssignmentsAfterClusterChangeTest {
     upstream.put(TypeUrl.ENDPOINT, "c", 1);
     InProcessCall<DeltaDiscoveryRequest> call = proxy.delta();
     call.receive(delta(TypeUrl.CLUSTER, "").toByteArray());
-    String clusterNonce = deltaWritten(call).get(0).nonce();
+    String clusterNonce = Written.delta(call).get(0).nonce();
     call.receive(delta(TypeUrl.ENDPOINT, "", "c").toByteArray());
-    String endpointNonce = deltaWritten(call).get(0).nonce();
+    String endpointNonce = Written.delta(call).get(0).nonce();
     call.receive(delta(TypeUrl.ENDPOINT, endpointNonce).toByteArray());
     call.receive(delta(TypeUrl.CLUSTER, clusterNonce).toByteArray());
 
     upstream.put(TypeUrl.CLUSTER, "c", 2);
 
-    List<Sent> sent = deltaWritten(call);
-    assertThat(sent).extracting(Sent::type).containsExactly("Cluster", "ClusterLoadAssignment");
+    List<Written> sent = Written.delta(call);
+    assertThat(sent).extracting(Written::type).containsExactly("Cluster", "ClusterLoadAssignment");
     assertThat(sent.get(1).names()).containsExactly("c");
     call.receive(delta(TypeUrl.ENDPOINT, sent.get(1).nonce()).toByteArray());
-    assertThat(deltaWritten(call)).as("no loop").isEmpty();
+    assertThat(Written.delta(call)).as("no loop").isEmpty();
   }
 
   @Test
@@ -149,13 +102,13 @@ class AssignmentsAfterClusterChangeTest {
     InProcessCall<DiscoveryRequest> call = proxy.sotw();
     call.receive(sotw(TypeUrl.CLUSTER, "").toByteArray());
     call.receive(sotw(TypeUrl.ENDPOINT, "", "c").toByteArray());
-    sotwWritten(call);
+    Written.sotw(call);
 
     upstream.put(TypeUrl.CLUSTER, "new", 1);
 
     // Rule 24: the client asks for "new"'s assignment when it has the cluster; until then it is not
     // sent, and "c", unchanged, is not sent either.
-    assertThat(sotwWritten(call)).extracting(Sent::type).containsExactly("Cluster");
+    assertThat(Written.sotw(call)).extracting(Written::type).containsExactly("Cluster");
   }
 
   @Test
@@ -167,7 +120,7 @@ class AssignmentsAfterClusterChangeTest {
     call.receive(delta(TypeUrl.LISTENER, "").toByteArray());
 
     // Rule 17: an Envoy starting against an empty Listener set waits for this answer.
-    assertThat(deltaWritten(call))
+    assertThat(Written.delta(call))
         .singleElement()
         .satisfies(
             sent -> {
@@ -185,13 +138,13 @@ class AssignmentsAfterClusterChangeTest {
 
     // Rule 21: the upstream answered for every assignment (a whole state here), so "missing" does
     // not exist; an Envoy warming its cluster is told so with an empty one, as istiod tells it.
-    Sent sent = sotwWritten(call).get(0);
+    Written sent = Written.sotw(call).get(0);
     assertThat(sent.names()).containsExactlyInAnyOrder("present", "missing");
     call.receive(ack(TypeUrl.ENDPOINT, sent, "present", "missing").toByteArray());
     upstream.put(TypeUrl.ENDPOINT, "present", 2);
-    assertThat(sotwWritten(call))
+    assertThat(Written.sotw(call))
         .singleElement()
-        .extracting(Sent::names)
+        .extracting(Written::names)
         .isEqualTo(List.of("present"));
   }
 
@@ -210,7 +163,10 @@ class AssignmentsAfterClusterChangeTest {
             .putInitialResourceVersions("c", "older")
             .build()
             .toByteArray());
-    assertThat(deltaWritten(call)).singleElement().extracting(Sent::names).isEqualTo(List.of("c"));
+    assertThat(Written.delta(call))
+        .singleElement()
+        .extracting(Written::names)
+        .isEqualTo(List.of("c"));
     call.receive(
         delta(TypeUrl.ENDPOINT, "", "c").toBuilder()
             .putInitialResourceVersions("c", heldAssignment)
@@ -218,7 +174,7 @@ class AssignmentsAfterClusterChangeTest {
             .toByteArray());
 
     // It warms c until an assignment comes: the claim does not excuse it.
-    assertThat(deltaWritten(call))
+    assertThat(Written.delta(call))
         .singleElement()
         .satisfies(
             sent -> {

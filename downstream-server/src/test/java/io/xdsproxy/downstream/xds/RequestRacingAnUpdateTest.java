@@ -3,19 +3,11 @@ package io.xdsproxy.downstream.xds;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.tuple;
 
-import com.google.protobuf.Any;
-import com.google.protobuf.InvalidProtocolBufferException;
-import io.envoyproxy.envoy.config.cluster.v3.Cluster;
 import io.envoyproxy.envoy.config.core.v3.Node;
-import io.envoyproxy.envoy.config.route.v3.RouteConfiguration;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
-import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
-import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
-import io.envoyproxy.envoy.service.discovery.v3.Resource;
 import io.xdsproxy.core.TypeUrl;
 import java.util.ArrayDeque;
-import java.util.ArrayList;
 import java.util.Deque;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
@@ -41,61 +33,10 @@ class RequestRacingAnUpdateTest {
     proxy.close();
   }
 
-  /**
-   * One written response: its type's simple name, its nonce and version (SotW), the names it
-   * carries and, for Delta, those it removes.
-   */
-  private record Sent(
-      String type, String nonce, String version, List<String> names, List<String> removed) {}
-
   private void runQueued() {
     for (Runnable task; (task = queued.poll()) != null; ) {
       task.run();
     }
-  }
-
-  private static String simpleName(String typeUrl) {
-    return typeUrl.substring(typeUrl.lastIndexOf('.') + 1);
-  }
-
-  private static List<Sent> deltaWritten(InProcessCall<DeltaDiscoveryRequest> call)
-      throws InvalidProtocolBufferException {
-    List<Sent> sent = new ArrayList<>();
-    for (byte[] bytes : call.takeWritten()) {
-      DeltaDiscoveryResponse response = DeltaDiscoveryResponse.parseFrom(bytes);
-      sent.add(
-          new Sent(
-              simpleName(response.getTypeUrl()),
-              response.getNonce(),
-              "",
-              response.getResourcesList().stream().map(Resource::getName).sorted().toList(),
-              response.getRemovedResourcesList().stream().sorted().toList()));
-    }
-    return sent;
-  }
-
-  private static List<Sent> sotwWritten(InProcessCall<DiscoveryRequest> call)
-      throws InvalidProtocolBufferException {
-    List<Sent> sent = new ArrayList<>();
-    for (byte[] bytes : call.takeWritten()) {
-      DiscoveryResponse response = DiscoveryResponse.parseFrom(bytes);
-      List<String> names = new ArrayList<>();
-      for (Any any : response.getResourcesList()) {
-        names.add(
-            any.is(Cluster.class)
-                ? any.unpack(Cluster.class).getName()
-                : any.unpack(RouteConfiguration.class).getName());
-      }
-      names.sort(null);
-      sent.add(
-          new Sent(
-              simpleName(response.getTypeUrl()),
-              response.getNonce(),
-              response.getVersionInfo(),
-              names,
-              List.of()));
-    }
-    return sent;
   }
 
   /**
@@ -127,22 +68,22 @@ class RequestRacingAnUpdateTest {
     InProcessCall<DeltaDiscoveryRequest> call = proxy.delta();
     call.receive(ClientRequests.delta(NODE, TypeUrl.CLUSTER, "", "*").toByteArray());
     runQueued();
-    Sent clusters = deltaWritten(call).get(0);
+    Written clusters = Written.delta(call).get(0);
     call.receive(ClientRequests.delta(NODE, TypeUrl.CLUSTER, clusters.nonce()).toByteArray());
     runQueued();
     call.receive(ClientRequests.delta(NODE, TypeUrl.ROUTE, "", "r").toByteArray());
     runQueued();
-    Sent routes = deltaWritten(call).get(0);
+    Written routes = Written.delta(call).get(0);
     assertThat(routes.names()).containsExactly("r");
 
     call.receive(ClientRequests.delta(NODE, TypeUrl.ROUTE, routes.nonce()).toByteArray());
     routeMovesToANewClusterBeforeTheAckIsHandled(call);
 
-    assertThat(deltaWritten(call))
+    assertThat(Written.delta(call))
         .containsExactly(
-            new Sent("Cluster", "3", "", List.of("b2"), List.of()),
-            new Sent("RouteConfiguration", "4", "", List.of("r"), List.of()),
-            new Sent("Cluster", "5", "", List.of(), List.of("b")));
+            new Written("Cluster", "3", "", List.of("b2"), List.of()),
+            new Written("RouteConfiguration", "4", "", List.of("r"), List.of()),
+            new Written("Cluster", "5", "", List.of(), List.of("b")));
   }
 
   @Test
@@ -151,7 +92,7 @@ class RequestRacingAnUpdateTest {
     InProcessCall<DiscoveryRequest> call = proxy.sotw();
     call.receive(ClientRequests.sotw(NODE, TypeUrl.CLUSTER, "").toByteArray());
     runQueued();
-    Sent clusters = sotwWritten(call).get(0);
+    Written clusters = Written.sotw(call).get(0);
     call.receive(
         ClientRequests.sotw(NODE, TypeUrl.CLUSTER, clusters.nonce()).toBuilder()
             .setVersionInfo(clusters.version())
@@ -160,7 +101,7 @@ class RequestRacingAnUpdateTest {
     runQueued();
     call.receive(ClientRequests.sotw(NODE, TypeUrl.ROUTE, "", "r").toByteArray());
     runQueued();
-    Sent routes = sotwWritten(call).get(0);
+    Written routes = Written.sotw(call).get(0);
     assertThat(routes.names()).containsExactly("r");
 
     call.receive(
@@ -171,8 +112,8 @@ class RequestRacingAnUpdateTest {
     routeMovesToANewClusterBeforeTheAckIsHandled(call);
 
     // SotW sends a type's whole state: b goes in a later response than b2 does.
-    assertThat(sotwWritten(call))
-        .extracting(Sent::type, Sent::names)
+    assertThat(Written.sotw(call))
+        .extracting(Written::type, written -> written.names().stream().sorted().toList())
         .containsExactly(
             tuple("Cluster", List.of("a", "b", "b2")),
             tuple("RouteConfiguration", List.of("r")),
