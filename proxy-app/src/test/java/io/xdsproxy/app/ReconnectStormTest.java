@@ -100,12 +100,7 @@ class ReconnectStormTest {
     ControlPlane controlPlane = fixture.controlPlane();
     controlPlane.setSnapshot("fleet", Resources.clustersAt(1000, "1", "a", "b"));
     XdsProxy proxy = fixture.proxy(against(controlPlane.target()));
-    Counter acks =
-        proxy
-            .meters()
-            .get("xds.downstream.acks")
-            .tag("type", TypeUrl.CLUSTER.shortName())
-            .counter();
+    Counter acks = clusterAcks(proxy);
     List<Double> acksReadAtTheUpdate = new CopyOnWriteArrayList<>();
     established(proxy, () -> acksReadAtTheUpdate.add(acks.count()));
 
@@ -178,12 +173,7 @@ class ReconnectStormTest {
     for (Client newcomer : newcomers) {
       newcomer.ack(newcomer.next());
     }
-    Counter acks =
-        proxy
-            .meters()
-            .get("xds.downstream.acks")
-            .tag("type", TypeUrl.CLUSTER.shortName())
-            .counter();
+    Counter acks = clusterAcks(proxy);
     // Every newcomer holds the clusters and has said so: its stream left the initial lane.
     await().atMost(WAIT).until(() -> acks.count() == NEWCOMERS + 1);
 
@@ -198,6 +188,15 @@ class ReconnectStormTest {
             "newcomers sent their assignments before the established client got the update, of %d",
             NEWCOMERS)
         .isLessThan(NEWCOMERS / 5);
+  }
+
+  /** The proxy's count of the Cluster ACKs its clients sent. */
+  private static Counter clusterAcks(XdsProxy proxy) {
+    return proxy
+        .meters()
+        .get("xds.downstream.acks")
+        .tag("type", TypeUrl.CLUSTER.shortName())
+        .counter();
   }
 
   /** What the newcomers send while every worker is held. */
