@@ -11,8 +11,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.EnumMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Optional;
 import java.util.function.IntSupplier;
 
@@ -137,6 +139,7 @@ public final class Compare {
       double p99,
       double max,
       double serverCpuPerUpdate,
+      Map<ThreadCpu.Role, Double> serverCpuByRole,
       double upstreamCpuPerUpdate,
       double clientsCpuPerUpdate,
       double heapPerStream,
@@ -249,6 +252,7 @@ public final class Compare {
             }
             Thread.sleep(1000); // let the ACKs of the last round settle
             double serverCpu = server.cpuSeconds();
+            ThreadCpu serverThreads = ThreadCpu.of(server.pid());
             double planeCpu = plane.cpuSeconds();
             double clientsCpu = ownCpuSeconds();
             long bytes = clients.bytesReceived();
@@ -264,6 +268,7 @@ public final class Compare {
                 setup + ": update " + round);
             long[] latencies = clients.latencies(round, changedAt);
             Thread.sleep(500); // the ACKs of this round are processed before the CPU is read
+            Map<ThreadCpu.Role, Double> byRole = ThreadCpu.of(server.pid()).since(serverThreads);
             double[] measured = {
               percentile(latencies, 0.50) / 1e6,
               percentile(latencies, 0.99) / 1e6,
@@ -272,7 +277,12 @@ public final class Compare {
               throughProxy ? plane.cpuSeconds() - planeCpu : 0,
               clients.bytesReceived() - bytes,
               upstreamBytes(plane) - upstreamBytes,
-              ownCpuSeconds() - clientsCpu
+              ownCpuSeconds() - clientsCpu,
+              byRole.get(ThreadCpu.Role.WORKERS),
+              byRole.get(ThreadCpu.Role.EVENT_LOOPS),
+              byRole.get(ThreadCpu.Role.JIT),
+              byRole.get(ThreadCpu.Role.GC),
+              byRole.get(ThreadCpu.Role.OTHER)
             };
             log(
                 "%s: %s %d reached every client: p50 %.0f ms, p99 %.0f ms, max %.0f ms",
@@ -303,6 +313,7 @@ public final class Compare {
               median(rounds, 1),
               median(rounds, 2),
               median(rounds, 3),
+              byRole(rounds, 8),
               median(rounds, 4),
               median(rounds, 7),
               heapPerStream,
@@ -318,6 +329,15 @@ public final class Compare {
         }
       }
     }
+  }
+
+  /** The medians of each role's CPU per update, the roles' in order from {@code first} on. */
+  private static Map<ThreadCpu.Role, Double> byRole(List<double[]> rounds, int first) {
+    Map<ThreadCpu.Role, Double> medians = new EnumMap<>(ThreadCpu.Role.class);
+    for (ThreadCpu.Role role : ThreadCpu.Role.values()) {
+      medians.put(role, median(rounds, first + role.ordinal()));
+    }
+    return medians;
   }
 
   /** This process's CPU time (the load generator's), in seconds. */
@@ -371,6 +391,16 @@ public final class Compare {
         Result::serverCpuPerUpdate,
         "%.2f",
         every);
+    for (ThreadCpu.Role role : ThreadCpu.Role.values()) {
+      row(
+          out,
+          results,
+          shown,
+          "… of which " + role.description + " (s)",
+          r -> r.serverCpuByRole().get(role),
+          "%.3f",
+          every);
+    }
     row(
         out,
         results,

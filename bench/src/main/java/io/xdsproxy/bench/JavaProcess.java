@@ -26,7 +26,7 @@ final class JavaProcess implements AutoCloseable {
 
   private static final Path JAVA = Path.of(ProcessHandle.current().info().command().orElse("java"));
   private static final Pattern HEAP_USED = Pattern.compile("heap\\s+total \\d+K, used (\\d+)K");
-  private static final long TICKS_PER_SECOND = ticksPerSecond();
+  static final long TICKS_PER_SECOND = ticksPerSecond();
 
   private final String name;
   private final Process process;

@@ -49,7 +49,8 @@ class CompareTest {
     assertThat(Compare.table(options, results))
         .contains("| update reaches clients, p99 (ms) |")
         .contains("| direct / proxy | proxy / floor |")
-        .contains("| … its share: load generator CPU / serving process CPU |");
+        .contains("| … its share: load generator CPU / serving process CPU |")
+        .contains("| … of which the xDS port's event loops (s) |");
   }
 
   @Test
