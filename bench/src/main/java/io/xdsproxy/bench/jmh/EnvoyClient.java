@@ -52,7 +52,7 @@ abstract sealed class EnvoyClient permits EnvoyClient.Sotw, EnvoyClient.Delta {
      * @param endpointNames {@link #encodeNames} of every cluster
      */
     Sotw(DirectProxy proxy, Node node, SocketAddress peer, byte[] endpointNames) {
-      this.call = RecordingCall.start(proxy.sotw(), peer);
+      this.call = RecordingCall.start(proxy.sotw(), peer, proxy.lanes());
       this.node = DiscoveryRequest.newBuilder().setNode(node).build().toByteArray();
       this.endpointNames = endpointNames;
     }
@@ -113,7 +113,7 @@ abstract sealed class EnvoyClient permits EnvoyClient.Sotw, EnvoyClient.Delta {
     private final List<String> endpointNames;
 
     Delta(DirectProxy proxy, Node node, SocketAddress peer, List<String> endpointNames) {
-      this.call = RecordingCall.start(proxy.delta(), peer);
+      this.call = RecordingCall.start(proxy.delta(), peer, proxy.lanes());
       this.node = DeltaDiscoveryRequest.newBuilder().setNode(node).build().toByteArray();
       this.endpointNames = endpointNames;
     }

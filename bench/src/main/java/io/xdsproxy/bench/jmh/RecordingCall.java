@@ -8,6 +8,7 @@ import io.grpc.Grpc;
 import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
 import io.grpc.ServerCall;
+import io.grpc.ServerCallExecutorSupplier;
 import io.grpc.ServerMethodDefinition;
 import io.grpc.Status;
 import java.io.IOException;
@@ -15,6 +16,7 @@ import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.net.SocketAddress;
 import java.util.Arrays;
+import java.util.concurrent.Executor;
 
 /**
  * One downstream call as the proxy's service sees it, with no transport behind it. Requests go in
@@ -29,6 +31,10 @@ final class RecordingCall<Q> extends ServerCall<Q, Object> {
 
   private final MethodDescriptor<Q, Object> method;
   private final Attributes attributes;
+
+  /** The call's executor, as gRPC's server picks it ({@code callExecutor}): its lane. */
+  private Executor lane;
+
   private Listener<Q> listener;
   private int requested;
   private long responses;
@@ -52,19 +58,34 @@ final class RecordingCall<Q> extends ServerCall<Q, Object> {
 
   /**
    * A call of {@code definition}'s method from a client at {@code peer}, started as a server starts
-   * one.
+   * one: on the executor {@code executors} gives it, as each of its requests is then read.
    */
   static <Q> RecordingCall<Q> start(
-      ServerMethodDefinition<Q, Object> definition, SocketAddress peer) {
+      ServerMethodDefinition<Q, Object> definition,
+      SocketAddress peer,
+      ServerCallExecutorSupplier executors) {
     RecordingCall<Q> call = new RecordingCall<>(definition.getMethodDescriptor(), peer);
-    call.listener = definition.getServerCallHandler().startCall(call, new Metadata());
-    call.listener.onReady();
+    Metadata headers = new Metadata();
+    call.lane = executors.getExecutor(call, headers);
+    call.lane.execute(
+        () -> {
+          call.listener = definition.getServerCallHandler().startCall(call, headers);
+          call.listener.onReady();
+        });
     return call;
+  }
+
+  /** The executor {@code executors} gives a call of {@code definition}'s method, not started. */
+  static Executor executorOf(
+      ServerMethodDefinition<?, Object> definition, ServerCallExecutorSupplier executors) {
+    return executors.getExecutor(
+        new RecordingCall<>(definition.getMethodDescriptor(), null), new Metadata());
   }
 
   /**
    * The client sent {@code message}, encoded: the method's marshaller parses it and the proxy reads
-   * it. As with gRPC's manual flow control, only a message the proxy asked for is delivered.
+   * it, on the call's executor. As with gRPC's manual flow control, only a message the proxy asked
+   * for is delivered.
    */
   void receive(InputStream message) {
     if (requested == 0) {
@@ -72,7 +93,7 @@ final class RecordingCall<Q> extends ServerCall<Q, Object> {
           method.getFullMethodName() + ": the proxy has not asked for another request");
     }
     requested--;
-    listener.onMessage(method.parseRequest(message));
+    lane.execute(() -> listener.onMessage(method.parseRequest(message)));
   }
 
   /** The client ends its side of the stream. */

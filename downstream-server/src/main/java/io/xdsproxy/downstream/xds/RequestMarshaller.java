@@ -31,8 +31,11 @@ import java.util.function.Function;
  * Delta client sends them once, in its first request of a type, the same bytes as every newcomer of
  * its group. The encoded names are looked up in a bounded cache of name lists already decoded (and
  * shared, as {@link Subscription} shares them); only a list not seen before is decoded, and {@link
- * Subscription} finds what it made of a list by the list's identity. Responses are written as
- * usual.
+ * Subscription} finds what it made of a list by the list's identity. A call's next request is first
+ * compared with the names its last one held ({@link StreamLane#lastNames}), where they stand: an
+ * ACK that repeats them is neither scanned name by name nor hashed. Requests are read into a buffer
+ * of the thread's, so an ACK of thousands of names allocates no copy of them. Responses are written
+ * as usual.
  *
  * @param <M> the request message: {@link #SOTW}'s names are its resource_names, {@link #DELTA}'s
  *     its resource_names_subscribe
@@ -60,10 +63,10 @@ final class RequestMarshaller<M extends Message> implements Marshaller<M> {
    * client can grow it without end. A request is made from it with {@code toBuilder()}, which
    * shares its list of names rather than copying it.
    */
-  private final Cache<EncodedNames, M> decoded =
+  private final Cache<EncodedNames, Decoded<M>> decoded =
       Caffeine.newBuilder()
           .maximumWeight(32L * 1024 * 1024)
-          .<EncodedNames, M>weigher((encoded, names) -> encoded.length)
+          .<EncodedNames, Decoded<M>>weigher((encoded, names) -> encoded.length)
           .expireAfterAccess(Duration.ofMinutes(10))
           .build();
 
@@ -113,7 +116,18 @@ final class RequestMarshaller<M extends Message> implements Marshaller<M> {
   @Override
   public M parse(InputStream stream) {
     try {
-      return parse(bytesOf(stream));
+      if (!(stream instanceof KnownLength)) {
+        byte[] bytes = stream.readAllBytes();
+        return parse(bytes, bytes.length, StreamLane.running());
+      }
+      int length = stream.available();
+      byte[] bytes = ReadBuffer.holding(length);
+      int read = stream.readNBytes(bytes, 0, length);
+      if (read < length || stream.read() >= 0) {
+        throw new IOException(
+            "the request's length is not the " + length + " bytes its stream said");
+      }
+      return parse(bytes, length, StreamLane.running());
     } catch (InvalidProtocolBufferException e) {
       return InvalidRequest.of(empty, e);
     } catch (IOException e) {
@@ -124,30 +138,27 @@ final class RequestMarshaller<M extends Message> implements Marshaller<M> {
     }
   }
 
-  /**
-   * The bytes of {@code stream}, read into an array of their size where the stream knows it, as
-   * gRPC's do: {@code readAllBytes} would copy a request of thousands of names through chunks.
-   */
-  private static byte[] bytesOf(InputStream stream) throws IOException {
-    if (!(stream instanceof KnownLength)) {
-      return stream.readAllBytes();
-    }
-    byte[] bytes = new byte[stream.available()];
-    int read = stream.readNBytes(bytes, 0, bytes.length);
-    if (read < bytes.length || stream.read() >= 0) {
-      throw new IOException(
-          "the request's length is not the " + bytes.length + " bytes its stream said");
-    }
-    return bytes;
+  /** {@code bytes}, a whole request, read as a request of no call. */
+  M parse(byte[] bytes) throws InvalidProtocolBufferException {
+    return parse(bytes, bytes.length, null);
   }
 
-  M parse(byte[] bytes) throws InvalidProtocolBufferException {
-    // Where the names are: one run of fields of names, as every encoder writes them.
+  /**
+   * The request in the first {@code length} bytes of {@code bytes}, for the call whose lane is
+   * {@code lane} (none in tests and benchmarks that parse alone). Nothing keeps {@code bytes}: it
+   * may be a thread's buffer, written again by the next request.
+   */
+  M parse(byte[] bytes, int length, StreamLane lane) throws InvalidProtocolBufferException {
+    Decoded<M> last = lane == null ? null : lane.lastNames();
+    // Where the names are: one run of fields of names, as every encoder writes them. The run the
+    // call's last request held is compared where the run starts and, if it is there, skipped
+    // whole: a SotW ACK repeats its names, and reading them tag by tag costs as much as hashing.
     int start = -1;
     int end = -1;
     int count = 0;
     boolean oneRun = true;
-    CodedInputStream in = CodedInputStream.newInstance(bytes);
+    boolean asBefore = false;
+    CodedInputStream in = CodedInputStream.newInstance(bytes, 0, length);
     try {
       while (true) {
         int at = in.getTotalBytesRead();
@@ -155,36 +166,100 @@ final class RequestMarshaller<M extends Message> implements Marshaller<M> {
         if (tag == 0) {
           break;
         }
-        in.skipField(tag);
         if (WireFormat.getTagFieldNumber(tag) == namesField
             && WireFormat.getTagWireType(tag) == WireFormat.WIRETYPE_LENGTH_DELIMITED) {
           oneRun &= start < 0 || at == end;
+          if (start < 0 && last != null && last.encoded().isAt(bytes, at, length)) {
+            in.skipRawBytes(at + last.encoded().length - in.getTotalBytesRead());
+            asBefore = true;
+            count += last.count();
+          } else {
+            in.skipField(tag);
+            count++;
+          }
           start = start < 0 ? at : start;
           end = in.getTotalBytesRead();
-          count++;
+        } else {
+          in.skipField(tag);
         }
       }
     } catch (IOException garbage) {
-      return parser.parseFrom(bytes); // says what is wrong with it, as the plain parser would
+      return parser.parseFrom(bytes, 0, length); // says what is wrong, as the plain parser would
     }
     if (count < FEW_NAMES || !oneRun) {
-      return parser.parseFrom(bytes);
+      return parser.parseFrom(bytes, 0, length);
     }
-    EncodedNames encodedNames = new EncodedNames(bytes, start, end - start);
-    M names = decoded.getIfPresent(encodedNames);
-    if (names == null) {
-      EncodedNames own = encodedNames.copy(); // the key must not hold the whole request
-      names = holding.apply(Subscription.sharedList(namesOf.apply(parser.parseFrom(own.bytes))));
-      decoded.put(own, names);
-    }
+    Decoded<M> names =
+        asBefore && end - start == last.encoded().length
+            ? stillCached(last)
+            : lookUp(new EncodedNames(bytes, start, end - start));
     @SuppressWarnings("unchecked")
     M request =
         (M)
-            names.toBuilder()
+            names.request().toBuilder()
                 .mergeFrom(bytes, 0, start)
-                .mergeFrom(bytes, end, bytes.length - end)
+                .mergeFrom(bytes, end, length - end)
                 .build();
+    if (lane != null) {
+      lane.lastNames(names);
+    }
     return request;
+  }
+
+  /** The names of {@code encoded}, decoded once for every request that holds them. */
+  private Decoded<M> lookUp(EncodedNames encoded) throws InvalidProtocolBufferException {
+    Decoded<M> names = decoded.getIfPresent(encoded);
+    if (names == null) {
+      EncodedNames own = encoded.copy(); // the key must not hold the request's bytes
+      M request =
+          holding.apply(Subscription.sharedList(namesOf.apply(parser.parseFrom(own.bytes))));
+      names = new Decoded<>(own, request, namesOf.apply(request).size());
+      decoded.put(own, names);
+    }
+    return names;
+  }
+
+  /**
+   * {@code last}, found again in a request of its call without hashing it: looked up by its key,
+   * whose hash is kept and which the cache compares by identity first, so that a list only
+   * established streams send stays cached as one that newcomers send does; put back if it was
+   * evicted, so that newcomers share it again.
+   */
+  private Decoded<M> stillCached(Decoded<M> last) {
+    if (decoded.getIfPresent(last.encoded()) == null) {
+      decoded.put(last.encoded(), last);
+    }
+    return last;
+  }
+
+  /**
+   * A run of encoded names and the request holding just those names, decoded: what the cache keeps
+   * and what a call keeps of its last request ({@link StreamLane#lastNames}).
+   *
+   * @param count how many names
+   */
+  record Decoded<M>(EncodedNames encoded, M request, int count) {}
+
+  /**
+   * The buffer a thread reads requests into: a SotW ACK repeats its thousands of names, tens of
+   * KiB, and a fresh array for each would be most of what reading it allocates. Kept up to {@link
+   * #KEPT} bytes; a larger request gets an array of its own.
+   */
+  private static final class ReadBuffer {
+    private static final int KEPT = 1 << 20;
+    private static final ThreadLocal<byte[]> BUFFER = ThreadLocal.withInitial(() -> new byte[0]);
+
+    static byte[] holding(int length) {
+      if (length > KEPT) {
+        return new byte[length];
+      }
+      byte[] buffer = BUFFER.get();
+      if (buffer.length < length) {
+        buffer = new byte[Math.min(KEPT, Math.max(length, 2 * buffer.length))];
+        BUFFER.set(buffer);
+      }
+      return buffer;
+    }
   }
 
   /**
@@ -212,6 +287,15 @@ final class RequestMarshaller<M extends Message> implements Marshaller<M> {
     /** The same run in an array of its own, so the request it came in can be freed. */
     EncodedNames copy() {
       return new EncodedNames(Arrays.copyOfRange(bytes, offset, offset + length), 0, length);
+    }
+
+    /**
+     * Whether {@code bytes}, of which the first {@code limit} are read, hold this run at {@code
+     * at}.
+     */
+    boolean isAt(byte[] bytes, int at, int limit) {
+      return at + length <= limit
+          && Arrays.equals(this.bytes, offset, offset + length, bytes, at, at + length);
     }
 
     private static int hash(byte[] bytes, int offset, int length) {

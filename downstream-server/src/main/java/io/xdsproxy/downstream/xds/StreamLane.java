@@ -25,12 +25,13 @@ import java.util.stream.Collectors;
  *
  * <p>gRPC picks the call's executor before the service's handler makes the stream; the handler runs
  * on that executor, so the stream finds its call's lane as the one whose task is running ({@link
- * #forStream}). Until then the lane marks the tasks it runs; once claimed it hands them to the pool
- * as they are, so a served stream's work costs what it did with the pool alone.
+ * #forStream}). The request marshaller finds it so too ({@link #running}), and keeps in it what it
+ * read the names of the call's last request as ({@link #lastNames}): a SotW client repeats them in
+ * every request.
  */
 public final class StreamLane implements Executor {
 
-  /** The lane of the call whose gRPC task runs on this thread, while it is not yet claimed. */
+  /** The lane whose task runs on this thread. */
   private static final ThreadLocal<StreamLane> RUNNING = new ThreadLocal<>();
 
   private final Executor pool;
@@ -38,7 +39,12 @@ public final class StreamLane implements Executor {
   /** Written by the stream's executor, read by whoever hands the call or the stream work. */
   private volatile boolean initial = true;
 
-  private volatile boolean claimed;
+  /**
+   * The names of the call's last request that held many, as {@link RequestMarshaller} read them;
+   * written and read by the marshaller on gRPC's executor of the call, which runs one task at a
+   * time.
+   */
+  private RequestMarshaller.Decoded<?> lastNames;
 
   /**
    * Requests that are the first of their type on the stream, read and not yet handled: handling one
@@ -85,11 +91,21 @@ public final class StreamLane implements Executor {
    */
   static StreamLane forStream(Executor pool) {
     StreamLane lane = RUNNING.get();
-    if (lane == null) {
-      lane = new StreamLane(pool);
-    }
-    lane.claimed = true;
-    return lane;
+    return lane != null ? lane : new StreamLane(pool);
+  }
+
+  /** The lane whose task runs on this thread, if any. */
+  static StreamLane running() {
+    return RUNNING.get();
+  }
+
+  @SuppressWarnings("unchecked")
+  <M> RequestMarshaller.Decoded<M> lastNames() {
+    return (RequestMarshaller.Decoded<M>) lastNames;
+  }
+
+  void lastNames(RequestMarshaller.Decoded<?> names) {
+    lastNames = names;
   }
 
   /** Moves the call's work, and its stream's, to the initial lane or out of it. */
@@ -130,16 +146,17 @@ public final class StreamLane implements Executor {
 
   @Override
   public void execute(Runnable task) {
-    Runnable run = claimed ? task : () -> runMarked(task);
+    Runnable run = () -> runMarked(task);
     pool.execute(initial || firstRequests.get() > 0 ? WorkLanes.initial(run) : run);
   }
 
   private void runMarked(Runnable task) {
+    StreamLane outer = RUNNING.get();
     RUNNING.set(this);
     try {
       task.run();
     } finally {
-      RUNNING.remove();
+      RUNNING.set(outer);
     }
   }
 }

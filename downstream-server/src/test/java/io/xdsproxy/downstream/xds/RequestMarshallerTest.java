@@ -15,7 +15,9 @@ import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.HexFormat;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 
@@ -78,6 +80,99 @@ class RequestMarshallerTest {
     assertThat(first.getResourceNamesList()).isEqualTo(names);
     assertThat(second.getResourceNamesList()).isEqualTo(other);
     assertThat(second.getSerializedSize()).isEqualTo(ack("2").getSerializedSize());
+  }
+
+  @Test
+  void anAckOfACallIsReadByTheNamesItsLastRequestHeld() throws Exception {
+    StreamLane call = new StreamLane(Runnable::run);
+    byte[] first = ack("1").toByteArray();
+    byte[] second = ack("2").toByteArray();
+
+    DiscoveryRequest read = marshaller.parse(first, first.length, call);
+    DiscoveryRequest again = marshaller.parse(second, second.length, call);
+
+    assertThat(call.<DiscoveryRequest>lastNames().count()).isEqualTo(names.size());
+    assertThat(again).isEqualTo(ack("2"));
+    assertThat(again.getResourceNamesList()).isSameAs(read.getResourceNamesList());
+    assertThat(marshaller.parse(ack("3").toByteArray()).getResourceNamesList())
+        .as("a request of another call finds the same list by its hash")
+        .isSameAs(read.getResourceNamesList());
+  }
+
+  /**
+   * What the call's next request may hold where its last one's names stood: other names of the same
+   * length, those names and more after them, fewer, those names split by another field.
+   */
+  @Test
+  void aCallsNextRequestIsReadForTheNamesItHoldsNotThoseOfTheLast() throws Exception {
+    List<String> changed = new java.util.ArrayList<>(names);
+    changed.set(250, "outbound|8080||service-X50");
+    List<String> more = new java.util.ArrayList<>(names);
+    more.add("outbound|8080||service-new");
+    ByteArrayOutputStream split = new ByteArrayOutputStream();
+    ack("4").writeTo(split);
+    CodedOutputStream tail = CodedOutputStream.newInstance(split);
+    tail.writeString(DiscoveryRequest.RESOURCE_NAMES_FIELD_NUMBER, "after-the-type-url");
+    tail.flush();
+    // Each request, and how many names the call is left holding: a request read as protobuf
+    // reads it (names split, few names) leaves the last request's.
+    Map<byte[], Integer> requests = new LinkedHashMap<>();
+    requests.put(withNames(changed), 500);
+    requests.put(withNames(more), 501);
+    requests.put(withNames(names.subList(0, 400)), 400);
+    requests.put(withNames(names.subList(1, names.size())), 499);
+    requests.put(split.toByteArray(), 500);
+    requests.put(withNames(List.of("one")), 500);
+
+    for (Map.Entry<byte[], Integer> request : requests.entrySet()) {
+      StreamLane call = new StreamLane(Runnable::run);
+      byte[] first = ack("1").toByteArray();
+      marshaller.parse(first, first.length, call);
+
+      byte[] bytes = request.getKey();
+      DiscoveryRequest read = marshaller.parse(bytes, bytes.length, call);
+
+      assertThat(read).isEqualTo(DiscoveryRequest.parseFrom(bytes));
+      assertThat(call.<DiscoveryRequest>lastNames().count()).isEqualTo(request.getValue());
+    }
+  }
+
+  private byte[] withNames(List<String> some) {
+    return ack("2").toBuilder()
+        .clearResourceNames()
+        .addAllResourceNames(some)
+        .build()
+        .toByteArray();
+  }
+
+  @Test
+  void aRequestKeepsNothingOfTheBufferItWasReadInto() throws Exception {
+    DiscoveryRequest first =
+        ack("1").toBuilder()
+            .setErrorDetail(
+                Status.newBuilder()
+                    .setMessage("bad")
+                    .addDetails(
+                        com.google.protobuf.Any.newBuilder()
+                            .setTypeUrl("type.googleapis.com/x")
+                            .setValue(ByteString.copyFromUtf8("first's bytes"))))
+            .setUnknownFields(
+                com.google.protobuf.UnknownFieldSet.newBuilder()
+                    .addField(
+                        1000,
+                        com.google.protobuf.UnknownFieldSet.Field.newBuilder()
+                            .addLengthDelimited(ByteString.copyFromUtf8("unknown of the first"))
+                            .build())
+                    .build())
+            .build();
+    DiscoveryRequest second =
+        ack("2").toBuilder().clearResourceNames().addResourceNames("x".repeat(20_000)).build();
+
+    DiscoveryRequest readFirst = marshaller.parse(marshaller.stream(first));
+    DiscoveryRequest readSecond = marshaller.parse(marshaller.stream(second));
+
+    assertThat(readFirst).isEqualTo(first);
+    assertThat(readSecond).isEqualTo(second);
   }
 
   @Test
