@@ -131,7 +131,10 @@ public final class Compare {
     }
   }
 
-  /** What one setup measured. Times in milliseconds, sizes in bytes, medians over the updates. */
+  /**
+   * What one setup measured. Times in milliseconds, sizes in bytes, medians over the updates but
+   * for CPU, the mean.
+   */
   record Result(
       Setup setup,
       double syncSeconds,
@@ -312,10 +315,10 @@ public final class Compare {
               median(rounds, 0),
               median(rounds, 1),
               median(rounds, 2),
-              median(rounds, 3),
+              mean(rounds, 3),
               byRole(rounds, 8),
-              median(rounds, 4),
-              median(rounds, 7),
+              mean(rounds, 4),
+              mean(rounds, 7),
               heapPerStream,
               rssPerStream,
               median(rounds, 5),
@@ -331,13 +334,13 @@ public final class Compare {
     }
   }
 
-  /** The medians of each role's CPU per update, the roles' in order from {@code first} on. */
+  /** The means of each role's CPU per update, the roles' in order from {@code first} on. */
   private static Map<ThreadCpu.Role, Double> byRole(List<double[]> rounds, int first) {
-    Map<ThreadCpu.Role, Double> medians = new EnumMap<>(ThreadCpu.Role.class);
+    Map<ThreadCpu.Role, Double> means = new EnumMap<>(ThreadCpu.Role.class);
     for (ThreadCpu.Role role : ThreadCpu.Role.values()) {
-      medians.put(role, median(rounds, first + role.ordinal()));
+      means.put(role, mean(rounds, first + role.ordinal()));
     }
-    return medians;
+    return means;
   }
 
   /** This process's CPU time (the load generator's), in seconds. */
@@ -359,7 +362,7 @@ public final class Compare {
         String.format(
             Locale.ROOT,
             "%d clients (%.0f%% Delta, %d per connection) in %d node groups, %d clusters with %d"
-                + " endpoints each; medians over %d updates of one cluster's %s%s%n%n",
+                + " endpoints each; medians over %d updates of one cluster's %s%s (CPU: the mean)%n%n",
             options.clients(),
             options.delta() * 100,
             options.streamsPerConnection(),
@@ -660,6 +663,14 @@ public final class Compare {
   static long percentile(long[] sorted, double quantile) {
     int rank = (int) Math.ceil(quantile * sorted.length);
     return sorted[Math.max(0, Math.min(sorted.length - 1, rank - 1))];
+  }
+
+  /**
+   * The mean of a cost over the rounds: what a GC or a compilation costs falls in some rounds and
+   * not others, and a median would leave it out.
+   */
+  private static double mean(List<double[]> rounds, int column) {
+    return rounds.stream().mapToDouble(r -> r[column]).average().orElse(0);
   }
 
   private static double median(List<double[]> rounds, int column) {

@@ -47,6 +47,30 @@ public final class SerialExecutor implements Executor {
   }
 
   /**
+   * Runs {@code task} on this thread now if none of this executor's tasks runs or waits, else as
+   * {@link #execute} does: for a caller that is itself a task of the pool (a request read on its
+   * stream's lane), which would otherwise hand the task to another worker, waking one, and end.
+   */
+  public void executeHere(Runnable task) {
+    if (!tasks.isEmpty() || !scheduled.compareAndSet(false, true)) {
+      execute(task);
+      return;
+    }
+    draining = Thread.currentThread();
+    try {
+      task.run();
+    } catch (RuntimeException | Error e) {
+      log.error("task of {} failed; its state may be inconsistent", owner, e);
+    } finally {
+      draining = null;
+      scheduled.set(false);
+      if (!tasks.isEmpty()) {
+        schedule();
+      }
+    }
+  }
+
+  /**
    * Throws unless called from one of this executor's tasks: a confined method calls it on entry, so
    * that a call from the wrong thread fails at once rather than corrupting the owner's state (as
    * grpc-java's {@code SynchronizationContext.throwIfNotInThisSynchronizationContext}). One field

@@ -23,6 +23,50 @@ class SerialExecutorTest {
   }
 
   @Test
+  void executeHereRunsATaskAtOnceWhenNothingElseRunsOrWaits() {
+    List<String> ran = new ArrayList<>();
+
+    executor.executeHere(
+        () -> {
+          executor.assertCurrent();
+          executor.execute(() -> ran.add("submitted meanwhile"));
+          ran.add("here");
+        });
+
+    assertThat(ran).containsExactly("here");
+    assertThat(pending).as("what came meanwhile goes to the pool").hasSize(1);
+    runPending();
+    assertThat(ran).containsExactly("here", "submitted meanwhile");
+    assertThatThrownBy(executor::assertCurrent).isInstanceOf(IllegalStateException.class);
+  }
+
+  @Test
+  void executeHereQueuesATaskBehindThoseWaiting() {
+    List<String> ran = new ArrayList<>();
+    executor.execute(() -> ran.add("first"));
+
+    executor.executeHere(() -> ran.add("second"));
+
+    assertThat(ran).as("not ahead of the task that waits").isEmpty();
+    runPending();
+    assertThat(ran).containsExactly("first", "second");
+  }
+
+  @Test
+  void executeHereInsideARunningTaskQueuesIt() {
+    List<String> ran = new ArrayList<>();
+    executor.execute(
+        () -> {
+          executor.executeHere(() -> ran.add("inner"));
+          ran.add("outer");
+        });
+
+    runPending();
+
+    assertThat(ran).containsExactly("outer", "inner");
+  }
+
+  @Test
   void assertCurrentPassesInsideATaskOfTheExecutor() {
     List<String> ran = new ArrayList<>();
     executor.execute(

@@ -233,12 +233,13 @@ abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S ex
    * ACKed them, an Envoy for its listeners once its clusters are warm), and the request names
    * everything of its type the client needs (a SotW assignments request every cluster). Handled in
    * the change lane, a storm's second types were queued ahead of the updates to the streams already
-   * served.
+   * served. Any other request read on the call's lane is handled on the same worker at once when
+   * the stream's executor has nothing else to run.
    */
   @Override
   public final void onNext(Q request) {
     boolean firstOfItsType = lane.firstRequestRead(requests.typeUrl().apply(request));
-    executor.execute(
+    Runnable handling =
         guarded(
             () -> {
               try {
@@ -254,7 +255,14 @@ abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S ex
                 }
                 laneChange();
               }
-            }));
+            });
+    if (!firstOfItsType && StreamLane.running() == lane) {
+      // Read on the call's lane, a worker's task: handled there and then, not handed to another
+      // worker (an ACK of every stream on every update).
+      executor.executeHere(handling);
+    } else {
+      executor.execute(handling);
+    }
   }
 
   /** Moves the stream's work to the lane it belongs in now, if that changed. */

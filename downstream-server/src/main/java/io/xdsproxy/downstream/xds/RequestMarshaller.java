@@ -42,8 +42,11 @@ import java.util.function.Function;
  */
 final class RequestMarshaller<M extends Message> implements Marshaller<M> {
 
-  /** A request with fewer names is parsed as usual: not worth the lookup. */
-  private static final int FEW_NAMES = 16;
+  /**
+   * A request with fewer names is parsed as usual: not worth the lookup. One with as many or more
+   * in one run gets the list every request with the same names gets.
+   */
+  static final int MANY_NAMES = 16;
 
   /** SotW requests, by their resource_names. */
   static final RequestMarshaller<DiscoveryRequest> SOTW = sotw();
@@ -186,7 +189,7 @@ final class RequestMarshaller<M extends Message> implements Marshaller<M> {
     } catch (IOException garbage) {
       return parser.parseFrom(bytes, 0, length); // says what is wrong, as the plain parser would
     }
-    if (count < FEW_NAMES || !oneRun) {
+    if (count < MANY_NAMES || !oneRun) {
       return parser.parseFrom(bytes, 0, length);
     }
     Decoded<M> names =

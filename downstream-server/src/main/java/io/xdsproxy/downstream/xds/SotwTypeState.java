@@ -95,6 +95,14 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
   private List<String> lastNames;
 
   /**
+   * The list object the last request that held {@link #lastNames} came with, if it held many: the
+   * request marshaller gives every request with the same many names one list (shared by the streams
+   * of a group, so holding it costs a stream nothing), and an ACK is then found to repeat them by
+   * identity rather than name by name.
+   */
+  private List<String> lastNamesRead;
+
+  /**
    * Names in scope the last response left out as do_not_cache: owed as soon as a fresh copy comes.
    */
   private Set<String> withheld = Set.of();
@@ -195,7 +203,14 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
 
   /** Whether {@code resourceNames} are those of the last request, as an ACK's are. */
   boolean repeats(List<String> resourceNames) {
-    return lastNames != null && resourceNames.equals(lastNames);
+    if (resourceNames == lastNamesRead) {
+      return true;
+    }
+    if (lastNames == null || !resourceNames.equals(lastNames)) {
+      return false;
+    }
+    lastNamesRead = resourceNames.size() >= RequestMarshaller.MANY_NAMES ? resourceNames : null;
+    return true;
   }
 
   /** Applies the names of a request; returns whether the subscription changed. */
@@ -206,6 +221,7 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
       return false;
     }
     lastNames = Subscription.sharedList(resourceNames);
+    lastNamesRead = resourceNames.size() >= RequestMarshaller.MANY_NAMES ? resourceNames : null;
     Subscription next = subscription.sotw(resourceNames);
     if (next.equals(subscription)) {
       return false;

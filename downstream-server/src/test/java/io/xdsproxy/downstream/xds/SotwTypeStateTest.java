@@ -19,6 +19,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.stream.IntStream;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -412,6 +413,25 @@ class SotwTypeStateTest {
     SotwTypeState.Outgoing first = one.nextResponse(false).orElseThrow();
     assertThat(two.nextResponse(false)).containsSame(first);
     assertThat(names(first)).containsExactlyInAnyOrder("a", "b");
+  }
+
+  @Test
+  void anAckIsFoundToRepeatTheNamesOfTheRequestBeforeItWhateverListHoldsThem() {
+    SotwTypeState state = new SotwTypeState(TypeUrl.ENDPOINT, ENDPOINTS, false, Clock.systemUTC());
+    List<String> many = IntStream.range(0, 20).mapToObj(i -> "c" + i).toList();
+    List<String> others = IntStream.range(1, 21).mapToObj(i -> "c" + i).toList();
+
+    assertThat(state.subscribe(many)).isTrue();
+
+    assertThat(state.repeats(many)).isTrue();
+    assertThat(state.repeats(new ArrayList<>(many))).as("an equal list").isTrue();
+    assertThat(state.repeats(others)).isFalse();
+    assertThat(state.subscribe(others)).isTrue();
+    assertThat(state.repeats(many)).as("the list of the request before the last").isFalse();
+    assertThat(state.repeats(others)).isTrue();
+    assertThat(state.subscribe(List.of("a"))).isTrue();
+    assertThat(state.repeats(others)).isFalse();
+    assertThat(state.repeats(List.of("a"))).isTrue();
   }
 
   @Test
