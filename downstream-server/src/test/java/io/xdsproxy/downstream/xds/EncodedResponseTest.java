@@ -81,6 +81,52 @@ class EncodedResponseTest {
             DiscoveryResponse.newBuilder().setTypeUrl(TypeUrl.CLUSTER.url()).setNonce("1").build());
   }
 
+  /**
+   * gRPC drains a stream that can be drained straight into its frame, and copies any other through
+   * a buffer it allocates per message; read in pieces or drained from anywhere, the bytes are the
+   * message's.
+   */
+  @Test
+  void whatIsWrittenDrainsIntoGrpcsFrameOrReadsInPiecesAsTheSameBytes() throws Exception {
+    EncodedResponse response =
+        new EncodedResponse(
+            "v1",
+            TypeUrl.CLUSTER.url(),
+            "7",
+            EncodedResponse.sotwBody(List.of(cluster(1).body(), cluster(2).body())));
+    byte[] expected;
+    try (InputStream written = EncodedResponse.SOTW.stream(response)) {
+      expected = written.readAllBytes(); // its own fields first, then the shared body
+    }
+    assertThat(DiscoveryResponse.parseFrom(expected)).isEqualTo(response.toSotw());
+
+    for (int first : new int[] {0, 1, 5, 60, expected.length - 1, expected.length}) {
+      try (InputStream written = EncodedResponse.SOTW.stream(response)) {
+        assertThat(written).isInstanceOf(io.grpc.Drainable.class);
+        byte[] start = written.readNBytes(first);
+        java.io.ByteArrayOutputStream rest = new java.io.ByteArrayOutputStream();
+
+        int drained = ((io.grpc.Drainable) written).drainTo(rest);
+
+        assertThat(drained).isEqualTo(expected.length - first);
+        assertThat(written.available()).isZero();
+        assertThat(written.read()).isEqualTo(-1);
+        byte[] all = java.util.Arrays.copyOf(start, expected.length);
+        System.arraycopy(rest.toByteArray(), 0, all, first, drained);
+        assertThat(all).as("%d bytes read, then drained", first).isEqualTo(expected);
+      }
+    }
+    try (InputStream written = EncodedResponse.SOTW.stream(response)) {
+      java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+      bytes.write(written.read());
+      byte[] piece = new byte[7];
+      for (int n = written.read(piece, 0, 7); n > 0; n = written.read(piece, 0, 7)) {
+        bytes.write(piece, 0, n);
+      }
+      assertThat(bytes.toByteArray()).isEqualTo(expected);
+    }
+  }
+
   @Test
   void everyWildcardStreamOfAGroupSharesOneEncodingOfTheWholeState() {
     SotwTypeState first = wildcardStream(clusters, false);
