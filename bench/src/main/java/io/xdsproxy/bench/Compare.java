@@ -394,6 +394,14 @@ public final class Compare {
         Result::serverCpuPerUpdate,
         "%.2f",
         every);
+    row(
+        out,
+        results,
+        shown,
+        "… less the JIT compiler's: the steady state's (s)",
+        r -> r.serverCpuPerUpdate() - r.serverCpuByRole().get(ThreadCpu.Role.JIT),
+        "%.2f",
+        every);
     for (ThreadCpu.Role role : ThreadCpu.Role.values()) {
       row(
           out,
