@@ -139,11 +139,6 @@ public record TypeUrl(String url) implements Comparable<TypeUrl> {
 
   /** The position in the make-before-break push order; unknown types share the last position. */
   public int pushOrder() {
-    for (int i = 0; i < PUSH_ORDER.size(); i++) {
-      if (PUSH_ORDER.get(i) == this) {
-        return i; // the constants, which parse returns: found without comparing URLs
-      }
-    }
     int index = PUSH_ORDER.indexOf(this);
     return index >= 0 ? index : PUSH_ORDER.size();
   }

@@ -24,7 +24,7 @@ import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
 import java.util.function.Predicate;
 
@@ -81,27 +81,15 @@ abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S ex
   /** Taken on the call's thread, where the peer's TLS certificate is in the gRPC context. */
   private final NodeIdCheck nodeIdCheck = PeerInterceptor.currentNodeIdCheck();
 
-  /** The bit of {@link #changed} that says a task to take the changes is queued. */
-  private static final int TAKE_QUEUED = 1 << 31;
-
-  static {
-    if (TypeUrl.known().size() >= 31) {
-      throw new AssertionError("more known types than bits to mark them changed");
-    }
-  }
-
   /**
-   * The known types the group published new snapshots of since the executor last looked, a bit each
-   * ({@link TypeUrl#pushOrder}), and {@link #TAKE_QUEUED}; all that changed is taken at once, so
-   * types that changed together are pushed together. Only their types count: the executor reads the
-   * group's current snapshots, so a stream never goes back in time. Bits, not a queue of the
-   * group's batches: every stream is told of every update, and a queued batch was a node allocated
-   * and a new object stored into the stream's old state, a card G1 then refines, on each.
+   * Batches of snapshots the group published since the executor last looked (each batch is the
+   * group's own list, shared by its streams); a batch is taken whole, so types that changed
+   * together are pushed together. Only their types count: the executor reads the group's current
+   * snapshots, so a stream never goes back in time.
    */
-  private final AtomicInteger changed = new AtomicInteger();
+  private final Queue<List<TypeSnapshot>> changedBatches = new ConcurrentLinkedQueue<>();
 
-  /** Types other than the known ones that changed since the executor last looked: rarely any. */
-  private final Queue<TypeUrl> changedOthers = new ConcurrentLinkedQueue<>();
+  private final AtomicBoolean changedScheduled = new AtomicBoolean();
 
   /**
    * The worker pool's lane ({@link WorkLanes}) of the stream's work and of its call's gRPC work
@@ -352,20 +340,8 @@ abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S ex
 
   @Override
   public final void onSnapshots(List<TypeSnapshot> snapshots) {
-    int bits = TAKE_QUEUED;
-    for (TypeSnapshot snapshot : snapshots) {
-      int order = snapshot.type().pushOrder();
-      if (order < TypeUrl.known().size()) {
-        bits |= 1 << order;
-      } else {
-        changedOthers.add(snapshot.type());
-      }
-    }
-    int before;
-    do {
-      before = changed.get();
-    } while (!changed.compareAndSet(before, before | bits));
-    if ((before & TAKE_QUEUED) == 0) {
+    changedBatches.add(snapshots);
+    if (changedScheduled.compareAndSet(false, true)) {
       executor.execute(guarded(this::takeChanges));
     }
   }
@@ -585,17 +561,11 @@ abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S ex
 
   /** Whether a change the stream has not pushed yet is of a type other than {@code type}. */
   private boolean otherTypesChanged(TypeUrl type) {
-    int others = changed.get() & ~TAKE_QUEUED;
-    int order = type.pushOrder();
-    if (order < TypeUrl.known().size()) {
-      others &= ~(1 << order);
-    }
-    if (others != 0) {
-      return true;
-    }
-    for (TypeUrl other : changedOthers) {
-      if (!other.equals(type)) {
-        return true;
+    for (List<TypeSnapshot> batch : changedBatches) {
+      for (TypeSnapshot snapshot : batch) {
+        if (!snapshot.type().equals(type)) {
+          return true;
+        }
       }
     }
     return false;
@@ -603,27 +573,23 @@ abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S ex
 
   private void takeChanges() {
     executor.assertCurrent();
-    int bits = changed.getAndSet(0) & ~TAKE_QUEUED;
-    TypeUrl other = changedOthers.poll();
-    if (closed || (bits == 0 && other == null)) {
-      changedOthers.clear();
+    changedScheduled.set(false);
+    List<TypeSnapshot> batch = changedBatches.poll();
+    if (batch == null || closed) {
+      changedBatches.clear();
       return;
     }
-    // One type, what nearly every update is, needs no sorting.
-    Collection<TypeUrl> types;
-    if (other == null && Integer.bitCount(bits) == 1) {
-      types = List.of(TypeUrl.known().get(Integer.numberOfTrailingZeros(bits)));
-    } else {
+    // One type in one batch, what nearly every update is, needs no sorting.
+    Collection<TypeUrl> changed =
+        batch.size() == 1 && changedBatches.isEmpty() ? List.of(batch.get(0).type()) : null;
+    if (changed == null) {
       SortedSet<TypeUrl> sorted = new TreeSet<>();
-      for (int rest = bits; rest != 0; rest &= rest - 1) {
-        sorted.add(TypeUrl.known().get(Integer.numberOfTrailingZeros(rest)));
+      for (; batch != null; batch = changedBatches.poll()) {
+        batch.forEach(snapshot -> sorted.add(snapshot.type()));
       }
-      for (; other != null; other = changedOthers.poll()) {
-        sorted.add(other);
-      }
-      types = sorted;
+      changed = sorted;
     }
-    pushes.changed(types, group::snapshot);
+    pushes.changed(changed, group::snapshot);
     laneChange();
   }
 
