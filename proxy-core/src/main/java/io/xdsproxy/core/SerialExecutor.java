@@ -58,15 +58,9 @@ public final class SerialExecutor implements Executor {
     }
     draining = Thread.currentThread();
     try {
-      task.run();
-    } catch (RuntimeException | Error e) {
-      log.error("task of {} failed; its state may be inconsistent", owner, e);
+      runOne(task);
     } finally {
-      draining = null;
-      scheduled.set(false);
-      if (!tasks.isEmpty()) {
-        schedule();
-      }
+      release();
     }
   }
 
@@ -108,19 +102,27 @@ public final class SerialExecutor implements Executor {
         if (task == null) {
           break;
         }
-        try {
-          task.run();
-        } catch (RuntimeException | Error e) {
-          log.error("task of {} failed; its state may be inconsistent", owner, e);
-        }
+        runOne(task);
       }
     } finally {
-      // Before the next drain may start, on whatever thread.
-      draining = null;
-      scheduled.set(false);
-      if (!tasks.isEmpty()) {
-        schedule();
-      }
+      release();
+    }
+  }
+
+  private void runOne(Runnable task) {
+    try {
+      task.run();
+    } catch (RuntimeException | Error e) {
+      log.error("task of {} failed; its state may be inconsistent", owner, e);
+    }
+  }
+
+  /** Lets the next run start, on whatever thread, and schedules it if tasks wait. */
+  private void release() {
+    draining = null;
+    scheduled.set(false);
+    if (!tasks.isEmpty()) {
+      schedule();
     }
   }
 }

@@ -67,6 +67,20 @@ class SerialExecutorTest {
   }
 
   @Test
+  void aTaskThatFailsHereLeavesTheExecutorFreeForTheNext() {
+    List<String> ran = new ArrayList<>();
+
+    executor.executeHere(
+        () -> {
+          throw new IllegalStateException("broken");
+        });
+    executor.executeHere(() -> ran.add("next"));
+
+    assertThat(ran).containsExactly("next");
+    assertThat(pending).isEmpty();
+  }
+
+  @Test
   void assertCurrentPassesInsideATaskOfTheExecutor() {
     List<String> ran = new ArrayList<>();
     executor.execute(
