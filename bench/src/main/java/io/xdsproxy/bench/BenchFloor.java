@@ -58,6 +58,15 @@ import java.util.concurrent.atomic.LongAdder;
  */
 public final class BenchFloor {
 
+  /**
+   * With {@code -Dfloor.executor=pool}, requests are read as the proxy reads them rather than on
+   * the event loop: on a pool of two threads per core (gRPC's per-call serializing executor over
+   * it), one at a time ({@code request(1)} after each, handed back to the event loop): what the
+   * proxy's way of reading costs the transport, without its xDS logic.
+   */
+  private static final boolean ON_A_POOL =
+      "pool".equals(System.getProperty("floor.executor", "direct"));
+
   private static final String CDS = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
   private static final String EDS =
       "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment";
@@ -93,13 +102,23 @@ public final class BenchFloor {
             args.length > 2
                 ? BenchResources.Change.valueOf(args[2])
                 : BenchResources.Change.ENDPOINTS);
-    Server server =
+    NettyServerBuilder builder =
         NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
             .addService(floor.service())
-            .directExecutor()
-            .maxInboundMessageSize(64 * 1024 * 1024)
-            .build()
-            .start();
+            .maxInboundMessageSize(64 * 1024 * 1024);
+    if (ON_A_POOL) {
+      builder.executor(
+          Executors.newFixedThreadPool(
+              2 * Runtime.getRuntime().availableProcessors(),
+              task -> {
+                Thread thread = new Thread(task, "floor-reader");
+                thread.setDaemon(true);
+                return thread;
+              }));
+    } else {
+      builder.directExecutor();
+    }
+    Server server = builder.build().start();
     StdinCommands.serve(
         server,
         floor::update,
@@ -250,7 +269,7 @@ public final class BenchFloor {
     return (call, headers) -> {
       Stream stream = new Stream(call, delta);
       call.sendHeaders(new Metadata());
-      call.request(Integer.MAX_VALUE);
+      call.request(ON_A_POOL ? 1 : Integer.MAX_VALUE);
       streams.add(stream);
       return stream;
     };
@@ -279,6 +298,13 @@ public final class BenchFloor {
 
     @Override
     public void onMessage(InputStream request) {
+      read(request);
+      if (ON_A_POOL) {
+        call.request(1);
+      }
+    }
+
+    private void read(InputStream request) {
       if (clustersAsked && endpointsAsked) {
         return; // an ACK: left unread, gRPC frees its bytes
       }

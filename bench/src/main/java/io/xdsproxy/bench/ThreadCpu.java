@@ -23,7 +23,7 @@ final class ThreadCpu {
 
   /** What a thread does, by its name. */
   enum Role {
-    /** The server's own threads: xds-proxy's workers, the floor's writers. */
+    /** The server's own threads: xds-proxy's workers, the floor's writers (and readers). */
     WORKERS("the server's workers"),
     /**
      * Netty's event loops of the port clients connect to: reading, writing, HTTP/2, gRPC framing.
@@ -43,7 +43,7 @@ final class ThreadCpu {
     }
 
     static Role of(String name) {
-      if (name.startsWith("xds-proxy-worke") || name.startsWith("floor-writer")) {
+      if (name.startsWith("xds-proxy-worke") || name.startsWith("floor-")) {
         return WORKERS;
       }
       if (name.startsWith("xds-server-") || name.startsWith("grpc-nio-")) {
