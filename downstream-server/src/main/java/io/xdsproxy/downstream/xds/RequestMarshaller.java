@@ -175,7 +175,7 @@ final class RequestMarshaller<M extends Message> implements Marshaller<M> {
           if (start < 0 && last != null && last.encoded().isAt(bytes, at, length)) {
             in.skipRawBytes(at + last.encoded().length - in.getTotalBytesRead());
             asBefore = true;
-            count += last.count();
+            count += namesOf.apply(last.request()).size();
           } else {
             in.skipField(tag);
             count++;
@@ -216,7 +216,7 @@ final class RequestMarshaller<M extends Message> implements Marshaller<M> {
       EncodedNames own = encoded.copy(); // the key must not hold the request's bytes
       M request =
           holding.apply(Subscription.sharedList(namesOf.apply(parser.parseFrom(own.bytes))));
-      names = new Decoded<>(own, request, namesOf.apply(request).size());
+      names = new Decoded<>(own, request);
       decoded.put(own, names);
     }
     return names;
@@ -238,10 +238,8 @@ final class RequestMarshaller<M extends Message> implements Marshaller<M> {
   /**
    * A run of encoded names and the request holding just those names, decoded: what the cache keeps
    * and what a call keeps of its last request ({@link StreamLane#lastNames}).
-   *
-   * @param count how many names
    */
-  record Decoded<M>(EncodedNames encoded, M request, int count) {}
+  record Decoded<M>(EncodedNames encoded, M request) {}
 
   /**
    * The buffer a thread reads requests into: a SotW ACK repeats its thousands of names, tens of

@@ -209,8 +209,13 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
     if (lastNames == null || !resourceNames.equals(lastNames)) {
       return false;
     }
-    lastNamesRead = resourceNames.size() >= RequestMarshaller.MANY_NAMES ? resourceNames : null;
+    lastNamesRead = sharedOrNull(resourceNames);
     return true;
+  }
+
+  /** {@code names} if the request marshaller shares the list (it holds many), else null. */
+  private static List<String> sharedOrNull(List<String> names) {
+    return names.size() >= RequestMarshaller.MANY_NAMES ? names : null;
   }
 
   /** Applies the names of a request; returns whether the subscription changed. */
@@ -221,7 +226,7 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
       return false;
     }
     lastNames = Subscription.sharedList(resourceNames);
-    lastNamesRead = resourceNames.size() >= RequestMarshaller.MANY_NAMES ? resourceNames : null;
+    lastNamesRead = sharedOrNull(resourceNames);
     Subscription next = subscription.sotw(resourceNames);
     if (next.equals(subscription)) {
       return false;

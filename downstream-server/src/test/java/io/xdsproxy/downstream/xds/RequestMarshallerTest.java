@@ -91,7 +91,8 @@ class RequestMarshallerTest {
     DiscoveryRequest read = marshaller.parse(first, first.length, call);
     DiscoveryRequest again = marshaller.parse(second, second.length, call);
 
-    assertThat(call.<DiscoveryRequest>lastNames().count()).isEqualTo(names.size());
+    assertThat(call.<DiscoveryRequest>lastNames().request().getResourceNamesCount())
+        .isEqualTo(names.size());
     assertThat(again).isEqualTo(ack("2"));
     assertThat(again.getResourceNamesList()).isSameAs(read.getResourceNamesList());
     assertThat(marshaller.parse(ack("3").toByteArray()).getResourceNamesList())
@@ -133,7 +134,8 @@ class RequestMarshallerTest {
       DiscoveryRequest read = marshaller.parse(bytes, bytes.length, call);
 
       assertThat(read).isEqualTo(DiscoveryRequest.parseFrom(bytes));
-      assertThat(call.<DiscoveryRequest>lastNames().count()).isEqualTo(request.getValue());
+      assertThat(call.<DiscoveryRequest>lastNames().request().getResourceNamesCount())
+          .isEqualTo(request.getValue());
     }
   }
 
