@@ -17,6 +17,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.function.IntSupplier;
+import java.util.stream.DoubleStream;
 
 /**
  * The side-by-side benchmark: the same N simulated clients served by java-control-plane directly,
@@ -272,21 +273,20 @@ public final class Compare {
             long[] latencies = clients.latencies(round, changedAt);
             Thread.sleep(500); // the ACKs of this round are processed before the CPU is read
             Map<ThreadCpu.Role, Double> byRole = ThreadCpu.of(server.pid()).since(serverThreads);
-            double[] measured = {
-              percentile(latencies, 0.50) / 1e6,
-              percentile(latencies, 0.99) / 1e6,
-              latencies[latencies.length - 1] / 1e6,
-              server.cpuSeconds() - serverCpu,
-              throughProxy ? plane.cpuSeconds() - planeCpu : 0,
-              clients.bytesReceived() - bytes,
-              upstreamBytes(plane) - upstreamBytes,
-              ownCpuSeconds() - clientsCpu,
-              byRole.get(ThreadCpu.Role.WORKERS),
-              byRole.get(ThreadCpu.Role.EVENT_LOOPS),
-              byRole.get(ThreadCpu.Role.JIT),
-              byRole.get(ThreadCpu.Role.GC),
-              byRole.get(ThreadCpu.Role.OTHER)
-            };
+            double[] measured =
+                DoubleStream.concat(
+                        DoubleStream.of(
+                            percentile(latencies, 0.50) / 1e6,
+                            percentile(latencies, 0.99) / 1e6,
+                            latencies[latencies.length - 1] / 1e6,
+                            server.cpuSeconds() - serverCpu,
+                            throughProxy ? plane.cpuSeconds() - planeCpu : 0,
+                            clients.bytesReceived() - bytes,
+                            upstreamBytes(plane) - upstreamBytes,
+                            ownCpuSeconds() - clientsCpu),
+                        // each role's, in the roles' order (an EnumMap's), from ROLES on
+                        byRole.values().stream().mapToDouble(Double::doubleValue))
+                    .toArray();
             log(
                 "%s: %s %d reached every client: p50 %.0f ms, p99 %.0f ms, max %.0f ms",
                 setup,
@@ -316,7 +316,7 @@ public final class Compare {
               median(rounds, 1),
               median(rounds, 2),
               mean(rounds, 3),
-              byRole(rounds, 8),
+              byRole(rounds, ROLES),
               mean(rounds, 4),
               mean(rounds, 7),
               heapPerStream,
@@ -333,6 +333,9 @@ public final class Compare {
       }
     }
   }
+
+  /** Where a round's figures of CPU by thread role begin, one per role in the roles' order. */
+  private static final int ROLES = 8;
 
   /** The means of each role's CPU per update, the roles' in order from {@code first} on. */
   private static Map<ThreadCpu.Role, Double> byRole(List<double[]> rounds, int first) {

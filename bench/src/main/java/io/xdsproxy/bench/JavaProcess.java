@@ -157,10 +157,8 @@ final class JavaProcess implements AutoCloseable {
   }
 
   private static double cpuSeconds(long pid) throws IOException {
-    String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
-    String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-    // After the command: state is field 3 of stat, utime 14 and stime 15, so 11 and 12 here.
-    return (Long.parseLong(fields[11]) + Long.parseLong(fields[12])) / (double) TICKS_PER_SECOND;
+    return ThreadCpu.ticks(Path.of("/proc", Long.toString(pid), "stat"))
+        / (double) TICKS_PER_SECOND;
   }
 
   /** Resident set size, in bytes. */

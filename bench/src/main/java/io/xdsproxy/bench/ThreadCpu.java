@@ -75,12 +75,9 @@ final class ThreadCpu {
       for (Path task : tasks) {
         try {
           String name = Files.readString(task.resolve("comm")).strip();
-          String stat = Files.readString(task.resolve("stat"));
-          String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-          // After the name: utime and stime are fields 14 and 15 of stat, so 11 and 12 here.
-          long ticks = Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
           threads.put(
-              Long.parseLong(task.getFileName().toString()), new Thread(Role.of(name), ticks));
+              Long.parseLong(task.getFileName().toString()),
+              new Thread(Role.of(name), ticks(task.resolve("stat"))));
         } catch (NoSuchFileException ended) {
           // the thread ended while the directory was read
         }
@@ -89,6 +86,14 @@ final class ThreadCpu {
       throw new UncheckedIOException(e);
     }
     return new ThreadCpu(threads);
+  }
+
+  /** User and system CPU time in a process's or a thread's {@code stat} file, in clock ticks. */
+  static long ticks(Path stat) throws IOException {
+    String line = Files.readString(stat);
+    String[] fields = line.substring(line.lastIndexOf(')') + 2).split(" ");
+    // After the command: state is field 3 of stat, utime 14 and stime 15, so 11 and 12 here.
+    return Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
   }
 
   /**
