@@ -58,14 +58,44 @@ import java.util.concurrent.atomic.LongAdder;
  */
 public final class BenchFloor {
 
+  /** How the floor reads its clients' requests ({@code -Dfloor.executor}). */
+  private enum Reading {
+    /** On the event loop, everything requested at once: the transport's own cost. */
+    DIRECT,
+    /** On the event loop, one at a time ({@code request(1)} there after each). */
+    EACH,
+    /**
+     * On the event loop, one at a time ({@code request(1)} there after each), each then handed to a
+     * pool of two threads per core as a task that does nothing: what reading on the event loop and
+     * handling elsewhere costs the transport.
+     */
+    HANDOFF,
+    /**
+     * As the proxy reads them up to round three: on a pool of two threads per core (gRPC's per-call
+     * serializing executor over it), one at a time ({@code request(1)} after each, handed back to
+     * the event loop).
+     */
+    POOL
+  }
+
+  private static final Reading READING =
+      Reading.valueOf(
+          System.getProperty("floor.executor", "direct").toUpperCase(java.util.Locale.ROOT));
+
   /**
-   * With {@code -Dfloor.executor=pool}, requests are read as the proxy reads them rather than on
-   * the event loop: on a pool of two threads per core (gRPC's per-call serializing executor over
-   * it), one at a time ({@code request(1)} after each, handed back to the event loop): what the
-   * proxy's way of reading costs the transport, without its xDS logic.
+   * The pool requests are read on ({@link Reading#POOL}) or handed to ({@link Reading#HANDOFF}).
    */
-  private static final boolean ON_A_POOL =
-      "pool".equals(System.getProperty("floor.executor", "direct"));
+  private static final ExecutorService READERS =
+      Executors.newFixedThreadPool(
+          2 * Runtime.getRuntime().availableProcessors(),
+          task -> {
+            Thread thread = new Thread(task, "floor-reader");
+            thread.setDaemon(true);
+            return thread;
+          });
+
+  /** Requests handed to the readers ({@link Reading#HANDOFF}). */
+  private static final LongAdder HANDED = new LongAdder();
 
   private static final String CDS = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
   private static final String EDS =
@@ -106,15 +136,8 @@ public final class BenchFloor {
         NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
             .addService(floor.service())
             .maxInboundMessageSize(64 * 1024 * 1024);
-    if (ON_A_POOL) {
-      builder.executor(
-          Executors.newFixedThreadPool(
-              2 * Runtime.getRuntime().availableProcessors(),
-              task -> {
-                Thread thread = new Thread(task, "floor-reader");
-                thread.setDaemon(true);
-                return thread;
-              }));
+    if (READING == Reading.POOL) {
+      builder.executor(READERS);
     } else {
       builder.directExecutor();
     }
@@ -269,7 +292,7 @@ public final class BenchFloor {
     return (call, headers) -> {
       Stream stream = new Stream(call, delta);
       call.sendHeaders(new Metadata());
-      call.request(ON_A_POOL ? 1 : Integer.MAX_VALUE);
+      call.request(READING == Reading.DIRECT ? Integer.MAX_VALUE : 1);
       streams.add(stream);
       return stream;
     };
@@ -299,7 +322,10 @@ public final class BenchFloor {
     @Override
     public void onMessage(InputStream request) {
       read(request);
-      if (ON_A_POOL) {
+      if (READING == Reading.HANDOFF) {
+        READERS.execute(HANDED::increment);
+      }
+      if (READING != Reading.DIRECT) {
         call.request(1);
       }
     }

@@ -44,7 +44,6 @@ import io.xdsproxy.downstream.xds.PeerInterceptor;
 import io.xdsproxy.downstream.xds.PerTypeServices;
 import io.xdsproxy.downstream.xds.RestDiscovery;
 import io.xdsproxy.downstream.xds.ServerContext;
-import io.xdsproxy.downstream.xds.StreamLane;
 import io.xdsproxy.downstream.xds.StreamMetrics;
 import io.xdsproxy.upstream.fs.FileSystemSource;
 import io.xdsproxy.upstream.fs.StateDir;
@@ -270,14 +269,16 @@ public final class XdsProxy implements AutoCloseable {
       Optional<NodeIdPattern> nodeIdPattern = config.tls().nodeIdPattern().map(NodeIdPattern::new);
       PeerInterceptor peers = new PeerInterceptor(nodeIdPattern);
       builder.addService(ServerInterceptors.intercept(ads, peers));
-      builder.addService(health.getHealthService());
-      builder.addService(new ClientStatusDiscovery(clients));
       perType.forEach(service -> builder.addService(ServerInterceptors.intercept(service, peers)));
       // So that grpcurl lists and describes the services without their protos, and shows the
-      // server's connections and calls (channelz).
-      builder.addService(ProtoReflectionServiceV1.newInstance());
-      builder.addService(ProtoReflectionService.newInstance());
-      builder.addService(ChannelzService.newInstance(CHANNELZ_PAGE_SIZE));
+      // server's connections and calls (channelz). These, unlike xDS, run on the workers.
+      List.of(
+              health.getHealthService().bindService(),
+              new ClientStatusDiscovery(clients).bindService(),
+              ProtoReflectionServiceV1.newInstance().bindService(),
+              ProtoReflectionService.newInstance().bindService(),
+              ChannelzService.newInstance(CHANNELZ_PAGE_SIZE).bindService())
+          .forEach(service -> builder.addService(OnWorkers.intercept(service, pool)));
       builder.addStreamTracerFactory(streamMetrics.endedStreams(xds));
       if (endsBeforeKeepalive(config.maxConnectionAge())) {
         // gRPC's server pings a silent client after two hours (its default keepalive time); a
@@ -288,11 +289,11 @@ public final class XdsProxy implements AutoCloseable {
       started =
           listen(
               builder
-                  .executor(pool)
-                  // Each xDS call's own gRPC work (parsing its requests) in its stream's lane of
-                  // the
-                  // pool, so newcomers' requests wait behind updates to the streams already served.
-                  .callExecutor(StreamLane.supplier(pool, xds))
+                  // Every call's callbacks on its connection's event loop, as they come: an xDS
+                  // stream reads its requests there and hands them to its own executor, or handles
+                  // an ACK there and then (ClientStream.onNext); the other services hand theirs to
+                  // the workers (OnWorkers).
+                  .directExecutor()
                   // xDS requests are small: a huge one is an attack or a bug (gRPC ends it with
                   // RESOURCE_EXHAUSTED).
                   .maxInboundMessageSize(config.limits().maxRequestBytes())

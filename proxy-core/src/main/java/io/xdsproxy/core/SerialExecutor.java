@@ -48,8 +48,8 @@ public final class SerialExecutor implements Executor {
 
   /**
    * Runs {@code task} on this thread now if none of this executor's tasks runs or waits, else as
-   * {@link #execute} does: for a caller that is itself a task of the pool (a request read on its
-   * stream's lane), which would otherwise hand the task to another worker, waking one, and end.
+   * {@link #execute} does: for a caller whose thread may as well do the work, such as the event
+   * loop a cheap request was read on, which would otherwise hand the task to a worker, waking one.
    */
   public void executeHere(Runnable task) {
     if (!tasks.isEmpty() || !scheduled.compareAndSet(false, true)) {

@@ -1,9 +1,6 @@
 package io.xdsproxy.bench.jmh;
 
 import io.envoyproxy.envoy.service.discovery.v3.AggregatedDiscoveryServiceGrpc;
-import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
-import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
-import io.grpc.ServerCallExecutorSupplier;
 import io.grpc.ServerInterceptors;
 import io.grpc.ServerMethodDefinition;
 import io.grpc.ServerServiceDefinition;
@@ -18,8 +15,8 @@ import io.xdsproxy.downstream.xds.AggregatedDiscoveryService;
 import io.xdsproxy.downstream.xds.Clients;
 import io.xdsproxy.downstream.xds.PeerInterceptor;
 import io.xdsproxy.downstream.xds.ServerContext;
-import io.xdsproxy.downstream.xds.StreamLane;
 import io.xdsproxy.downstream.xds.StreamMetrics;
+import java.io.InputStream;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
@@ -42,7 +39,6 @@ final class DirectProxy implements AutoCloseable {
   private final NodeGroups groups;
   private final Clients clients = new Clients();
   private final ServerServiceDefinition ads;
-  private final ServerCallExecutorSupplier lanes;
 
   DirectProxy(UpstreamSource upstream) {
     // Only idle groups and TTLs are timed, and neither happens while a benchmark runs.
@@ -71,25 +67,19 @@ final class DirectProxy implements AutoCloseable {
     ads =
         ServerInterceptors.intercept(
             AggregatedDiscoveryService.definition(serving), new PeerInterceptor());
-    lanes = StreamLane.supplier(CALLING_THREAD, List.of(ads));
-  }
-
-  /** Each call's executor, as the proxy's server gives them: its lane, on the calling thread. */
-  ServerCallExecutorSupplier lanes() {
-    return lanes;
   }
 
   /**
    * ADS State of the World: requests read by the proxy's own marshaller, responses as the proxy
    * writes them.
    */
-  ServerMethodDefinition<DiscoveryRequest, Object> sotw() {
+  ServerMethodDefinition<InputStream, Object> sotw() {
     return method(
         AggregatedDiscoveryServiceGrpc.getStreamAggregatedResourcesMethod().getFullMethodName());
   }
 
   /** ADS incremental (Delta). */
-  ServerMethodDefinition<DeltaDiscoveryRequest, Object> delta() {
+  ServerMethodDefinition<InputStream, Object> delta() {
     return method(
         AggregatedDiscoveryServiceGrpc.getDeltaAggregatedResourcesMethod().getFullMethodName());
   }

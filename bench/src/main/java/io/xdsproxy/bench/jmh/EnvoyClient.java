@@ -8,6 +8,7 @@ import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.xdsproxy.bench.MessageInput;
 import io.xdsproxy.core.TypeUrl;
+import java.io.InputStream;
 import java.net.SocketAddress;
 import java.util.List;
 
@@ -42,7 +43,7 @@ abstract sealed class EnvoyClient permits EnvoyClient.Sotw, EnvoyClient.Delta {
    * A State-of-the-World client: each request of a type repeats every name it wants of that type.
    */
   static final class Sotw extends EnvoyClient {
-    private final RecordingCall<DiscoveryRequest> call;
+    private final RecordingCall<InputStream> call;
     private final byte[] node;
 
     /** The resource_names of an EDS request, encoded once for every client of the group. */
@@ -52,7 +53,7 @@ abstract sealed class EnvoyClient permits EnvoyClient.Sotw, EnvoyClient.Delta {
      * @param endpointNames {@link #encodeNames} of every cluster
      */
     Sotw(DirectProxy proxy, Node node, SocketAddress peer, byte[] endpointNames) {
-      this.call = RecordingCall.start(proxy.sotw(), peer, proxy.lanes());
+      this.call = RecordingCall.start(proxy.sotw(), peer);
       this.node = DiscoveryRequest.newBuilder().setNode(node).build().toByteArray();
       this.endpointNames = endpointNames;
     }
@@ -63,7 +64,7 @@ abstract sealed class EnvoyClient permits EnvoyClient.Sotw, EnvoyClient.Delta {
     }
 
     @Override
-    RecordingCall<DiscoveryRequest> call() {
+    RecordingCall<InputStream> call() {
       return call;
     }
 
@@ -108,18 +109,18 @@ abstract sealed class EnvoyClient permits EnvoyClient.Sotw, EnvoyClient.Delta {
 
   /** An incremental client: names are sent once, on subscribing; an ACK is its nonce. */
   static final class Delta extends EnvoyClient {
-    private final RecordingCall<DeltaDiscoveryRequest> call;
+    private final RecordingCall<InputStream> call;
     private final byte[] node;
     private final List<String> endpointNames;
 
     Delta(DirectProxy proxy, Node node, SocketAddress peer, List<String> endpointNames) {
-      this.call = RecordingCall.start(proxy.delta(), peer, proxy.lanes());
+      this.call = RecordingCall.start(proxy.delta(), peer);
       this.node = DeltaDiscoveryRequest.newBuilder().setNode(node).build().toByteArray();
       this.endpointNames = endpointNames;
     }
 
     @Override
-    RecordingCall<DeltaDiscoveryRequest> call() {
+    RecordingCall<InputStream> call() {
       return call;
     }
 

@@ -8,7 +8,6 @@ import io.grpc.Grpc;
 import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
 import io.grpc.ServerCall;
-import io.grpc.ServerCallExecutorSupplier;
 import io.grpc.ServerMethodDefinition;
 import io.grpc.Status;
 import java.io.IOException;
@@ -16,14 +15,13 @@ import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.net.SocketAddress;
 import java.util.Arrays;
-import java.util.concurrent.Executor;
 
 /**
  * One downstream call as the proxy's service sees it, with no transport behind it. Requests go in
- * as bytes, parsed by the method's own request marshaller as gRPC would; every message the proxy
- * writes is turned into its wire form by the method's own response marshaller and read out, as a
- * transport writes it to its socket buffer. The call keeps the last message's bytes and counts; it
- * is always ready and never cancelled.
+ * as bytes, handed over by the method's own request marshaller as gRPC would; every message the
+ * proxy writes is turned into its wire form by the method's own response marshaller and read out,
+ * as a transport writes it to its socket buffer. The call keeps the last message's bytes and
+ * counts; it is always ready and never cancelled.
  *
  * @param <Q> the request message
  */
@@ -31,9 +29,6 @@ final class RecordingCall<Q> extends ServerCall<Q, Object> {
 
   private final MethodDescriptor<Q, Object> method;
   private final Attributes attributes;
-
-  /** The call's executor, as gRPC's server picks it ({@code callExecutor}): its lane. */
-  private Executor lane;
 
   private Listener<Q> listener;
   private int requested;
@@ -58,34 +53,21 @@ final class RecordingCall<Q> extends ServerCall<Q, Object> {
 
   /**
    * A call of {@code definition}'s method from a client at {@code peer}, started as a server starts
-   * one: on the executor {@code executors} gives it, as each of its requests is then read.
+   * one, on the calling thread: the proxy's server calls its xDS methods on the connection's event
+   * loop, directly.
    */
   static <Q> RecordingCall<Q> start(
-      ServerMethodDefinition<Q, Object> definition,
-      SocketAddress peer,
-      ServerCallExecutorSupplier executors) {
+      ServerMethodDefinition<Q, Object> definition, SocketAddress peer) {
     RecordingCall<Q> call = new RecordingCall<>(definition.getMethodDescriptor(), peer);
-    Metadata headers = new Metadata();
-    call.lane = executors.getExecutor(call, headers);
-    call.lane.execute(
-        () -> {
-          call.listener = definition.getServerCallHandler().startCall(call, headers);
-          call.listener.onReady();
-        });
+    call.listener = definition.getServerCallHandler().startCall(call, new Metadata());
+    call.listener.onReady();
     return call;
   }
 
-  /** The executor {@code executors} gives a call of {@code definition}'s method, not started. */
-  static Executor executorOf(
-      ServerMethodDefinition<?, Object> definition, ServerCallExecutorSupplier executors) {
-    return executors.getExecutor(
-        new RecordingCall<>(definition.getMethodDescriptor(), null), new Metadata());
-  }
-
   /**
-   * The client sent {@code message}, encoded: the method's marshaller parses it and the proxy reads
-   * it, on the call's executor. As with gRPC's manual flow control, only a message the proxy asked
-   * for is delivered.
+   * The client sent {@code message}, encoded: handed to the proxy as gRPC hands it, which reads it
+   * on the calling thread. As with gRPC's manual flow control, only a message the proxy asked for
+   * is delivered.
    */
   void receive(InputStream message) {
     if (requested == 0) {
@@ -93,7 +75,7 @@ final class RecordingCall<Q> extends ServerCall<Q, Object> {
           method.getFullMethodName() + ": the proxy has not asked for another request");
     }
     requested--;
-    lane.execute(() -> listener.onMessage(method.parseRequest(message)));
+    listener.onMessage(method.parseRequest(message));
   }
 
   /** The client ends its side of the stream. */

@@ -9,6 +9,7 @@ import io.grpc.MethodDescriptor;
 import io.grpc.ServerServiceDefinition;
 import io.grpc.ServiceDescriptor;
 import io.grpc.stub.ServerCalls;
+import java.io.InputStream;
 import java.util.Optional;
 
 /**
@@ -22,9 +23,9 @@ public final class AggregatedDiscoveryService {
 
   /** The service to add to the xDS server, its SotW method as {@link #sotw} makes it. */
   public static ServerServiceDefinition definition(ServerContext serving) {
-    MethodDescriptor<DiscoveryRequest, EncodedResponse> sotw =
+    MethodDescriptor<InputStream, EncodedResponse> sotw =
         sotw(AggregatedDiscoveryServiceGrpc.getStreamAggregatedResourcesMethod());
-    MethodDescriptor<DeltaDiscoveryRequest, EncodedResponse> delta =
+    MethodDescriptor<InputStream, EncodedResponse> delta =
         delta(AggregatedDiscoveryServiceGrpc.getDeltaAggregatedResourcesMethod());
     serving.metrics().serves(ClientStream.SOTW, "ads");
     serving.metrics().serves(ClientStream.DELTA, "ads");
@@ -56,20 +57,40 @@ public final class AggregatedDiscoveryService {
   }
 
   /**
-   * {@code method} with its requests read by {@link RequestMarshaller#SOTW} and its responses
-   * written from their shared, pre-encoded resources ({@link EncodedResponse}).
+   * {@code method} with its requests handed to the stream as received, which reads them with {@link
+   * RequestMarshaller#SOTW} for its call, and its responses written from their shared, pre-encoded
+   * resources ({@link EncodedResponse}).
    */
-  static MethodDescriptor<DiscoveryRequest, EncodedResponse> sotw(
+  static MethodDescriptor<InputStream, EncodedResponse> sotw(
       MethodDescriptor<DiscoveryRequest, DiscoveryResponse> method) {
-    return method.toBuilder(RequestMarshaller.SOTW, EncodedResponse.SOTW).build();
+    return method.toBuilder(AS_RECEIVED, EncodedResponse.SOTW).build();
   }
 
   /**
-   * {@code method} with its requests read by {@link RequestMarshaller#DELTA} and its responses
-   * written from their shared, pre-encoded body ({@link EncodedResponse}).
+   * {@code method} with its requests handed to the stream as received, which reads them with {@link
+   * RequestMarshaller#DELTA} for its call, and its responses written from their shared, pre-encoded
+   * body ({@link EncodedResponse}).
    */
-  static MethodDescriptor<DeltaDiscoveryRequest, EncodedResponse> delta(
+  static MethodDescriptor<InputStream, EncodedResponse> delta(
       MethodDescriptor<DeltaDiscoveryRequest, DeltaDiscoveryResponse> method) {
-    return method.toBuilder(RequestMarshaller.DELTA, EncodedResponse.DELTA).build();
+    return method.toBuilder(AS_RECEIVED, EncodedResponse.DELTA).build();
   }
+
+  /**
+   * A request as gRPC received it: read by the stream, whose call's last request tells the
+   * marshaller what to expect ({@link StreamLane#lastNames}), while gRPC's parse has no call to go
+   * by. gRPC frees the bytes once the stream's {@code onNext} returns.
+   */
+  private static final MethodDescriptor.Marshaller<InputStream> AS_RECEIVED =
+      new MethodDescriptor.Marshaller<>() {
+        @Override
+        public InputStream stream(InputStream value) {
+          return value;
+        }
+
+        @Override
+        public InputStream parse(InputStream stream) {
+          return stream;
+        }
+      };
 }

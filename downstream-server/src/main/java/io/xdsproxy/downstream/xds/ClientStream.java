@@ -2,6 +2,7 @@ package io.xdsproxy.downstream.xds;
 
 import io.envoyproxy.envoy.config.core.v3.Node;
 import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import io.xdsproxy.core.ClientFeatures;
@@ -12,6 +13,7 @@ import io.xdsproxy.core.SerialExecutor;
 import io.xdsproxy.core.TypeSnapshot;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.core.WorkLanes;
+import java.io.InputStream;
 import java.net.SocketAddress;
 import java.time.Clock;
 import java.util.ArrayList;
@@ -27,6 +29,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
 import java.util.function.Predicate;
+import java.util.function.ToIntFunction;
 
 /**
  * What every downstream xDS stream does, whatever its variant: its lifecycle and the dispatch of
@@ -45,8 +48,8 @@ import java.util.function.Predicate;
  * @param <Q> the request message
  * @param <S> the state of one type's logical stream in the variant
  */
-abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S extends TypeState<?>>
-    implements StreamObserver<Q>, GroupWatcher {
+abstract class ClientStream<Q extends com.google.protobuf.Message, S extends TypeState<?>>
+    implements StreamObserver<InputStream>, GroupWatcher {
 
   /** The variant's protocol name, as the services register it in metrics. */
   static final String SOTW = "SotW";
@@ -54,11 +57,19 @@ abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S ex
   static final String DELTA = "Delta";
 
   /**
-   * How a variant's requests name the client's node and the type they are about: what a stream
-   * reads of each request before its type's {@link TypeState} takes it.
+   * How a variant's requests are read, and how they name the client's node, the type they are about
+   * and how many resources: what a stream reads of each request before its type's {@link TypeState}
+   * takes it.
+   *
+   * @param names how many resource names a request holds, in all its fields of names
    */
-  record Requests<Q>(
-      String protocol, Predicate<Q> hasNode, Function<Q, Node> node, Function<Q, String> typeUrl) {}
+  record Requests<Q extends com.google.protobuf.Message>(
+      String protocol,
+      RequestMarshaller<Q> marshaller,
+      Predicate<Q> hasNode,
+      Function<Q, Node> node,
+      Function<Q, String> typeUrl,
+      ToIntFunction<Q> names) {}
 
   private final Requests<Q> requests;
   private final ServerCallStreamObserver<EncodedResponse> responses;
@@ -92,11 +103,12 @@ abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S ex
   private final AtomicBoolean changedScheduled = new AtomicBoolean();
 
   /**
-   * The worker pool's lane ({@link WorkLanes}) of the stream's work and of its call's gRPC work
-   * (parsing its requests): the initial lane until its client has answered a first response of
-   * every type it asked for ({@link PushScheduler#awaitsFirstState}), so that a storm of newcomers
-   * does not delay updates to the streams already served. Moved on the executor, read by whoever
-   * hands it work; a task that reads it stale only runs in the other lane once.
+   * The worker pool's lane ({@link WorkLanes}) of the stream's work: the initial lane until its
+   * client has answered a first response of every type it asked for ({@link
+   * PushScheduler#awaitsFirstState}), so that a storm of newcomers does not delay updates to the
+   * streams already served. Moved on the executor, read by whoever hands it work; a task that reads
+   * it stale only runs in the other lane once. It also keeps what the call's last request's names
+   * were read as, for the next.
    */
   private final StreamLane lane;
 
@@ -136,7 +148,7 @@ abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S ex
     this.fixedType = fixedType;
     this.peer = peer;
     this.variant = (protocol + " " + fixedType.map(TypeUrl::shortName).orElse("ADS")).intern();
-    this.lane = StreamLane.forStream(serving.pool());
+    this.lane = new StreamLane(serving.pool());
     this.executor = new SerialExecutor(lane, this);
     this.pushes =
         new PushScheduler<>(
@@ -227,17 +239,30 @@ abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S ex
   }
 
   /**
-   * Hands a request to the executor. The first request of a type is a newcomer's work even on a
+   * Reads a request where gRPC hands it over, on its connection's event loop (the server's executor
+   * is direct), and has it handled. The first request of a type is a newcomer's work even on a
    * stream whose client holds the types it asked for before: clients ask for a type only once they
    * hold what names it (a gRPC client asks for the assignments of the clusters it was sent after it
    * ACKed them, an Envoy for its listeners once its clusters are warm), and the request names
    * everything of its type the client needs (a SotW assignments request every cluster). Handled in
    * the change lane, a storm's second types were queued ahead of the updates to the streams already
-   * served. Any other request read on the call's lane is handled on the same worker at once when
-   * the stream's executor has nothing else to run.
+   * served; so it waits in the initial lane, as does every request of a stream that awaits its
+   * first states. Any other request that costs little to handle ({@link #light}), as every ACK of
+   * an established client does, is handled on the event loop there and then if the stream's
+   * executor has nothing else to run: handing it to a worker would cost the event loop a wake-up of
+   * that worker, and the worker a wait and a wake-up, more than the handling itself (RESULTS,
+   * "Requests handled where they are read").
    */
   @Override
-  public final void onNext(Q request) {
+  public final void onNext(InputStream received) {
+    RequestMarshaller.Decoded<?> namesBefore = lane.lastNames();
+    Q request;
+    try {
+      request = requests.marshaller().read(received, lane);
+    } catch (StatusRuntimeException unreadable) {
+      executor.execute(() -> fail(unreadable.getStatus()));
+      return;
+    }
     boolean firstOfItsType = lane.firstRequestRead(requests.typeUrl().apply(request));
     Runnable handling =
         guarded(
@@ -256,13 +281,24 @@ abstract class ClientStream<Q extends com.google.protobuf.MessageOrBuilder, S ex
                 laneChange();
               }
             });
-    if (!firstOfItsType && StreamLane.running() == lane) {
-      // Read on the call's lane, a worker's task: handled there and then, not handed to another
-      // worker (an ACK of every stream on every update).
+    if (!firstOfItsType && !lane.initial() && light(request, namesBefore)) {
       executor.executeHere(handling);
     } else {
       executor.execute(handling);
     }
+  }
+
+  /**
+   * Whether handling {@code request}, not its type's first, costs little: it holds few names, or
+   * the many its call's last request held ({@code namesBefore}, which the marshaller found it
+   * repeats). Such a request changes no subscription beyond a few names: it is an ACK, a NACK, or a
+   * small change, and what it may write is built from encodings the stream's group shares.
+   */
+  private boolean light(Q request, RequestMarshaller.Decoded<?> namesBefore) {
+    RequestMarshaller.Decoded<?> names = lane.lastNames();
+    return names == null
+        ? requests.names().applyAsInt(request) < RequestMarshaller.MANY_NAMES
+        : names == namesBefore;
   }
 
   /** Moves the stream's work to the lane it belongs in now, if that changed. */

@@ -14,9 +14,14 @@ public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, Delta
   private static final Requests<DeltaDiscoveryRequest> REQUESTS =
       new Requests<>(
           DELTA,
+          RequestMarshaller.DELTA,
           DeltaDiscoveryRequest::hasNode,
           DeltaDiscoveryRequest::getNode,
-          DeltaDiscoveryRequest::getTypeUrl);
+          DeltaDiscoveryRequest::getTypeUrl,
+          request ->
+              request.getResourceNamesSubscribeCount()
+                  + request.getResourceNamesUnsubscribeCount()
+                  + request.getInitialResourceVersionsCount());
 
   /**
    * @param fixedType the type of a per-type service, empty for ADS

@@ -17,6 +17,7 @@ import io.grpc.ServerServiceDefinition;
 import io.grpc.ServiceDescriptor;
 import io.grpc.stub.ServerCalls;
 import io.xdsproxy.core.TypeUrl;
+import java.io.InputStream;
 import java.util.List;
 import java.util.Optional;
 
@@ -92,13 +93,13 @@ public final class PerTypeServices {
     Optional<TypeUrl> type = Optional.of(service.type());
     ServiceDescriptor.Builder descriptor =
         AggregatedDiscoveryService.describedAs(service.generated());
-    MethodDescriptor<DiscoveryRequest, EncodedResponse> sotw = null;
+    MethodDescriptor<InputStream, EncodedResponse> sotw = null;
     if (service.sotw() != null) {
       sotw = AggregatedDiscoveryService.sotw(service.sotw());
       descriptor.addMethod(sotw);
       serving.metrics().serves(ClientStream.SOTW, service.type().shortName());
     }
-    MethodDescriptor<DeltaDiscoveryRequest, EncodedResponse> delta =
+    MethodDescriptor<InputStream, EncodedResponse> delta =
         AggregatedDiscoveryService.delta(service.delta());
     descriptor.addMethod(delta);
     serving.metrics().serves(ClientStream.DELTA, service.type().shortName());

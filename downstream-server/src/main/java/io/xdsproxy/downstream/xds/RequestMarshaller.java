@@ -40,7 +40,7 @@ import java.util.function.Function;
  * @param <M> the request message: {@link #SOTW}'s names are its resource_names, {@link #DELTA}'s
  *     its resource_names_subscribe
  */
-final class RequestMarshaller<M extends Message> implements Marshaller<M> {
+public final class RequestMarshaller<M extends Message> implements Marshaller<M> {
 
   /**
    * A request with fewer names is parsed as usual: not worth the lookup. One with as many or more
@@ -49,10 +49,10 @@ final class RequestMarshaller<M extends Message> implements Marshaller<M> {
   static final int MANY_NAMES = 16;
 
   /** SotW requests, by their resource_names. */
-  static final RequestMarshaller<DiscoveryRequest> SOTW = sotw();
+  public static final RequestMarshaller<DiscoveryRequest> SOTW = sotw();
 
   /** Delta requests, by their resource_names_subscribe. */
-  static final RequestMarshaller<DeltaDiscoveryRequest> DELTA = delta();
+  public static final RequestMarshaller<DeltaDiscoveryRequest> DELTA = delta();
 
   private final M empty;
   private final Parser<M> parser;
@@ -116,12 +116,22 @@ final class RequestMarshaller<M extends Message> implements Marshaller<M> {
     return plain.stream(value);
   }
 
+  /** {@code stream}, a whole request, read as a request of no call. */
   @Override
   public M parse(InputStream stream) {
+    return read(stream, null);
+  }
+
+  /**
+   * {@code stream}, a whole request as gRPC hands it over, read for the call whose lane is {@code
+   * lane} (null for none). Bytes that are not a request give a request that says so ({@link
+   * InvalidRequest}); a stream that cannot be read throws INTERNAL.
+   */
+  public M read(InputStream stream, StreamLane lane) {
     try {
       if (!(stream instanceof KnownLength)) {
         byte[] bytes = stream.readAllBytes();
-        return parse(bytes, bytes.length, StreamLane.running());
+        return parse(bytes, bytes.length, lane);
       }
       int length = stream.available();
       byte[] bytes = ReadBuffer.holding(length);
@@ -130,7 +140,7 @@ final class RequestMarshaller<M extends Message> implements Marshaller<M> {
         throw new IOException(
             "the request's length is not the " + length + " bytes its stream said");
       }
-      return parse(bytes, length, StreamLane.running());
+      return parse(bytes, length, lane);
     } catch (InvalidProtocolBufferException e) {
       return InvalidRequest.of(empty, e);
     } catch (IOException e) {
@@ -148,8 +158,9 @@ final class RequestMarshaller<M extends Message> implements Marshaller<M> {
 
   /**
    * The request in the first {@code length} bytes of {@code bytes}, for the call whose lane is
-   * {@code lane} (none in tests and benchmarks that parse alone). Nothing keeps {@code bytes}: it
-   * may be a thread's buffer, written again by the next request.
+   * {@code lane} (none in tests and benchmarks that parse alone), whose {@link
+   * StreamLane#lastNames} it then holds the names of, or null if it held few. Nothing keeps {@code
+   * bytes}: it may be a thread's buffer, written again by the next request.
    */
   M parse(byte[] bytes, int length, StreamLane lane) throws InvalidProtocolBufferException {
     Decoded<M> last = lane == null ? null : lane.lastNames();
@@ -187,10 +198,10 @@ final class RequestMarshaller<M extends Message> implements Marshaller<M> {
         }
       }
     } catch (IOException garbage) {
-      return parser.parseFrom(bytes, 0, length); // says what is wrong, as the plain parser would
+      return plain(bytes, length, lane); // says what is wrong, as the plain parser would
     }
     if (count < MANY_NAMES || !oneRun) {
-      return parser.parseFrom(bytes, 0, length);
+      return plain(bytes, length, lane);
     }
     Decoded<M> names =
         asBefore && end - start == last.encoded().length
@@ -207,6 +218,14 @@ final class RequestMarshaller<M extends Message> implements Marshaller<M> {
       lane.lastNames(names);
     }
     return request;
+  }
+
+  /** The request in {@code bytes} parsed as protobuf parses it, its names not looked up. */
+  private M plain(byte[] bytes, int length, StreamLane lane) throws InvalidProtocolBufferException {
+    if (lane != null) {
+      lane.lastNames(null);
+    }
+    return parser.parseFrom(bytes, 0, length);
   }
 
   /** The names of {@code encoded}, decoded once for every request that holds them. */

@@ -13,7 +13,12 @@ public final class SotwStream extends ClientStream<DiscoveryRequest, SotwTypeSta
 
   private static final Requests<DiscoveryRequest> REQUESTS =
       new Requests<>(
-          SOTW, DiscoveryRequest::hasNode, DiscoveryRequest::getNode, DiscoveryRequest::getTypeUrl);
+          SOTW,
+          RequestMarshaller.SOTW,
+          DiscoveryRequest::hasNode,
+          DiscoveryRequest::getNode,
+          DiscoveryRequest::getTypeUrl,
+          DiscoveryRequest::getResourceNamesCount);
 
   /**
    * @param fixedType the type of a per-type service, empty for ADS

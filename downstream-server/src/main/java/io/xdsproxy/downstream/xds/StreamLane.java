@@ -1,48 +1,36 @@
 package io.xdsproxy.downstream.xds;
 
-import io.grpc.Metadata;
-import io.grpc.ServerCall;
-import io.grpc.ServerCallExecutorSupplier;
-import io.grpc.ServerServiceDefinition;
 import io.xdsproxy.core.WorkLanes;
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.stream.Collectors;
 
 /**
- * The lane of the worker pool ({@link WorkLanes}) that one downstream xDS call's work goes in: the
- * initial lane until its client has answered (ACK or NACK) a first response of every type it asked
- * for, and while the first request of a type waits to be handled; the change lane otherwise. Both
- * the call's gRPC work (reading and parsing each request, the listener's callbacks: gRPC's call
- * executor, chosen per call by {@link #supplier}) and the stream's own {@link
- * io.xdsproxy.core.SerialExecutor} submit through it, so that a storm of newcomers — whose first
- * SotW EDS request, and the ACK of its answer, name every cluster — is parsed in the lane its first
- * states are written in, behind the updates to the streams already served.
+ * The lane of the worker pool ({@link WorkLanes}) that one downstream xDS stream's work goes in:
+ * the initial lane until its client has answered (ACK or NACK) a first response of every type it
+ * asked for, and while the first request of a type waits to be handled; the change lane otherwise.
+ * The stream's own {@link io.xdsproxy.core.SerialExecutor} submits through it, so that a storm of
+ * newcomers — whose first SotW EDS request, and the ACK of its answer, name every cluster — is
+ * handled in the lane its first states are written in, behind the updates to the streams already
+ * served.
  *
- * <p>gRPC picks the call's executor before the service's handler makes the stream; the handler runs
- * on that executor, so the stream finds its call's lane as the one whose task is running ({@link
- * #forStream}). The request marshaller finds it so too ({@link #running}), and keeps in it what it
- * read the names of the call's last request as ({@link #lastNames}): a SotW client repeats them in
- * every request.
+ * <p>The call's requests are read where gRPC delivers them, on the connection's event loop, one at
+ * a time; what the request marshaller read the names of the call's last request as ({@link
+ * #lastNames}) is kept here, for the next: a SotW client repeats them in every request.
  */
 public final class StreamLane implements Executor {
 
-  /** The lane whose task runs on this thread. */
-  private static final ThreadLocal<StreamLane> RUNNING = new ThreadLocal<>();
-
   private final Executor pool;
 
-  /** Written by the stream's executor, read by whoever hands the call or the stream work. */
+  /** Written by the stream's executor, read by whoever hands the stream work. */
   private volatile boolean initial = true;
 
   /**
    * The names of the call's last request that held many, as {@link RequestMarshaller} read them;
-   * written and read by the marshaller on gRPC's executor of the call, which runs one task at a
-   * time.
+   * null when it held few. Written and read by the marshaller on the call's transport thread, which
+   * delivers one request at a time.
    */
   private RequestMarshaller.Decoded<?> lastNames;
 
@@ -60,43 +48,9 @@ public final class StreamLane implements Executor {
    */
   private volatile Set<String> askedTypes = Set.of();
 
-  StreamLane(Executor pool) {
+  /** A lane on {@code pool}, for one stream's work. */
+  public StreamLane(Executor pool) {
     this.pool = pool;
-  }
-
-  /**
-   * gRPC's call executors ({@code ServerBuilder.callExecutor}) for a server whose xDS services are
-   * {@code xds}: a lane on {@code pool} per call to one of them; every other call (health,
-   * reflection, CSDS) gets the server's default executor.
-   */
-  public static ServerCallExecutorSupplier supplier(
-      Executor pool, Collection<ServerServiceDefinition> xds) {
-    Set<String> xdsServices =
-        xds.stream()
-            .map(service -> service.getServiceDescriptor().getName())
-            .collect(Collectors.toUnmodifiableSet());
-    return new ServerCallExecutorSupplier() {
-      @Override
-      public <Q, S> Executor getExecutor(ServerCall<Q, S> call, Metadata headers) {
-        return xdsServices.contains(call.getMethodDescriptor().getServiceName())
-            ? new StreamLane(pool)
-            : null;
-      }
-    };
-  }
-
-  /**
-   * The lane of the call whose handler is making a stream on this thread, or a new lane on {@code
-   * pool} for a call that has none (a server without {@link #supplier}, a benchmark's direct call).
-   */
-  static StreamLane forStream(Executor pool) {
-    StreamLane lane = RUNNING.get();
-    return lane != null ? lane : new StreamLane(pool);
-  }
-
-  /** The lane whose task runs on this thread, if any. */
-  static StreamLane running() {
-    return RUNNING.get();
   }
 
   @SuppressWarnings("unchecked")
@@ -105,7 +59,16 @@ public final class StreamLane implements Executor {
   }
 
   void lastNames(RequestMarshaller.Decoded<?> names) {
-    lastNames = names;
+    if (lastNames != names) {
+      // Not stored again when it is the same: each store into this old object dirties a card that
+      // G1's refinement threads then scan, and every ACK repeats the names.
+      lastNames = names;
+    }
+  }
+
+  /** Whether the stream's work goes in the initial lane now. */
+  boolean initial() {
+    return initial;
   }
 
   /** Moves the call's work, and its stream's, to the initial lane or out of it. */
@@ -146,17 +109,6 @@ public final class StreamLane implements Executor {
 
   @Override
   public void execute(Runnable task) {
-    Runnable run = () -> runMarked(task);
-    pool.execute(initial || firstRequests.get() > 0 ? WorkLanes.initial(run) : run);
-  }
-
-  private void runMarked(Runnable task) {
-    StreamLane outer = RUNNING.get();
-    RUNNING.set(this);
-    try {
-      task.run();
-    } finally {
-      RUNNING.set(outer);
-    }
+    pool.execute(initial || firstRequests.get() > 0 ? WorkLanes.initial(task) : task);
   }
 }

@@ -23,12 +23,13 @@
  * to its own {@link io.xdsproxy.core.SerialExecutor} on the shared worker pool, in the pool's
  * initial lane until its client has answered (ACK or NACK) a first response of every type it asked
  * for, and while a type's first request waits, else in the change lane ({@link
- * io.xdsproxy.core.WorkLanes}); gRPC's work for the stream's call (reading and parsing its
- * requests) goes in the same lane ({@link io.xdsproxy.downstream.xds.StreamLane}, the call's
- * executor). gRPC's callbacks and the group's notifications only enqueue there; snapshots are read
- * as they are, immutable. A REST poll has an executor of its own likewise. The timer only fires (a
- * paced stream's next read, a long poll's timeout) onto those executors. {@link
- * io.xdsproxy.downstream.xds.Clients} is a concurrent registry; each stream answers for its own
- * status on its own executor.
+ * io.xdsproxy.core.WorkLanes}, {@link io.xdsproxy.downstream.xds.StreamLane}). gRPC hands the
+ * call's callbacks over on its connection's event loop (the server's executor is direct): a request
+ * is read there and handed to the stream's executor, or, when it costs little (an ACK of an
+ * established client) and the executor is idle, handled there at once; the other callbacks and the
+ * group's notifications only enqueue. Snapshots are read as they are, immutable. A REST poll has an
+ * executor of its own likewise. The timer only fires (a paced stream's next read, a long poll's
+ * timeout) onto those executors. {@link io.xdsproxy.downstream.xds.Clients} is a concurrent
+ * registry; each stream answers for its own status on its own executor.
  */
 package io.xdsproxy.downstream.xds;

@@ -6,6 +6,7 @@ import io.envoyproxy.envoy.config.core.v3.Node;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.xdsproxy.core.TypeUrl;
+import java.io.InputStream;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -49,7 +50,7 @@ class AssignmentsAfterClusterChangeTest {
     upstream.put(TypeUrl.CLUSTER, "d", 1);
     upstream.put(TypeUrl.ENDPOINT, "c", 1);
     upstream.put(TypeUrl.ENDPOINT, "d", 1);
-    InProcessCall<DiscoveryRequest> call = proxy.sotw();
+    InProcessCall<InputStream> call = proxy.sotw();
     call.receive(sotw(TypeUrl.CLUSTER, "").toByteArray());
     Written clusters = Written.sotw(call).get(0);
     call.receive(ack(TypeUrl.CLUSTER, clusters).toByteArray());
@@ -77,7 +78,7 @@ class AssignmentsAfterClusterChangeTest {
   void aDeltaClientIsSentTheUnchangedAssignmentOfAChangedClusterUnasked() throws Exception {
     upstream.put(TypeUrl.CLUSTER, "c", 1);
     upstream.put(TypeUrl.ENDPOINT, "c", 1);
-    InProcessCall<DeltaDiscoveryRequest> call = proxy.delta();
+    InProcessCall<InputStream> call = proxy.delta();
     call.receive(delta(TypeUrl.CLUSTER, "").toByteArray());
     String clusterNonce = Written.delta(call).get(0).nonce();
     call.receive(delta(TypeUrl.ENDPOINT, "", "c").toByteArray());
@@ -99,7 +100,7 @@ class AssignmentsAfterClusterChangeTest {
     upstream.put(TypeUrl.CLUSTER, "c", 1);
     upstream.put(TypeUrl.ENDPOINT, "c", 1);
     upstream.put(TypeUrl.ENDPOINT, "new", 1);
-    InProcessCall<DiscoveryRequest> call = proxy.sotw();
+    InProcessCall<InputStream> call = proxy.sotw();
     call.receive(sotw(TypeUrl.CLUSTER, "").toByteArray());
     call.receive(sotw(TypeUrl.ENDPOINT, "", "c").toByteArray());
     Written.sotw(call);
@@ -115,7 +116,7 @@ class AssignmentsAfterClusterChangeTest {
   void aDeltaClientsFirstRequestIsAnsweredWhenThereIsNothingToSend() throws Exception {
     upstream.put(TypeUrl.LISTENER, "l", 1);
     upstream.remove(TypeUrl.LISTENER, "l");
-    InProcessCall<DeltaDiscoveryRequest> call = proxy.delta();
+    InProcessCall<InputStream> call = proxy.delta();
 
     call.receive(delta(TypeUrl.LISTENER, "").toByteArray());
 
@@ -132,7 +133,7 @@ class AssignmentsAfterClusterChangeTest {
   @Test
   void aSotwClientAskingForAnAssignmentTheUpstreamLacksIsSentAnEmptyOneOnce() throws Exception {
     upstream.put(TypeUrl.ENDPOINT, "present", 1);
-    InProcessCall<DiscoveryRequest> call = proxy.sotw();
+    InProcessCall<InputStream> call = proxy.sotw();
 
     call.receive(sotw(TypeUrl.ENDPOINT, "", "present", "missing").toByteArray());
 
@@ -153,7 +154,7 @@ class AssignmentsAfterClusterChangeTest {
       throws Exception {
     upstream.put(TypeUrl.CLUSTER, "c", 2);
     upstream.put(TypeUrl.ENDPOINT, "c", 1);
-    InProcessCall<DeltaDiscoveryRequest> call = proxy.delta();
+    InProcessCall<InputStream> call = proxy.delta();
     String heldAssignment = upstream.state(TypeUrl.ENDPOINT).get("c").version();
 
     // As an Envoy reconnects: it holds c at an older version, and c's assignment as it is now. The

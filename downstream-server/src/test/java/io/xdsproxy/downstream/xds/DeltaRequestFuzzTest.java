@@ -24,6 +24,7 @@ import io.grpc.Status.Code;
 import io.xdsproxy.core.Subscription;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.core.XdsResource;
+import java.io.InputStream;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -266,13 +267,13 @@ class DeltaRequestFuzzTest {
   static final class Client {
     final String label;
     final Node home;
-    final InProcessCall<DeltaDiscoveryRequest> call;
+    final InProcessCall<InputStream> call;
     Node node;
     final Map<TypeUrl, TypeView> types = new HashMap<>();
     final List<String> nonces = new ArrayList<>();
     Code expectedClose;
 
-    Client(String label, Node home, InProcessCall<DeltaDiscoveryRequest> call) {
+    Client(String label, Node home, InProcessCall<InputStream> call) {
       this.label = label;
       this.home = home;
       this.call = call;

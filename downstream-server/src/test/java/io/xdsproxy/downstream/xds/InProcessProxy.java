@@ -1,8 +1,6 @@
 package io.xdsproxy.downstream.xds;
 
 import io.envoyproxy.envoy.service.discovery.v3.AggregatedDiscoveryServiceGrpc;
-import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
-import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.grpc.ServerInterceptors;
 import io.grpc.ServerMethodDefinition;
 import io.grpc.ServerServiceDefinition;
@@ -11,6 +9,7 @@ import io.xdsproxy.core.NodeGroupRule;
 import io.xdsproxy.core.NodeGroups;
 import io.xdsproxy.core.SavedStates;
 import io.xdsproxy.core.Ticker;
+import java.io.InputStream;
 import java.net.InetSocketAddress;
 import java.time.Clock;
 import java.time.Duration;
@@ -80,7 +79,7 @@ final class InProcessProxy implements AutoCloseable {
   }
 
   /** A new ADS State-of-the-World call, from a client of its own. */
-  InProcessCall<DiscoveryRequest> sotw() {
+  InProcessCall<InputStream> sotw() {
     return InProcessCall.start(
         method(
             AggregatedDiscoveryServiceGrpc.getStreamAggregatedResourcesMethod()
@@ -89,7 +88,7 @@ final class InProcessProxy implements AutoCloseable {
   }
 
   /** A new ADS incremental call, from a client of its own. */
-  InProcessCall<DeltaDiscoveryRequest> delta() {
+  InProcessCall<InputStream> delta() {
     return InProcessCall.start(
         method(
             AggregatedDiscoveryServiceGrpc.getDeltaAggregatedResourcesMethod().getFullMethodName()),

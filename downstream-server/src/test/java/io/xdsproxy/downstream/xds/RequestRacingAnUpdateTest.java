@@ -4,9 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.tuple;
 
 import io.envoyproxy.envoy.config.core.v3.Node;
-import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
-import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.xdsproxy.core.TypeUrl;
+import java.io.InputStream;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.List;
@@ -65,7 +64,7 @@ class RequestRacingAnUpdateTest {
   @Test
   void aDeltaAckHandledBeforeAPendingUpdateLetsTheUpdateGoFirstMakeBeforeBreak() throws Exception {
     clustersAndARoute();
-    InProcessCall<DeltaDiscoveryRequest> call = proxy.delta();
+    InProcessCall<InputStream> call = proxy.delta();
     call.receive(ClientRequests.delta(NODE, TypeUrl.CLUSTER, "", "*").toByteArray());
     runQueued();
     Written clusters = Written.delta(call).get(0);
@@ -89,7 +88,7 @@ class RequestRacingAnUpdateTest {
   @Test
   void aSotwAckHandledBeforeAPendingUpdateLetsTheUpdateGoFirstMakeBeforeBreak() throws Exception {
     clustersAndARoute();
-    InProcessCall<DiscoveryRequest> call = proxy.sotw();
+    InProcessCall<InputStream> call = proxy.sotw();
     call.receive(ClientRequests.sotw(NODE, TypeUrl.CLUSTER, "").toByteArray());
     runQueued();
     Written clusters = Written.sotw(call).get(0);

@@ -24,6 +24,7 @@ import io.xdsproxy.core.ResourceDecoder;
 import io.xdsproxy.core.Subscription;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.core.XdsResource;
+import java.io.InputStream;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -231,7 +232,7 @@ class SotwRequestFuzzTest {
   static final class Client {
     final String label;
     final Node home;
-    final InProcessCall<DiscoveryRequest> call;
+    final InProcessCall<InputStream> call;
 
     /** The node the stream was placed with, once the proxy took its first request. */
     Node node;
@@ -242,7 +243,7 @@ class SotwRequestFuzzTest {
     /** How the model expects the stream to have been closed; null while it should be open. */
     Code expectedClose;
 
-    Client(String label, Node home, InProcessCall<DiscoveryRequest> call) {
+    Client(String label, Node home, InProcessCall<InputStream> call) {
       this.label = label;
       this.home = home;
       this.call = call;

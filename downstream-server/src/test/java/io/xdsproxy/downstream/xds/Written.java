@@ -2,12 +2,11 @@ package io.xdsproxy.downstream.xds;
 
 import com.google.protobuf.Any;
 import com.google.protobuf.InvalidProtocolBufferException;
-import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
-import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.Resource;
 import io.xdsproxy.core.ResourceDecoder;
+import java.io.InputStream;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -20,8 +19,7 @@ record Written(
     String type, String nonce, String version, List<String> names, List<String> removed) {
 
   /** The SotW responses {@code call} wrote since the last call, oldest first. */
-  static List<Written> sotw(InProcessCall<DiscoveryRequest> call)
-      throws InvalidProtocolBufferException {
+  static List<Written> sotw(InProcessCall<InputStream> call) throws InvalidProtocolBufferException {
     List<Written> written = new ArrayList<>();
     for (byte[] bytes : call.takeWritten()) {
       DiscoveryResponse response = DiscoveryResponse.parseFrom(bytes);
@@ -41,7 +39,7 @@ record Written(
   }
 
   /** The Delta responses {@code call} wrote since the last call, oldest first. */
-  static List<Written> delta(InProcessCall<DeltaDiscoveryRequest> call)
+  static List<Written> delta(InProcessCall<InputStream> call)
       throws InvalidProtocolBufferException {
     List<Written> written = new ArrayList<>();
     for (byte[] bytes : call.takeWritten()) {
