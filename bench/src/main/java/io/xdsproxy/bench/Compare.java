@@ -621,7 +621,7 @@ public final class Compare {
                 "0"),
             log);
     try {
-      awaitHealthy(monitoring, Duration.ofSeconds(60));
+      awaitHealthy(process, log, monitoring, Duration.ofSeconds(60));
     } catch (RuntimeException | InterruptedException e) {
       process.close();
       throw e;
@@ -641,11 +641,16 @@ public final class Compare {
     }
   }
 
-  private static void awaitHealthy(int monitoringPort, Duration timeout)
+  /**
+   * Waits until the proxy's {@code /healthz} answers 200; fails at once if the process exits, and
+   * says how it ended, with the end of its log.
+   */
+  private static void awaitHealthy(
+      JavaProcess process, Path log, int monitoringPort, Duration timeout)
       throws InterruptedException {
     HttpClient http = HttpClient.newHttpClient();
     long deadline = System.nanoTime() + timeout.toNanos();
-    while (System.nanoTime() < deadline) {
+    while (System.nanoTime() < deadline && process.alive()) {
       try {
         if (http.send(
                     HttpRequest.newBuilder(
@@ -661,7 +666,25 @@ public final class Compare {
       }
       Thread.sleep(100);
     }
-    throw new IllegalStateException("xds-proxy not healthy within " + timeout);
+    throw new IllegalStateException(
+        "xds-proxy not healthy within "
+            + timeout
+            + " ("
+            + process.state()
+            + "); the end of its log, "
+            + log
+            + ":\n"
+            + tail(log, 30));
+  }
+
+  /** The last {@code lines} lines of {@code file}, or why it cannot be read. */
+  private static String tail(Path file, int lines) {
+    try {
+      List<String> all = Files.readAllLines(file);
+      return String.join("\n", all.subList(Math.max(0, all.size() - lines), all.size()));
+    } catch (IOException | java.io.UncheckedIOException e) {
+      return "(unreadable: " + e + ")";
+    }
   }
 
   private static int freePort() throws IOException {

@@ -117,6 +117,15 @@ final class JavaProcess implements AutoCloseable {
     }
   }
 
+  /** Whether the process still runs; if not, its exit code. */
+  String state() {
+    return process.isAlive() ? "running" : "exited with " + process.exitValue();
+  }
+
+  boolean alive() {
+    return process.isAlive();
+  }
+
   /** Sends a line on the process's stdin. */
   void send(String line) {
     input.println(line);
