@@ -11,6 +11,7 @@ import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.Resource;
 import io.grpc.Drainable;
+import io.grpc.InsecureServerCredentials;
 import io.grpc.KnownLength;
 import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
@@ -19,6 +20,7 @@ import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
 import io.grpc.ServerServiceDefinition;
 import io.grpc.netty.NettyServerBuilder;
+import io.xdsproxy.app.NoHpackTable;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -32,6 +34,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -94,6 +97,14 @@ public final class BenchFloor {
             return thread;
           });
 
+  /**
+   * With {@code -Dfloor.transport=proxy}, the floor's connections are configured as the proxy's xDS
+   * port's are: no HPACK dynamic table ({@link NoHpackTable}), no server keepalive, a maximum
+   * connection age of 30 minutes: what the transport alone holds per connection in the proxy.
+   */
+  private static final boolean AS_THE_PROXY =
+      "proxy".equals(System.getProperty("floor.transport", "default"));
+
   /** Requests handed to the readers ({@link Reading#HANDOFF}). */
   private static final LongAdder HANDED = new LongAdder();
 
@@ -132,8 +143,17 @@ public final class BenchFloor {
             args.length > 2
                 ? BenchResources.Change.valueOf(args[2])
                 : BenchResources.Change.ENDPOINTS);
+    InetSocketAddress address = new InetSocketAddress("127.0.0.1", 0);
     NettyServerBuilder builder =
-        NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
+        (AS_THE_PROXY
+                ? NettyServerBuilder.forAddress(
+                        address, NoHpackTable.wrap(InsecureServerCredentials.create()))
+                    .keepAliveTime(Long.MAX_VALUE, TimeUnit.NANOSECONDS)
+                    .permitKeepAliveTime(10, TimeUnit.SECONDS)
+                    .permitKeepAliveWithoutCalls(true)
+                    .maxConnectionAge(30, TimeUnit.MINUTES)
+                    .maxConnectionAgeGrace(10, TimeUnit.SECONDS)
+                : NettyServerBuilder.forAddress(address))
             .addService(floor.service())
             .maxInboundMessageSize(64 * 1024 * 1024);
     if (READING == Reading.POOL) {

@@ -32,11 +32,11 @@ import java.util.concurrent.Executor;
  * grpc-go and grpc-java's Netty transport send it; grpc-java's OkHttp transport before the fix of
  * grpc/grpc-java#12819 does not).
  */
-final class NoHpackTable {
+public final class NoHpackTable {
   private NoHpackTable() {}
 
   /** {@code credentials} with the xDS port's connections' HPACK tables set to nothing. */
-  static ServerCredentials wrap(ServerCredentials credentials) {
+  public static ServerCredentials wrap(ServerCredentials credentials) {
     InternalProtocolNegotiator.ServerFactory factory =
         InternalNettyServerCredentials.toNegotiator(credentials);
     return InternalNettyServerCredentials.create(
