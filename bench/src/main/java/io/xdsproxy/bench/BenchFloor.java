@@ -21,6 +21,7 @@ import io.grpc.ServerCallHandler;
 import io.grpc.ServerServiceDefinition;
 import io.grpc.netty.NettyServerBuilder;
 import io.xdsproxy.app.NoHpackTable;
+import io.xdsproxy.downstream.xds.AggregatedDiscoveryService;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -441,19 +442,12 @@ public final class BenchFloor {
     }
   }
 
-  /** Hands gRPC's own stream of a request's bytes to the call, which may leave it unread. */
+  /**
+   * Hands gRPC's own stream of a request's bytes to the call, which may leave it unread (the
+   * proxy's marshaller that does the same).
+   */
   private static final MethodDescriptor.Marshaller<InputStream> UNREAD =
-      new MethodDescriptor.Marshaller<>() {
-        @Override
-        public InputStream stream(InputStream value) {
-          return value;
-        }
-
-        @Override
-        public InputStream parse(InputStream stream) {
-          return stream;
-        }
-      };
+      AggregatedDiscoveryService.AS_RECEIVED;
 
   /** Writes a response encoded once, as it is: every stream reads the same array. */
   private static final MethodDescriptor.Marshaller<byte[]> SHARED =

@@ -27,6 +27,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Predicate;
 import java.util.function.ToIntFunction;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -67,19 +68,7 @@ class ReconnectStormTest {
             () -> {
               // The storm: newcomers of the same group, each served from the cache, all at once,
               // on a connection of their own (at most 100 streams each).
-              ManagedChannel storm = channel(proxy);
-              for (int i = 0; i < NEWCOMERS; i++) {
-                String name = "newcomer-" + i;
-                AtomicBoolean served = new AtomicBoolean();
-                new Client(
-                        storm,
-                        response -> {
-                          if (served.compareAndSet(false, true)) {
-                            arrivals.add(name);
-                          }
-                        })
-                    .ask(name);
-              }
+              newcomers(channel(proxy), response -> true, arrivals);
             });
     assertThat(servedBeforeTheUpdate(held, arrivals))
         .as(
@@ -109,22 +98,8 @@ class ReconnectStormTest {
     List<String> arrivals = new CopyOnWriteArrayList<>();
     established(proxy, () -> arrivals.add("update"));
 
-    ManagedChannel storm = channel(proxy);
-    List<Client> newcomers = new ArrayList<>();
-    for (int i = 0; i < NEWCOMERS; i++) {
-      String name = "newcomer-" + i;
-      AtomicBoolean updated = new AtomicBoolean();
-      Client newcomer =
-          new Client(
-              storm,
-              response -> {
-                if (response.getResourcesCount() == 3 && updated.compareAndSet(false, true)) {
-                  arrivals.add(name);
-                }
-              });
-      newcomer.ask(name);
-      newcomers.add(newcomer);
-    }
+    List<Client> newcomers =
+        newcomers(channel(proxy), response -> response.getResourcesCount() == 3, arrivals);
     List<DiscoveryResponse> firstStates = new ArrayList<>();
     for (Client newcomer : newcomers) {
       firstStates.add(newcomer.next());
@@ -169,23 +144,11 @@ class ReconnectStormTest {
     established.askAssignments("a", "b");
     established.ack(established.next());
 
-    ManagedChannel storm = channel(proxy);
-    List<Client> newcomers = new ArrayList<>();
-    for (int i = 0; i < NEWCOMERS; i++) {
-      String name = "newcomer-" + i;
-      AtomicBoolean served = new AtomicBoolean();
-      Client newcomer =
-          new Client(
-              storm,
-              response -> {
-                if (response.getTypeUrl().equals(TypeUrl.ENDPOINT.url())
-                    && served.compareAndSet(false, true)) {
-                  arrivals.add(name);
-                }
-              });
-      newcomer.ask(name);
-      newcomers.add(newcomer);
-    }
+    List<Client> newcomers =
+        newcomers(
+            channel(proxy),
+            response -> response.getTypeUrl().equals(TypeUrl.ENDPOINT.url()),
+            arrivals);
     for (Client newcomer : newcomers) {
       newcomer.ack(newcomer.next());
     }
@@ -260,6 +223,32 @@ class ReconnectStormTest {
           }
         });
     await().atMost(WAIT).until(() -> requests.count() == 4);
+  }
+
+  /**
+   * The storm: {@link #NEWCOMERS} newcomers of the same group, each served from the cache, all at
+   * once, on {@code storm}, one connection (at most 100 streams each); each has asked for the
+   * clusters, and adds its name to {@code arrivals} when it first gets a response that {@code
+   * counts}.
+   */
+  private static List<Client> newcomers(
+      ManagedChannel storm, Predicate<DiscoveryResponse> counts, List<String> arrivals) {
+    List<Client> newcomers = new ArrayList<>();
+    for (int i = 0; i < NEWCOMERS; i++) {
+      String name = "newcomer-" + i;
+      AtomicBoolean arrived = new AtomicBoolean();
+      Client newcomer =
+          new Client(
+              storm,
+              response -> {
+                if (counts.test(response) && arrived.compareAndSet(false, true)) {
+                  arrivals.add(name);
+                }
+              });
+      newcomer.ask(name);
+      newcomers.add(newcomer);
+    }
+    return newcomers;
   }
 
   /** The proxy's count of the Cluster ACKs its clients sent. */

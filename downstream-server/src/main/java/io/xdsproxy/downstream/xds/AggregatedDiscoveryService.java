@@ -77,11 +77,12 @@ public final class AggregatedDiscoveryService {
   }
 
   /**
-   * A request as gRPC received it: read by the stream, whose call's last request tells the
-   * marshaller what to expect ({@link StreamLane#lastNames}), while gRPC's parse has no call to go
-   * by. gRPC frees the bytes once the stream's {@code onNext} returns.
+   * A message as gRPC received it, its stream handed on unread: the proxy's streams read their
+   * requests themselves, since their call's last request tells the marshaller what to expect
+   * ({@link StreamLane#lastNames}) while gRPC's parse has no call to go by. gRPC frees the bytes
+   * once the listener's {@code onMessage} returns.
    */
-  private static final MethodDescriptor.Marshaller<InputStream> AS_RECEIVED =
+  public static final MethodDescriptor.Marshaller<InputStream> AS_RECEIVED =
       new MethodDescriptor.Marshaller<>() {
         @Override
         public InputStream stream(InputStream value) {
