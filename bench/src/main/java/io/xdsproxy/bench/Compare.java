@@ -2,7 +2,6 @@ package io.xdsproxy.bench;
 
 import java.io.IOException;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -601,8 +600,8 @@ public final class Compare {
    */
   static Proxy startProxy(Path jar, String cpus, List<String> jvm, int planePort, Path log)
       throws IOException, InterruptedException {
-    int port = freePort();
-    int monitoring = freePort();
+    // Ports chosen by the proxy's own bind, read from its "listening" line: a port found free here
+    // first could be taken by another process (a test suite's clients) before the proxy binds it.
     JavaProcess process =
         JavaProcess.start(
             "xds-proxy",
@@ -614,19 +613,32 @@ public final class Compare {
                 "--upstream",
                 "127.0.0.1:" + planePort,
                 "--xds-port",
-                Integer.toString(port),
+                "0",
                 "--monitoring-port",
-                Integer.toString(monitoring),
+                "0",
                 "--admin-port",
                 "0"),
             log);
     try {
+      String listening = process.awaitContaining("listening for xDS", Duration.ofSeconds(60));
+      int port = portIn(listening, "xDS");
+      int monitoring = portIn(listening, "monitoring HTTP");
       awaitHealthy(process, log, monitoring, Duration.ofSeconds(60));
+      return new Proxy(process, port, monitoring);
     } catch (RuntimeException | InterruptedException e) {
       process.close();
       throw e;
     }
-    return new Proxy(process, port, monitoring);
+  }
+
+  /** The port the proxy's "listening" line says {@code what} listens on. */
+  private static int portIn(String listening, String what) {
+    java.util.regex.Matcher port =
+        java.util.regex.Pattern.compile(what + " on port (\\d+)").matcher(listening);
+    if (!port.find()) {
+      throw new IllegalStateException("no port for " + what + " in: " + listening);
+    }
+    return Integer.parseInt(port.group(1));
   }
 
   static void await(IntSupplier count, int wanted, Duration timeout, String what)
@@ -684,12 +696,6 @@ public final class Compare {
       return String.join("\n", all.subList(Math.max(0, all.size() - lines), all.size()));
     } catch (IOException | java.io.UncheckedIOException e) {
       return "(unreadable: " + e + ")";
-    }
-  }
-
-  private static int freePort() throws IOException {
-    try (ServerSocket socket = new ServerSocket(0)) {
-      return socket.getLocalPort();
     }
   }
 

@@ -131,6 +131,25 @@ final class JavaProcess implements AutoCloseable {
     input.println(line);
   }
 
+  /**
+   * The next stdout line that holds {@code text}, skipping others; fails at once if the process
+   * exits first.
+   */
+  String awaitContaining(String text, Duration timeout) throws InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (System.nanoTime() < deadline) {
+      String line = lines.poll(100, TimeUnit.MILLISECONDS);
+      if (line != null && line.contains(text)) {
+        return line;
+      }
+      if (line == null && !process.isAlive() && lines.isEmpty()) {
+        break;
+      }
+    }
+    throw new IllegalStateException(
+        name + " printed no line holding '" + text + "' within " + timeout + " (" + state() + ")");
+  }
+
   /** The next stdout line that starts with {@code prefix}, skipping others. */
   String await(String prefix, Duration timeout) throws InterruptedException {
     long deadline = System.nanoTime() + timeout.toNanos();

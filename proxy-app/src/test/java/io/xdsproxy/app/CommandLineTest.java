@@ -153,7 +153,6 @@ class CommandLineTest {
 
   @Test
   void withNoUpstreamItServesTheResourcesDirectoryAndLogsWhereItListens() throws Exception {
-    int monitoring = freePort();
     Process process =
         start(
             "--resources-dir",
@@ -161,7 +160,7 @@ class CommandLineTest {
             "--xds-port",
             "0",
             "--monitoring-port",
-            Integer.toString(monitoring),
+            "0",
             "--admin-port",
             "0");
     try {
@@ -180,14 +179,16 @@ class CommandLineTest {
                   + " (revision "
                   + BuildInfo.CURRENT.revision()
                   + ")")
-          .contains("monitoring HTTP on port " + monitoring)
+          .contains("monitoring HTTP on port ")
           .contains("admin HTTP on 127.0.0.1:")
           .contains("upstream: resources directory")
           .contains("deploy/examples/resources");
       HttpResponse<String> health =
           HttpClient.newHttpClient()
               .send(
-                  HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + monitoring + "/healthz"))
+                  HttpRequest.newBuilder(
+                          URI.create(
+                              "http://127.0.0.1:" + port(line, "monitoring HTTP") + "/healthz"))
                       .build(),
                   HttpResponse.BodyHandlers.ofString());
       assertThat(health.statusCode()).isEqualTo(200);
@@ -199,17 +200,15 @@ class CommandLineTest {
 
   @Test
   void sigtermTurnsReadinessOffDrainsTheStreamsAndExitsZero(@TempDir Path logs) throws Exception {
-    int admin = freePort();
-    int xds = freePort();
     Path log = logs.resolve("proxy.log");
     Process process =
         command(
                 "--resources-dir",
                 "../deploy/examples/resources",
                 "--xds-port",
-                Integer.toString(xds),
+                "0",
                 "--monitoring-port",
-                Integer.toString(admin),
+                "0",
                 "--admin-port",
                 "0",
                 "--drain-time",
@@ -217,7 +216,17 @@ class CommandLineTest {
             .redirectOutput(log.toFile())
             .start();
     try {
-      await().atMost(WAIT).until(() -> Files.readString(log).contains("listening"));
+      await()
+          .atMost(WAIT)
+          .until(() -> Files.readString(log).contains("listening") || !process.isAlive());
+      String listening =
+          Files.readString(log)
+              .lines()
+              .filter(line -> line.contains("listening"))
+              .findFirst()
+              .orElseThrow(() -> new AssertionError("the proxy exited before it listened: " + log));
+      int xds = port(listening, "xDS");
+      int admin = port(listening, "monitoring HTTP");
       try (var client = XdsTestClient.sotwAds(xds)) {
         client.send(
             DiscoveryRequest.newBuilder()
@@ -257,9 +266,14 @@ class CommandLineTest {
     }
   }
 
-  private static int freePort() throws IOException {
-    try (ServerSocket socket = new ServerSocket(0)) {
-      return socket.getLocalPort();
-    }
+  /**
+   * The port the proxy's "listening" line says {@code what} listens on ("xDS", "monitoring HTTP"):
+   * the proxy binds port 0, so no other process can take a port chosen for it first.
+   */
+  private static int port(String listening, String what) {
+    java.util.regex.Matcher port =
+        java.util.regex.Pattern.compile(what + " on port (\\d+)").matcher(listening);
+    assertThat(port.find()).as("%s's port in: %s", what, listening).isTrue();
+    return Integer.parseInt(port.group(1));
   }
 }
