@@ -44,7 +44,6 @@ class LogsTest {
 
   @Test
   void jsonLinesAreFlatObjectsAndAStreamsLineCarriesItsNodeGroupTypeAndPeer() throws Exception {
-    int xds = freePort();
     List<String> lines;
     try (Child proxy =
         Child.start(
@@ -53,14 +52,14 @@ class LogsTest {
             "--resources-dir",
             "../deploy/examples/resources",
             "--xds-port",
-            Integer.toString(xds),
+            "0",
             "--monitoring-port",
             "0",
             "--admin-port",
             "0",
             "--drain-time",
             "1s")) {
-      proxy.awaitLine(line -> line.contains("listening"));
+      int xds = port(proxy.awaitLine(line -> line.contains("listening")), "xDS on port ");
       try (var client = XdsTestClient.sotwAds(xds)) {
         DiscoveryRequest request =
             DiscoveryRequest.newBuilder()
@@ -164,8 +163,6 @@ class LogsTest {
 
   @Test
   void postingALevelToLoggingChangesWhatIsLoggedFromThenOnAndGetListsIt() throws Exception {
-    int xds = freePort();
-    int admin = freePort();
     try (Child proxy =
         Child.start(
             "--log-format",
@@ -173,14 +170,16 @@ class LogsTest {
             "--resources-dir",
             "../deploy/examples/resources",
             "--xds-port",
-            Integer.toString(xds),
+            "0",
             "--monitoring-port",
             "0",
             "--admin-port",
-            Integer.toString(admin),
+            "0",
             "--drain-time",
             "1s")) {
-      proxy.awaitLine(line -> line.contains("listening"));
+      String listening = proxy.awaitLine(line -> line.contains("listening"));
+      int xds = port(listening, "xDS on port ");
+      int admin = port(listening, "admin HTTP on 127.0.0.1:");
       assertThat(levels(get(admin, "/logging")))
           .containsEntry("root", "info")
           .doesNotContainKey("io.xdsproxy.downstream.xds");
@@ -303,6 +302,22 @@ class LogsTest {
     return URI.create("http://127.0.0.1:" + port + path);
   }
 
+  /**
+   * The port after {@code before} in the proxy's "listening" line: it binds port 0, so no other
+   * process can take a port chosen for it first.
+   */
+  private static int port(String listening, String before) {
+    java.util.regex.Matcher port =
+        java.util.regex.Pattern.compile(java.util.regex.Pattern.quote(before) + "(\\d+)")
+            .matcher(listening);
+    assertThat(port.find()).as("a port after '%s' in: %s", before, listening).isTrue();
+    return Integer.parseInt(port.group(1));
+  }
+
+  /**
+   * A port free now, for the one test whose proxy logs no "listening" line (at warn): another
+   * process may take it before the proxy binds it.
+   */
   private static int freePort() throws IOException {
     try (ServerSocket socket = new ServerSocket(0)) {
       return socket.getLocalPort();
