@@ -1,5 +1,6 @@
 package io.xdsproxy.bench;
 
+import io.xdsproxy.app.Main;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.URI;
@@ -620,25 +621,15 @@ public final class Compare {
                 "0"),
             log);
     try {
-      String listening = process.awaitContaining("listening for xDS", Duration.ofSeconds(60));
-      int port = portIn(listening, "xDS");
-      int monitoring = portIn(listening, "monitoring HTTP");
-      awaitHealthy(process, log, monitoring, Duration.ofSeconds(60));
-      return new Proxy(process, port, monitoring);
+      Main.Listening ports =
+          Main.Listening.in(process.awaitContaining("listening for xDS", Duration.ofSeconds(60)))
+              .orElseThrow();
+      awaitHealthy(process, log, ports.monitoringPort(), Duration.ofSeconds(60));
+      return new Proxy(process, ports.xdsPort(), ports.monitoringPort());
     } catch (RuntimeException | InterruptedException e) {
       process.close();
       throw e;
     }
-  }
-
-  /** The port the proxy's "listening" line says {@code what} listens on. */
-  private static int portIn(String listening, String what) {
-    java.util.regex.Matcher port =
-        java.util.regex.Pattern.compile(what + " on port (\\d+)").matcher(listening);
-    if (!port.find()) {
-      throw new IllegalStateException("no port for " + what + " in: " + listening);
-    }
-    return Integer.parseInt(port.group(1));
   }
 
   static void await(IntSupplier count, int wanted, Duration timeout, String what)

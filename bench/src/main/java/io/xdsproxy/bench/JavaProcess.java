@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -131,15 +132,26 @@ final class JavaProcess implements AutoCloseable {
     input.println(line);
   }
 
-  /**
-   * The next stdout line that holds {@code text}, skipping others; fails at once if the process
-   * exits first.
-   */
+  /** The next stdout line that holds {@code text}, skipping others. */
   String awaitContaining(String text, Duration timeout) throws InterruptedException {
+    return awaitLine(line -> line.contains(text), "no line holding '" + text + "'", timeout);
+  }
+
+  /** The next stdout line that starts with {@code prefix}, skipping others. */
+  String await(String prefix, Duration timeout) throws InterruptedException {
+    return awaitLine(line -> line.startsWith(prefix), "no '" + prefix + "' line", timeout);
+  }
+
+  /**
+   * The next stdout line that is {@code wanted}, skipping others; fails once {@code timeout} has
+   * passed, or at once if the process exits first, saying it printed {@code none}.
+   */
+  private String awaitLine(Predicate<String> wanted, String none, Duration timeout)
+      throws InterruptedException {
     long deadline = System.nanoTime() + timeout.toNanos();
     while (System.nanoTime() < deadline) {
       String line = lines.poll(100, TimeUnit.MILLISECONDS);
-      if (line != null && line.contains(text)) {
+      if (line != null && wanted.test(line)) {
         return line;
       }
       if (line == null && !process.isAlive() && lines.isEmpty()) {
@@ -147,27 +159,7 @@ final class JavaProcess implements AutoCloseable {
       }
     }
     throw new IllegalStateException(
-        name + " printed no line holding '" + text + "' within " + timeout + " (" + state() + ")");
-  }
-
-  /** The next stdout line that starts with {@code prefix}, skipping others. */
-  String await(String prefix, Duration timeout) throws InterruptedException {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    while (true) {
-      String line = lines.poll(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-      if (line == null) {
-        throw new IllegalStateException(
-            name
-                + " printed no '"
-                + prefix
-                + "' line within "
-                + timeout
-                + (process.isAlive() ? "" : "; it exited with " + process.exitValue()));
-      }
-      if (line.startsWith(prefix)) {
-        return line;
-      }
-    }
+        name + " printed " + none + " within " + timeout + " (" + state() + ")");
   }
 
   long pid() {

@@ -5,6 +5,9 @@ import io.xdsproxy.app.logging.JsonLineEncoder;
 import io.xdsproxy.app.logging.Logs;
 import io.xdsproxy.app.logging.TextLineEncoder;
 import java.io.IOException;
+import java.util.Optional;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.slf4j.bridge.SLF4JBridgeHandler;
@@ -14,6 +17,30 @@ import sun.misc.Signal;
 public final class Main {
 
   private Main() {}
+
+  /**
+   * Where a started proxy listens, as its start-up line says it ("listening for xDS on port …,
+   * monitoring HTTP on port …, admin HTTP on ADDRESS:PORT"): how a script, or a test, that started
+   * it with port 0 finds the ports the proxy bound.
+   */
+  public record Listening(int xdsPort, int monitoringPort, int adminPort) {
+    private static final Pattern LINE =
+        Pattern.compile(
+            "listening for xDS on port (\\d+) .*monitoring HTTP on port (\\d+), admin HTTP on"
+                + " [^ ]+:(\\d+)");
+
+    /** The ports named in {@code text} (a log line, or a whole log) if it holds that line. */
+    public static Optional<Listening> in(String text) {
+      Matcher ports = LINE.matcher(text);
+      return ports.find()
+          ? Optional.of(
+              new Listening(
+                  Integer.parseInt(ports.group(1)),
+                  Integer.parseInt(ports.group(2)),
+                  Integer.parseInt(ports.group(3))))
+          : Optional.empty();
+    }
+  }
 
   /**
    * A thread for the drain. Not a daemon, as it would be if it inherited the signal dispatcher's

@@ -188,7 +188,9 @@ class CommandLineTest {
               .send(
                   HttpRequest.newBuilder(
                           URI.create(
-                              "http://127.0.0.1:" + port(line, "monitoring HTTP") + "/healthz"))
+                              "http://127.0.0.1:"
+                                  + Main.Listening.in(line).orElseThrow().monitoringPort()
+                                  + "/healthz"))
                       .build(),
                   HttpResponse.BodyHandlers.ofString());
       assertThat(health.statusCode()).isEqualTo(200);
@@ -225,8 +227,9 @@ class CommandLineTest {
               .filter(line -> line.contains("listening"))
               .findFirst()
               .orElseThrow(() -> new AssertionError("the proxy exited before it listened: " + log));
-      int xds = port(listening, "xDS");
-      int admin = port(listening, "monitoring HTTP");
+      Main.Listening ports = Main.Listening.in(listening).orElseThrow();
+      int xds = ports.xdsPort();
+      int admin = ports.monitoringPort();
       try (var client = XdsTestClient.sotwAds(xds)) {
         client.send(
             DiscoveryRequest.newBuilder()
@@ -264,16 +267,5 @@ class CommandLineTest {
       Thread.currentThread().interrupt();
       return -1;
     }
-  }
-
-  /**
-   * The port the proxy's "listening" line says {@code what} listens on ("xDS", "monitoring HTTP"):
-   * the proxy binds port 0, so no other process can take a port chosen for it first.
-   */
-  private static int port(String listening, String what) {
-    java.util.regex.Matcher port =
-        java.util.regex.Pattern.compile(what + " on port (\\d+)").matcher(listening);
-    assertThat(port.find()).as("%s's port in: %s", what, listening).isTrue();
-    return Integer.parseInt(port.group(1));
   }
 }

@@ -59,7 +59,10 @@ class LogsTest {
             "0",
             "--drain-time",
             "1s")) {
-      int xds = port(proxy.awaitLine(line -> line.contains("listening")), "xDS on port ");
+      int xds =
+          Main.Listening.in(proxy.awaitLine(line -> line.contains("listening")))
+              .orElseThrow()
+              .xdsPort();
       try (var client = XdsTestClient.sotwAds(xds)) {
         DiscoveryRequest request =
             DiscoveryRequest.newBuilder()
@@ -178,8 +181,9 @@ class LogsTest {
             "--drain-time",
             "1s")) {
       String listening = proxy.awaitLine(line -> line.contains("listening"));
-      int xds = port(listening, "xDS on port ");
-      int admin = port(listening, "admin HTTP on 127.0.0.1:");
+      Main.Listening ports = Main.Listening.in(listening).orElseThrow();
+      int xds = ports.xdsPort();
+      int admin = ports.adminPort();
       assertThat(levels(get(admin, "/logging")))
           .containsEntry("root", "info")
           .doesNotContainKey("io.xdsproxy.downstream.xds");
@@ -300,18 +304,6 @@ class LogsTest {
 
   private static URI uri(int port, String path) {
     return URI.create("http://127.0.0.1:" + port + path);
-  }
-
-  /**
-   * The port after {@code before} in the proxy's "listening" line: it binds port 0, so no other
-   * process can take a port chosen for it first.
-   */
-  private static int port(String listening, String before) {
-    java.util.regex.Matcher port =
-        java.util.regex.Pattern.compile(java.util.regex.Pattern.quote(before) + "(\\d+)")
-            .matcher(listening);
-    assertThat(port.find()).as("a port after '%s' in: %s", before, listening).isTrue();
-    return Integer.parseInt(port.group(1));
   }
 
   /**

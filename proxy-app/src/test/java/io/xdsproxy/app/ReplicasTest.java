@@ -37,13 +37,12 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 import java.util.stream.Stream;
@@ -98,10 +97,6 @@ class ReplicasTest {
 
   /** The proxies' output, kept after the test for a failure's reader. */
   private static final Path LOGS = Path.of("target", "ReplicasTest");
-
-  private static final Pattern LISTENING =
-      Pattern.compile(
-          "listening for xDS on port (\\d+) .*monitoring HTTP on port (\\d+), admin HTTP on [^ ]+:(\\d+)");
 
   private final HttpClient http =
       HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
@@ -324,7 +319,7 @@ class ReplicasTest {
     try {
       await()
           .atMost(START)
-          .until(() -> !process.isAlive() || LISTENING.matcher(Files.readString(log)).find());
+          .until(() -> !process.isAlive() || Main.Listening.in(Files.readString(log)).isPresent());
     } catch (ConditionTimeoutException e) {
       throw new AssertionError(
           "replica "
@@ -335,8 +330,8 @@ class ReplicasTest {
               + read(log),
           e);
     }
-    Matcher ports = LISTENING.matcher(read(log));
-    if (!process.isAlive() || !ports.find()) {
+    Optional<Main.Listening> ports = Main.Listening.in(read(log));
+    if (!process.isAlive() || ports.isEmpty()) {
       throw new AssertionError(
           "replica " + number + " exited with " + process.exitValue() + "; its log:\n" + read(log));
     }
@@ -344,9 +339,9 @@ class ReplicasTest {
         new Replica(
             number,
             log,
-            Integer.parseInt(ports.group(1)),
-            Integer.parseInt(ports.group(2)),
-            Integer.parseInt(ports.group(3)));
+            ports.get().xdsPort(),
+            ports.get().monitoringPort(),
+            ports.get().adminPort());
     try {
       await()
           .atMost(WAIT)

@@ -71,7 +71,7 @@ public final class StreamLane implements Executor {
     return initial;
   }
 
-  /** Moves the call's work, and its stream's, to the initial lane or out of it. */
+  /** Moves the stream's work to the initial lane or out of it. */
   void initial(boolean initial) {
     if (this.initial != initial) {
       this.initial = initial;
