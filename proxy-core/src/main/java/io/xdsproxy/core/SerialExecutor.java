@@ -21,6 +21,9 @@ public final class SerialExecutor implements Executor {
   /** Tasks run before giving the pool thread back, so one busy owner cannot starve the others. */
   private static final int BATCH = 64;
 
+  /** {@link #draining} while no thread runs the tasks: thread ids start at 1. */
+  private static final long NONE = 0;
+
   private final Executor pool;
 
   /** What the tasks belong to, for logs; its {@code toString} is made only when a line is. */
@@ -30,10 +33,12 @@ public final class SerialExecutor implements Executor {
   private final AtomicBoolean scheduled = new AtomicBoolean();
 
   /**
-   * The thread running this executor's tasks, while one does: what {@link #assertCurrent} compares
-   * with.
+   * The id of the thread running this executor's tasks while one does, else {@link #NONE}: what
+   * {@link #assertCurrent} compares with. A number rather than the thread: an owner's executor
+   * lives long and its tasks run on every update, and storing a reference into an old object is a
+   * card G1 has to refine (issue 18, round five); storing a number is not.
    */
-  private volatile Thread draining;
+  private volatile long draining = NONE;
 
   public SerialExecutor(Executor pool, Object owner) {
     this.pool = pool;
@@ -56,7 +61,7 @@ public final class SerialExecutor implements Executor {
       execute(task);
       return;
     }
-    draining = Thread.currentThread();
+    draining = Thread.currentThread().getId();
     try {
       runOne(task);
     } finally {
@@ -71,7 +76,7 @@ public final class SerialExecutor implements Executor {
    * read.
    */
   public void assertCurrent() {
-    if (draining != Thread.currentThread()) {
+    if (draining != Thread.currentThread().getId()) {
       throw new IllegalStateException(
           "not running on the executor of "
               + owner
@@ -95,7 +100,7 @@ public final class SerialExecutor implements Executor {
   }
 
   private void drain() {
-    draining = Thread.currentThread();
+    draining = Thread.currentThread().getId();
     try {
       for (int i = 0; i < BATCH; i++) {
         Runnable task = tasks.poll();
@@ -119,7 +124,7 @@ public final class SerialExecutor implements Executor {
 
   /** Lets the next run start, on whatever thread, and schedules it if tasks wait. */
   private void release() {
-    draining = null;
+    draining = NONE;
     scheduled.set(false);
     if (!tasks.isEmpty()) {
       schedule();

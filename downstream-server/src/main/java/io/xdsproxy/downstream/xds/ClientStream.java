@@ -20,11 +20,7 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
-import java.util.Queue;
-import java.util.SortedSet;
-import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
@@ -93,13 +89,11 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
   private final NodeIdCheck nodeIdCheck = PeerInterceptor.currentNodeIdCheck();
 
   /**
-   * Batches of snapshots the group published since the executor last looked (each batch is the
-   * group's own list, shared by its streams); a batch is taken whole, so types that changed
-   * together are pushed together. Only their types count: the executor reads the group's current
-   * snapshots, so a stream never goes back in time.
+   * The group published snapshots the executor has not looked for yet. What changed is not kept:
+   * the executor compares the group's current snapshots with its states' ({@link
+   * PushScheduler#catchUp}), so types that changed together are pushed together, and a stream keeps
+   * nothing per update but its states.
    */
-  private final Queue<List<TypeSnapshot>> changedBatches = new ConcurrentLinkedQueue<>();
-
   private final AtomicBoolean changedScheduled = new AtomicBoolean();
 
   /**
@@ -376,7 +370,6 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
 
   @Override
   public final void onSnapshots(List<TypeSnapshot> snapshots) {
-    changedBatches.add(snapshots);
     if (changedScheduled.compareAndSet(false, true)) {
       executor.execute(guarded(this::takeChanges));
     }
@@ -578,55 +571,33 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
 
   /**
    * Writes the response owed for {@code type}, whose request was just handled, if any, now or when
-   * the transport is ready. Changes of other types that the group announced and the stream has not
-   * pushed yet go first, as their own push would send them: in push order, make-before-break. Else
-   * a request that races an update (an ACK read just before the update reached the stream) would
-   * send its type's new state ahead of other types' additions it may point at, or its removals
-   * ahead of other types' changes that stop pointing at them. Changes of {@code type} alone are
-   * sent in the one response the request owes, as before: a response is applied whole.
+   * the transport is ready. If the group published changes of other types that the stream has not
+   * pushed yet, those and {@code type}'s go out together, as one push sends them: in push order,
+   * make-before-break. Else a request that races an update (an ACK read just before the update
+   * reached the stream) would send its type's new state ahead of other types' additions it may
+   * point at, or its removals ahead of other types' changes that stop pointing at them. Changes of
+   * {@code type} alone are sent in the one response the request owes: a response is applied whole.
    */
   final void send(TypeUrl type) {
     executor.assertCurrent();
     if (!closed) {
-      if (otherTypesChanged(type)) {
-        takeChanges();
-      }
-      pushes.send(type);
-    }
-  }
-
-  /** Whether a change the stream has not pushed yet is of a type other than {@code type}. */
-  private boolean otherTypesChanged(TypeUrl type) {
-    for (List<TypeSnapshot> batch : changedBatches) {
-      for (TypeSnapshot snapshot : batch) {
-        if (!snapshot.type().equals(type)) {
-          return true;
-        }
+      if (pushes.behindBeyond(type, group::snapshot)) {
+        changedScheduled.set(false);
+        pushes.catchUpWith(type, group::snapshot);
+        laneChange();
+      } else {
+        pushes.send(type);
       }
     }
-    return false;
   }
 
   private void takeChanges() {
     executor.assertCurrent();
     changedScheduled.set(false);
-    List<TypeSnapshot> batch = changedBatches.poll();
-    if (batch == null || closed) {
-      changedBatches.clear();
-      return;
+    if (!closed) {
+      pushes.catchUp(group::snapshot);
+      laneChange();
     }
-    // One type in one batch, what nearly every update is, needs no sorting.
-    Collection<TypeUrl> changed =
-        batch.size() == 1 && changedBatches.isEmpty() ? List.of(batch.get(0).type()) : null;
-    if (changed == null) {
-      SortedSet<TypeUrl> sorted = new TreeSet<>();
-      for (; batch != null; batch = changedBatches.poll()) {
-        batch.forEach(snapshot -> sorted.add(snapshot.type()));
-      }
-      changed = sorted;
-    }
-    pushes.changed(changed, group::snapshot);
-    laneChange();
   }
 
   private void flushBlocked() {

@@ -4,9 +4,11 @@ import io.xdsproxy.core.ClusterEndpoints;
 import io.xdsproxy.core.TypeSnapshot;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.core.XdsResource;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.SortedSet;
@@ -133,8 +135,8 @@ final class PushScheduler<S extends TypeState<?>> {
   }
 
   /** The nonce of a response about to be sent. */
-  private String nextNonce() {
-    return Long.toString(++nonces);
+  private long nextNonce() {
+    return ++nonces;
   }
 
   /** Writes the response owed for {@code type}, if any, now or when the transport is ready. */
@@ -202,23 +204,57 @@ final class PushScheduler<S extends TypeState<?>> {
   }
 
   /**
-   * The group's snapshots of {@code changed}, given in push order, are new ({@code snapshots} reads
-   * the current one of a type): each type the client asked for takes its own, and the changes are
-   * pushed.
+   * Each type whose snapshot in the group ({@code snapshots} reads the current one of a type) is
+   * newer than the one its state took last takes it, and the changes are pushed, in push order.
+   * What changed is found by comparing, not kept as announced: so a stream holds nothing per update
+   * but its states, and never goes back in time.
    */
-  void changed(Collection<TypeUrl> changed, Function<TypeUrl, TypeSnapshot> snapshots) {
-    for (TypeUrl type : changed) {
-      Slot<S> slot = types.get(type);
-      if (slot != null) { // else a type this stream's client has not asked for: send passes it by
-        TypeSnapshot snapshot = snapshots.apply(type);
+  void catchUp(Function<TypeUrl, TypeSnapshot> snapshots) {
+    catchUp(snapshots, null);
+  }
+
+  /**
+   * As {@link #catchUp(Function)}, with {@code type} pushed in the same round whether its state was
+   * behind or not: a request for it has just brought its state up to date, and its changes belong
+   * to the same make-before-break order as the others'.
+   */
+  void catchUpWith(TypeUrl type, Function<TypeUrl, TypeSnapshot> snapshots) {
+    catchUp(snapshots, type);
+  }
+
+  private void catchUp(Function<TypeUrl, TypeSnapshot> snapshots, TypeUrl along) {
+    List<TypeUrl> changed = new ArrayList<>(types.size());
+    for (Map.Entry<TypeUrl, Slot<S>> entry : types.entrySet()) {
+      Slot<S> slot = entry.getValue();
+      TypeSnapshot snapshot = snapshots.apply(entry.getKey());
+      if (!slot.state.isCurrent(snapshot)) {
         slot.state.update(snapshot);
         if (snapshot.isReceived() && !slot.unwritten) {
           slot.unwritten = true;
           slot.unwrittenSince = snapshot.changedAt();
         }
+        changed.add(entry.getKey());
+      } else if (entry.getKey().equals(along)) {
+        changed.add(along);
       }
     }
-    push(changed);
+    if (!changed.isEmpty()) {
+      push(changed);
+    }
+  }
+
+  /**
+   * Whether the group holds a newer snapshot than the stream's state of a type other than {@code
+   * type}.
+   */
+  boolean behindBeyond(TypeUrl type, Function<TypeUrl, TypeSnapshot> snapshots) {
+    for (Map.Entry<TypeUrl, Slot<S>> entry : types.entrySet()) {
+      if (!entry.getKey().equals(type)
+          && !entry.getValue().state.isCurrent(snapshots.apply(entry.getKey()))) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** The transport may be ready again: what it was not ready for is pushed, in push order. */

@@ -8,7 +8,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
-import java.util.function.Supplier;
+import java.util.function.LongSupplier;
 
 /**
  * One type's logical stream within a downstream stream, as far as both variants of the protocol
@@ -95,7 +95,12 @@ abstract class TypeState<O extends TypeState.Outgoing<O>> {
   /** Of those, the ones the client claimed an older version of when it connected (Delta). */
   private List<XdsResource> warmingHeld = List.of();
 
-  private String lastNonce = "";
+  /**
+   * The nonce of the latest response, 0 before the first: a number, written as its decimal digits
+   * ({@link #isLatest}), so that a response stores no string of its own in the stream.
+   */
+  private long lastNonce;
+
   private String ackedVersion = "";
   private String lastNackMessage;
 
@@ -131,6 +136,14 @@ abstract class TypeState<O extends TypeState.Outgoing<O>> {
     latest = snapshot;
   }
 
+  /**
+   * Whether {@code snapshot}, the group's current one of the type, is the one the stream last took:
+   * the group's snapshots of a type are numbered in order ({@link TypeSnapshot#sequence}).
+   */
+  final boolean isCurrent(TypeSnapshot snapshot) {
+    return snapshot.sequence() == latest.sequence();
+  }
+
   /** The version the client last ACKed, empty if none. */
   final String ackedVersion() {
     return ackedVersion;
@@ -147,12 +160,24 @@ abstract class TypeState<O extends TypeState.Outgoing<O>> {
 
   /** Whether {@code nonce} names the latest response of this type. */
   final boolean isLatest(String nonce) {
-    return !nonce.isEmpty() && nonce.equals(lastNonce);
+    return lastNonce != 0 && spells(nonce, lastNonce);
+  }
+
+  /** Whether {@code text} is the decimal digits of {@code number} (positive), with no leading 0. */
+  static boolean spells(String text, long number) {
+    long rest = number;
+    for (int i = text.length() - 1; i >= 0; i--) {
+      if (rest == 0 || text.charAt(i) != (char) ('0' + rest % 10)) {
+        return false;
+      }
+      rest /= 10;
+    }
+    return rest == 0 && !text.isEmpty();
   }
 
   /** Whether a response of this type was sent on this stream. */
   final boolean answered() {
-    return !lastNonce.isEmpty();
+    return lastNonce != 0;
   }
 
   /** The client ACKed the latest response, saying it holds {@code version} of the type. */
@@ -232,15 +257,16 @@ abstract class TypeState<O extends TypeState.Outgoing<O>> {
    * one is made only for a response that is sent, as most calls find none owed. With {@code
    * deferRemovals}, nothing the client holds is taken away yet (make-before-break).
    */
-  final Optional<EncodedResponse> respond(boolean deferRemovals, Supplier<String> nonces) {
+  final Optional<EncodedResponse> respond(boolean deferRemovals, LongSupplier nonces) {
     Optional<O> outgoing = nextResponse(deferRemovals);
     if (outgoing.isEmpty()) {
       return Optional.empty();
     }
-    String nonce = nonces.get();
+    long nonce = nonces.getAsLong();
     sent(outgoing.get(), nonce);
     return Optional.of(
-        new EncodedResponse(outgoing.get().version(), type.url(), nonce, encoded(outgoing.get())));
+        new EncodedResponse(
+            outgoing.get().version(), type.url(), Long.toString(nonce), encoded(outgoing.get())));
   }
 
   /**
@@ -301,8 +327,11 @@ abstract class TypeState<O extends TypeState.Outgoing<O>> {
   /** The body of {@code outgoing}, encoded anew. */
   abstract byte[] body(O outgoing);
 
-  /** Marks {@code outgoing} as sent with {@code nonce}: the client now holds its snapshot. */
-  final void sent(O outgoing, String nonce) {
+  /**
+   * Marks {@code outgoing} as sent with {@code nonce} (positive): the client now holds its
+   * snapshot.
+   */
+  final void sent(O outgoing, long nonce) {
     if (type.equals(TypeUrl.CLUSTER)) {
       warming = sentAnew(outgoing);
       List<XdsResource> claimed = new ArrayList<>();

@@ -102,6 +102,6 @@ class DeltaTypeStateTest {
               XdsResource.of("b", Any.pack(Cluster.newBuilder().setName("b").build()))));
 
   private static void send(DeltaTypeState state) {
-    state.sent(state.nextResponse(false).orElseThrow(), "n");
+    state.sent(state.nextResponse(false).orElseThrow(), 1);
   }
 }

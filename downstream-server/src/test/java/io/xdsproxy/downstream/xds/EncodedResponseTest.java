@@ -196,7 +196,7 @@ class EncodedResponseTest {
   private SotwTypeState sotwInSync(List<String> names, boolean knowsTtl) {
     SotwTypeState state = new SotwTypeState(TypeUrl.ENDPOINT, before, knowsTtl);
     state.subscribe(names);
-    state.sent(state.nextResponse(false).orElseThrow(), "1");
+    state.sent(state.nextResponse(false).orElseThrow(), 1);
     return state;
   }
 
@@ -204,7 +204,7 @@ class EncodedResponseTest {
   private DeltaTypeState deltaInSync(List<String> names) {
     DeltaTypeState state = new DeltaTypeState(TypeUrl.ENDPOINT, before, false, Clock.systemUTC());
     state.subscribe(names, List.of(), Map.of());
-    state.sent(state.nextResponse(false).orElseThrow(), "1");
+    state.sent(state.nextResponse(false).orElseThrow(), 1);
     return state;
   }
 

@@ -90,7 +90,7 @@ class PushSchedulerTest {
 
   private void groupChanged(TypeSnapshot snapshot) {
     store.put(snapshot.type(), snapshot);
-    ads.changed(List.of(snapshot.type()), store::get);
+    ads.catchUp(store::get);
   }
 
   @Test
@@ -171,10 +171,34 @@ class PushSchedulerTest {
     store.put(TypeUrl.CLUSTER, clustersChanged);
     store.put(TypeUrl.ENDPOINT, ENDPOINTS_CHANGED);
 
-    ads.changed(List.of(TypeUrl.CLUSTER, TypeUrl.ENDPOINT), store::get);
+    ads.catchUp(store::get);
 
     assertThat(transport.types())
         .containsExactly(TypeUrl.CLUSTER.shortName(), TypeUrl.ENDPOINT.shortName());
+  }
+
+  @Test
+  void catchingUpWritesTheTypesWhoseGroupSnapshotIsNewerThanTheStreamsAndNoOther() {
+    ask(TypeUrl.ENDPOINT, ENDPOINTS);
+    ask(TypeUrl.CLUSTER, CLUSTERS);
+    transport.written.clear();
+
+    ads.catchUp(store::get);
+    assertThat(transport.written).as("the group holds nothing newer").isEmpty();
+
+    store.put(TypeUrl.ENDPOINT, ENDPOINTS_CHANGED);
+    assertThat(ads.behindBeyond(TypeUrl.ENDPOINT, store::get))
+        .as("only the type asked about is behind")
+        .isFalse();
+    assertThat(ads.behindBeyond(TypeUrl.CLUSTER, store::get)).as("assignments are behind").isTrue();
+
+    ads.catchUp(store::get);
+    ads.catchUp(store::get);
+    assertThat(transport.types())
+        .as("the newer assignments, once")
+        .containsExactly(TypeUrl.ENDPOINT.shortName());
+    assertThat(transport.written.get(0).getVersionInfo()).isEqualTo(ENDPOINTS_CHANGED.version());
+    assertThat(ads.behindBeyond(TypeUrl.CLUSTER, store::get)).as("caught up").isFalse();
   }
 
   @Test

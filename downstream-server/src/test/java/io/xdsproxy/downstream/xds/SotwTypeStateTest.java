@@ -358,9 +358,9 @@ class SotwTypeStateTest {
       Optional<SotwTypeState.Outgoing> response = state.nextResponse(false);
       response.ifPresent(
           outgoing -> {
-            String nonce = Integer.toString(++nonces);
+            long nonce = ++nonces;
             state.sent(outgoing, nonce);
-            versions.put(nonce, outgoing.version());
+            versions.put(Long.toString(nonce), outgoing.version());
           });
       log.add(
           step
@@ -401,6 +401,20 @@ class SotwTypeStateTest {
                       .as("%s; the exchange: %s", says, client.log)
                       .containsExactlyInAnyOrderElementsOf(expected.get()));
     }
+  }
+
+  @Test
+  void aNonceIsRecognisedByItsDigitsAlone() {
+    assertThat(TypeState.spells("1", 1)).isTrue();
+    assertThat(TypeState.spells("907", 907)).isTrue();
+    assertThat(TypeState.spells(Long.toString(Long.MAX_VALUE), Long.MAX_VALUE)).isTrue();
+    assertThat(TypeState.spells("", 7)).as("no nonce").isFalse();
+    assertThat(TypeState.spells("0907", 907)).as("a leading zero").isFalse();
+    assertThat(TypeState.spells("97", 907)).as("a digit short").isFalse();
+    assertThat(TypeState.spells("9070", 907)).as("a digit more").isFalse();
+    assertThat(TypeState.spells("917", 907)).isFalse();
+    assertThat(TypeState.spells("90a", 907)).isFalse();
+    assertThat(TypeState.spells("-907", 907)).isFalse();
   }
 
   @Test
