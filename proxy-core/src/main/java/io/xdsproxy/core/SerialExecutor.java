@@ -40,9 +40,24 @@ public final class SerialExecutor implements Executor {
    */
   private volatile long draining = NONE;
 
+  /** What {@link #signal} has run; null when the owner has none. */
+  private final Runnable standing;
+
+  /** {@link #standing} is to run once more. */
+  private volatile boolean signalled;
+
   public SerialExecutor(Executor pool, Object owner) {
+    this(pool, owner, null);
+  }
+
+  /**
+   * An executor whose owner signals {@code standing} ({@link #signal}) rather than queueing it: for
+   * a task that only catches up with something and is asked for often.
+   */
+  public SerialExecutor(Executor pool, Object owner, Runnable standing) {
     this.pool = pool;
     this.owner = owner;
+    this.standing = standing;
   }
 
   @Override
@@ -52,12 +67,26 @@ public final class SerialExecutor implements Executor {
   }
 
   /**
+   * Has the standing task given at construction run once more, after the tasks waiting now; signals
+   * that come before it starts are one run. No task is queued: a flag is set, so signalling costs
+   * no object and stores no reference (a stream is signalled on every update, and its executor is
+   * old: a reference stored into it is a card for G1 to refine, issue 18, round five).
+   */
+  public void signal() {
+    if (standing == null) {
+      throw new IllegalStateException(owner + "'s executor has no standing task");
+    }
+    signalled = true;
+    schedule();
+  }
+
+  /**
    * Runs {@code task} on this thread now if none of this executor's tasks runs or waits, else as
    * {@link #execute} does: for a caller whose thread may as well do the work, such as the event
    * loop a cheap request was read on, which would otherwise hand the task to a worker, waking one.
    */
   public void executeHere(Runnable task) {
-    if (!tasks.isEmpty() || !scheduled.compareAndSet(false, true)) {
+    if (!tasks.isEmpty() || signalled || !scheduled.compareAndSet(false, true)) {
       execute(task);
       return;
     }
@@ -95,6 +124,7 @@ public final class SerialExecutor implements Executor {
         // it.
         log.debug("{}: {} task(s) dropped, the pool is shut down", owner, tasks.size());
         tasks.clear();
+        signalled = false;
       }
     }
   }
@@ -105,7 +135,11 @@ public final class SerialExecutor implements Executor {
       for (int i = 0; i < BATCH; i++) {
         Runnable task = tasks.poll();
         if (task == null) {
-          break;
+          if (!signalled) {
+            break;
+          }
+          signalled = false; // before it runs: a signal while it runs is one more run
+          task = standing;
         }
         runOne(task);
       }
@@ -126,7 +160,7 @@ public final class SerialExecutor implements Executor {
   private void release() {
     draining = NONE;
     scheduled.set(false);
-    if (!tasks.isEmpty()) {
+    if (!tasks.isEmpty() || signalled) {
       schedule();
     }
   }

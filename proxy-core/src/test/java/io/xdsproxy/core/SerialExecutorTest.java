@@ -81,6 +81,59 @@ class SerialExecutorTest {
   }
 
   @Test
+  void signalsBeforeTheStandingTaskRunsAreOneRunAfterTheTasksWaiting() {
+    List<String> ran = new ArrayList<>();
+    SerialExecutor signalled =
+        new SerialExecutor(
+            pool,
+            "the owner",
+            () -> {
+              ran.add("standing");
+            });
+    signalled.execute(() -> ran.add("waiting"));
+
+    signalled.signal();
+    signalled.signal();
+    signalled.executeHere(() -> ran.add("here"));
+
+    assertThat(ran).as("nothing runs ahead of the signal").isEmpty();
+    runPending();
+    assertThat(ran).containsExactly("waiting", "here", "standing");
+  }
+
+  @Test
+  void aSignalWhileTheStandingTaskRunsRunsItOnceMore() {
+    List<String> ran = new ArrayList<>();
+    SerialExecutor[] signalled = new SerialExecutor[1];
+    signalled[0] =
+        new SerialExecutor(
+            pool,
+            "the owner",
+            () -> {
+              signalled[0].assertCurrent();
+              ran.add("standing");
+              if (ran.size() == 1) {
+                signalled[0].signal();
+              }
+            });
+
+    signalled[0].signal();
+    runPending();
+
+    assertThat(ran).containsExactly("standing", "standing");
+    assertThat(pending).isEmpty();
+    signalled[0].executeHere(() -> ran.add("here"));
+    assertThat(ran).as("idle again: runs at once").containsExactly("standing", "standing", "here");
+  }
+
+  @Test
+  void anExecutorWithoutAStandingTaskRefusesASignal() {
+    assertThatThrownBy(executor::signal)
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("the owner");
+  }
+
+  @Test
   void assertCurrentPassesInsideATaskOfTheExecutor() {
     List<String> ran = new ArrayList<>();
     executor.execute(

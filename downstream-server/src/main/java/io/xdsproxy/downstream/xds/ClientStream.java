@@ -22,7 +22,6 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
 import java.util.function.Predicate;
 import java.util.function.ToIntFunction;
@@ -89,14 +88,6 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
   private final NodeIdCheck nodeIdCheck = PeerInterceptor.currentNodeIdCheck();
 
   /**
-   * The group published snapshots the executor has not looked for yet. What changed is not kept:
-   * the executor compares the group's current snapshots with its states' ({@link
-   * PushScheduler#catchUp}), so types that changed together are pushed together, and a stream keeps
-   * nothing per update but its states.
-   */
-  private final AtomicBoolean changedScheduled = new AtomicBoolean();
-
-  /**
    * The worker pool's lane ({@link WorkLanes}) of the stream's work: the initial lane until its
    * client has answered a first response of every type it asked for ({@link
    * PushScheduler#awaitsFirstState}), so that a storm of newcomers does not delay updates to the
@@ -143,7 +134,8 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
     this.peer = peer;
     this.variant = (protocol + " " + fixedType.map(TypeUrl::shortName).orElse("ADS")).intern();
     this.lane = new StreamLane(serving.pool());
-    this.executor = new SerialExecutor(lane, this);
+    // Its standing task takes the group's changes: the group signals it (onSnapshots).
+    this.executor = new SerialExecutor(lane, this, guarded(this::takeChanges));
     this.pushes =
         new PushScheduler<>(
             new PushScheduler.Transport() {
@@ -368,11 +360,15 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
         });
   }
 
+  /**
+   * The group published snapshots: the executor is signalled to take them. What changed is not
+   * kept: the executor compares the group's current snapshots with its states' ({@link
+   * PushScheduler#catchUp}), so types that changed together are pushed together, and a stream keeps
+   * nothing per update but its states.
+   */
   @Override
   public final void onSnapshots(List<TypeSnapshot> snapshots) {
-    if (changedScheduled.compareAndSet(false, true)) {
-      executor.execute(guarded(this::takeChanges));
-    }
+    executor.signal();
   }
 
   /**
@@ -582,7 +578,6 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
     executor.assertCurrent();
     if (!closed) {
       if (pushes.behindBeyond(type, group::snapshot)) {
-        changedScheduled.set(false);
         pushes.catchUpWith(type, group::snapshot);
         laneChange();
       } else {
@@ -593,7 +588,6 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
 
   private void takeChanges() {
     executor.assertCurrent();
-    changedScheduled.set(false);
     if (!closed) {
       pushes.catchUp(group::snapshot);
       laneChange();

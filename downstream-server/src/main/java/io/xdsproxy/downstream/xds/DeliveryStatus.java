@@ -57,6 +57,12 @@ final class DeliveryStatus {
   private record Answer(
       Delivery delivery, long at, long seq, String nackMessage, Delivery ackedBefore) {}
 
+  /**
+   * What the stream reports on: the latest response, the client's last ACK and its last NACK. Made
+   * for each report from the fields below.
+   */
+  private record Report(Delivery latest, Answer acked, Answer rejected) {}
+
   private final Clock clock;
 
   /** Each response carries every resource the client holds (SotW Listener and Cluster). */
@@ -72,8 +78,26 @@ final class DeliveryStatus {
   private final boolean perResourceVersions;
 
   private long answers;
-  private Delivery latest;
-  private Answer acked;
+
+  // The latest response and the one the client last ACKed, as a Delivery's fields, kept in place:
+  // a stream records one of each per update, and objects made for them would be copied by every
+  // young collection and referenced from this old one (issue 18, round five). A null snapshot:
+  // none.
+  private String sentVersion;
+  private TypeSnapshot sentSnapshot;
+  private Subscription sentScope;
+  private Set<String> sentWithheld;
+  private long sentAt;
+
+  private String ackedVersion;
+  private TypeSnapshot ackedSnapshot;
+  private Subscription ackedScope;
+  private Set<String> ackedWithheld;
+  private long ackedSentAt;
+  private long ackedAt;
+  private long ackedSeq;
+
+  /** The client's last NACK, rare enough to be an object: null if none. */
   private Answer rejected;
 
   private DeliveryStatus(
@@ -96,23 +120,52 @@ final class DeliveryStatus {
    * A response was sent; {@code version} is its version_info (SotW) or system_version_info (Delta).
    */
   void sent(String version, TypeSnapshot snapshot, Subscription scope, Set<String> withheld) {
-    latest = new Delivery(version, snapshot, scope, withheld, clock.millis());
+    sentVersion = version;
+    sentSnapshot = snapshot;
+    sentScope = scope;
+    sentWithheld = withheld;
+    sentAt = clock.millis();
   }
 
   /** The client ACKed the latest response. */
   void acked() {
-    if (latest != null) {
-      acked = new Answer(latest, clock.millis(), ++answers, null, null);
+    if (sentSnapshot != null) {
+      ackedVersion = sentVersion;
+      ackedSnapshot = sentSnapshot;
+      ackedScope = sentScope;
+      ackedWithheld = sentWithheld;
+      ackedSentAt = sentAt;
+      ackedAt = clock.millis();
+      ackedSeq = ++answers;
     }
   }
 
   /** The client NACKed the latest response with {@code message}. */
   void nacked(String message) {
+    Delivery latest = latestDelivery();
     if (latest != null) {
+      Answer acked = lastAck();
       rejected =
           new Answer(
               latest, clock.millis(), ++answers, message, acked == null ? null : acked.delivery());
     }
+  }
+
+  private Delivery latestDelivery() {
+    return sentSnapshot == null
+        ? null
+        : new Delivery(sentVersion, sentSnapshot, sentScope, sentWithheld, sentAt);
+  }
+
+  private Answer lastAck() {
+    return ackedSnapshot == null
+        ? null
+        : new Answer(
+            new Delivery(ackedVersion, ackedSnapshot, ackedScope, ackedWithheld, ackedSentAt),
+            ackedAt,
+            ackedSeq,
+            null,
+            null);
   }
 
   /**
@@ -120,20 +173,23 @@ final class DeliveryStatus {
    * names, and with a wildcard every resource the group has or the client was sent.
    */
   List<ResourceStatus> statuses(TypeUrl type, Subscription subscription, TypeSnapshot current) {
+    Report report = new Report(latestDelivery(), lastAck(), rejected);
     SortedSet<String> names = new TreeSet<>(subscription.names());
     if (subscription.wildcard()) {
       names.addAll(current.resources().keySet());
-      if (latest != null) {
-        names.addAll(latest.snapshot().resources().keySet());
+      if (report.latest() != null) {
+        names.addAll(report.latest().snapshot().resources().keySet());
       }
     }
-    return names.stream().map(name -> status(type, name)).toList();
+    return names.stream().map(name -> status(report, type, name)).toList();
   }
 
-  private ResourceStatus status(TypeUrl type, String name) {
+  private ResourceStatus status(Report report, TypeUrl type, String name) {
+    Delivery latest = report.latest();
+    Answer acked = report.acked();
     XdsResource held = latest == null ? null : latest.held(name);
     if (held != null) {
-      return heldStatus(type, name, held);
+      return heldStatus(report, type, name, held);
     }
     if (tellsAbsence && latest != null && latest.toldAbsent(name)) {
       // "Knowing When a Requested Resource Does Not Exist": the proxy told the client so.
@@ -152,7 +208,10 @@ final class DeliveryStatus {
         type, name, "", Optional.empty(), Optional.empty(), NOT_SENT, REQUESTED, Optional.empty());
   }
 
-  private ResourceStatus heldStatus(TypeUrl type, String name, XdsResource held) {
+  private ResourceStatus heldStatus(Report report, TypeUrl type, String name, XdsResource held) {
+    Delivery latest = report.latest();
+    Answer acked = report.acked();
+    Answer rejected = report.rejected();
     boolean ackedHolds = acked != null && acked.delivery().held(name) == held;
     // Held in the NACKed response but not in the one ACKed before it: it came in the NACKed one.
     boolean rejectedHolds =
