@@ -89,6 +89,12 @@ final class DeliveryStatus {
   private Set<String> sentWithheld;
   private long sentAt;
 
+  /**
+   * The client's last ACK was of the latest response: the acked fields are the sent ones, copied
+   * only when the next response is recorded, so that an ACK stores no reference.
+   */
+  private boolean ackedLatest;
+
   private String ackedVersion;
   private TypeSnapshot ackedSnapshot;
   private Subscription ackedScope;
@@ -120,6 +126,14 @@ final class DeliveryStatus {
    * A response was sent; {@code version} is its version_info (SotW) or system_version_info (Delta).
    */
   void sent(String version, TypeSnapshot snapshot, Subscription scope, Set<String> withheld) {
+    if (ackedLatest) {
+      ackedVersion = sentVersion;
+      ackedSnapshot = sentSnapshot;
+      ackedScope = sentScope;
+      ackedWithheld = sentWithheld;
+      ackedSentAt = sentAt;
+      ackedLatest = false;
+    }
     sentVersion = version;
     sentSnapshot = snapshot;
     sentScope = scope;
@@ -130,11 +144,7 @@ final class DeliveryStatus {
   /** The client ACKed the latest response. */
   void acked() {
     if (sentSnapshot != null) {
-      ackedVersion = sentVersion;
-      ackedSnapshot = sentSnapshot;
-      ackedScope = sentScope;
-      ackedWithheld = sentWithheld;
-      ackedSentAt = sentAt;
+      ackedLatest = true;
       ackedAt = clock.millis();
       ackedSeq = ++answers;
     }
@@ -158,6 +168,9 @@ final class DeliveryStatus {
   }
 
   private Answer lastAck() {
+    if (ackedLatest) {
+      return new Answer(latestDelivery(), ackedAt, ackedSeq, null, null);
+    }
     return ackedSnapshot == null
         ? null
         : new Answer(

@@ -131,7 +131,9 @@ final class DeltaTypeState extends TypeState<DeltaTypeState.Outgoing> {
         && claimed.isEmpty()) {
       // Every name subscribed is owed, and only those (a newcomer that claims nothing): the
       // subscription's own set, shared, rather than a copy.
-      owed = next.names();
+      if (owed != next.names()) { // an ACK stores nothing
+        owed = next.names();
+      }
     } else {
       owe(subscribe, unsubscribe, first, next);
     }
@@ -140,7 +142,9 @@ final class DeltaTypeState extends TypeState<DeltaTypeState.Outgoing> {
         || changed && !next.interest().beyond(subscription.interest()).isEmpty()) {
       joinedNow();
     }
-    subscription = next;
+    if (next != subscription) {
+      subscription = next;
+    }
     return new Subscribed(changed, refetch);
   }
 

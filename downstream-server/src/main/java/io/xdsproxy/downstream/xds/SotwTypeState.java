@@ -196,7 +196,7 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
    * whether it waits for such a copy, which the group must then ask its upstream for.
    */
   boolean askedAgain() {
-    held = null;
+    forgetHeld();
     awaitsFreshCopies = joinedNow();
     return awaitsFreshCopies;
   }
@@ -247,7 +247,7 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
     }
     if (next.wildcard() && !subscription.wildcard()) {
       // A new wildcard is a request for everything: resend as if nothing had been sent.
-      held = null;
+      forgetHeld();
     }
     subscription = next;
     return true;

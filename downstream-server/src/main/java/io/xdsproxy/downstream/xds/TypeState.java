@@ -101,7 +101,14 @@ abstract class TypeState<O extends TypeState.Outgoing<O>> {
    */
   private long lastNonce;
 
+  /**
+   * The version the client last ACKed, unless {@link #ackedHeld}: then it is {@link #held}'s, and
+   * is copied here only when the next response is sent, so that an ACK, which every client sends
+   * for every response, stores no reference into this long-lived object (issue 18, round five).
+   */
   private String ackedVersion = "";
+
+  private boolean ackedHeld;
   private String lastNackMessage;
 
   /**
@@ -133,7 +140,9 @@ abstract class TypeState<O extends TypeState.Outgoing<O>> {
 
   /** The group published {@code snapshot} of the type. */
   final void update(TypeSnapshot snapshot) {
-    latest = snapshot;
+    if (latest != snapshot) { // every request brings the state up to date; it nearly always is
+      latest = snapshot;
+    }
   }
 
   /**
@@ -146,7 +155,7 @@ abstract class TypeState<O extends TypeState.Outgoing<O>> {
 
   /** The version the client last ACKed, empty if none. */
   final String ackedVersion() {
-    return ackedVersion;
+    return ackedHeld ? held.version() : ackedVersion;
   }
 
   final Optional<String> lastNackMessage() {
@@ -182,10 +191,27 @@ abstract class TypeState<O extends TypeState.Outgoing<O>> {
 
   /** The client ACKed the latest response, saying it holds {@code version} of the type. */
   final void ack(String version) {
-    // The snapshot's own string where it is the same: every stream then holds one string, not its
-    // own copy.
-    ackedVersion = held != null && version.equals(held.version()) ? held.version() : version;
+    // The snapshot's own string where it is the same (nearly always): every stream then holds one
+    // string, not its own copy, and the ACK stores nothing but a flag.
+    ackedHeld = held != null && version.equals(held.version());
+    if (!ackedHeld) {
+      ackedVersion = version;
+    }
     deliveries.acked();
+  }
+
+  /** The client is to be sent everything again, as if nothing had been sent ({@link #held}). */
+  final void forgetHeld() {
+    settleAck();
+    held = null;
+  }
+
+  /** {@link #held} is about to change: the version the client ACKed no longer refers to it. */
+  private void settleAck() {
+    if (ackedHeld) {
+      ackedVersion = held.version();
+      ackedHeld = false;
+    }
   }
 
   /** The client NACKed the latest response with {@code message}. */
@@ -342,6 +368,7 @@ abstract class TypeState<O extends TypeState.Outgoing<O>> {
       }
       warmingHeld = claimed.isEmpty() ? List.of() : claimed;
     }
+    settleAck();
     held = outgoing.snapshot();
     lastNonce = nonce;
     afterSent(outgoing);

@@ -464,7 +464,11 @@ class SotwTypeStateTest {
     Client client = new Client(TypeUrl.ENDPOINT, ENDPOINTS);
     SotwTypeState.Outgoing sent = client.take(first(ENDPOINTS, "a")).orElseThrow();
     client.take(ack(ENDPOINTS, "1", "a"));
+    assertThat(client.state.ackedVersion()).isEqualTo(sent.version());
     client.take(new Push(ENDPOINTS_A_CHANGED));
+    assertThat(client.state.ackedVersion())
+        .as("a newer response sent, not yet answered")
+        .isEqualTo(sent.version());
 
     client.take(nack(ENDPOINTS_A_CHANGED, "2", "a"));
 
