@@ -70,7 +70,47 @@ public final class Sweep {
           "Serving process heap per client stream (after full GC)",
           "KiB per stream",
           out.resolve("memory.png"));
+      String slopes = slopes(p99, cpu, heap);
+      System.out.println(slopes);
+      Files.writeString(out.resolve("slopes.md"), slopes);
     }
+  }
+
+  /**
+   * Each setup's slope against N, per 1,000 clients: of the least-squares line through its points.
+   */
+  static String slopes(
+      Map<Compare.Setup, List<double[]>> p99,
+      Map<Compare.Setup, List<double[]>> cpu,
+      Map<Compare.Setup, List<double[]>> heap) {
+    StringBuilder table =
+        new StringBuilder(
+            "| setup | p99, s per 1,000 clients | CPU per update, s per 1,000 clients"
+                + " | heap per stream, KiB per 1,000 clients |\n| --- | ---: | ---: | ---: |\n");
+    for (Compare.Setup setup : p99.keySet()) {
+      table.append(
+          String.format(
+              Locale.ROOT,
+              "| %s | %.3f | %.3f | %.3f |%n",
+              setup.label,
+              1000 * slope(p99.get(setup)),
+              1000 * slope(cpu.get(setup)),
+              1000 * slope(heap.get(setup))));
+    }
+    return table.toString();
+  }
+
+  /** The slope of the least-squares line through {@code points} ({x, y} each); 0 for one point. */
+  static double slope(List<double[]> points) {
+    double meanX = points.stream().mapToDouble(point -> point[0]).average().orElse(0);
+    double meanY = points.stream().mapToDouble(point -> point[1]).average().orElse(0);
+    double covariance = 0;
+    double variance = 0;
+    for (double[] point : points) {
+      covariance += (point[0] - meanX) * (point[1] - meanY);
+      variance += (point[0] - meanX) * (point[0] - meanX);
+    }
+    return variance == 0 ? 0 : covariance / variance;
   }
 
   private static void add(

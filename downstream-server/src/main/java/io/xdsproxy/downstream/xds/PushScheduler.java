@@ -227,7 +227,7 @@ final class PushScheduler<S extends TypeState<?>> {
     for (Map.Entry<TypeUrl, Slot<S>> entry : types.entrySet()) {
       Slot<S> slot = entry.getValue();
       TypeSnapshot snapshot = snapshots.apply(entry.getKey());
-      if (!slot.state.isCurrent(snapshot)) {
+      if (!slot.state.hasTaken(snapshot)) {
         slot.state.update(snapshot);
         if (snapshot.isReceived() && !slot.unwritten) {
           slot.unwritten = true;
@@ -250,7 +250,7 @@ final class PushScheduler<S extends TypeState<?>> {
   boolean behindBeyond(TypeUrl type, Function<TypeUrl, TypeSnapshot> snapshots) {
     for (Map.Entry<TypeUrl, Slot<S>> entry : types.entrySet()) {
       if (!entry.getKey().equals(type)
-          && !entry.getValue().state.isCurrent(snapshots.apply(entry.getKey()))) {
+          && !entry.getValue().state.hasTaken(snapshots.apply(entry.getKey()))) {
         return true;
       }
     }

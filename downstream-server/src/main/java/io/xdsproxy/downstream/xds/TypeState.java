@@ -149,7 +149,7 @@ abstract class TypeState<O extends TypeState.Outgoing<O>> {
    * Whether {@code snapshot}, the group's current one of the type, is the one the stream last took:
    * the group's snapshots of a type are numbered in order ({@link TypeSnapshot#sequence}).
    */
-  final boolean isCurrent(TypeSnapshot snapshot) {
+  final boolean hasTaken(TypeSnapshot snapshot) {
     return snapshot.sequence() == latest.sequence();
   }
 
