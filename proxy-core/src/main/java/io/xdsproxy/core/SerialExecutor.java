@@ -11,8 +11,10 @@ import org.slf4j.LoggerFactory;
 /**
  * Runs tasks one at a time, in order, on a shared pool: the owner of a node group's or a stream's
  * state, so that state reads as sequential code without locks (the model is grpc-java's
- * SynchronizationContext, but tasks run on the pool rather than on the caller's thread, so no
- * network thread ever does a group's work).
+ * SynchronizationContext, but tasks run on the pool rather than on the caller's thread unless the
+ * caller asks for that ({@link #executeHere}, which only a stream's cheap requests do), so no
+ * network thread does a group's work). An owner may also have one standing task, which a {@link
+ * #signal} runs once more.
  */
 public final class SerialExecutor implements Executor {
 
