@@ -55,10 +55,11 @@ class ReconnectStormTest {
   void anUpdateReachesAnEstablishedClientBeforeMostOfABurstOfNewcomersIsServed() throws Exception {
     ControlPlane controlPlane = fixture.controlPlane();
     controlPlane.setSnapshot("fleet", Resources.clustersAt(1000, "1", "a", "b"));
-    XdsProxy proxy = fixture.proxy(against(controlPlane.target()));
+    XdsProxy proxy = fixture.proxy(oneConnectionForAll(controlPlane));
+    ManagedChannel connection = channel(proxy);
     List<String> arrivals = new CopyOnWriteArrayList<>();
 
-    established(proxy, () -> arrivals.add("update"));
+    established(connection, () -> arrivals.add("update"));
 
     Held held =
         newcomersThenAnUpdateQueued(
@@ -67,8 +68,8 @@ class ReconnectStormTest {
             WorkLanes::initialQueued,
             () -> {
               // The storm: newcomers of the same group, each served from the cache, all at once,
-              // on a connection of their own (at most 100 streams each).
-              newcomers(channel(proxy), response -> true, arrivals);
+              // on the established client's connection.
+              newcomers(connection, response -> true, arrivals);
             });
     assertThat(servedBeforeTheUpdate(held, arrivals))
         .as(
@@ -93,13 +94,14 @@ class ReconnectStormTest {
   void anUpdateReachesAnEstablishedClientBeforeMostOfTheNewcomersAnswersAreRead() throws Exception {
     ControlPlane controlPlane = fixture.controlPlane();
     controlPlane.setSnapshot("fleet", Resources.clustersAt(1000, "1", "a", "b"));
-    XdsProxy proxy = fixture.proxy(against(controlPlane.target()));
+    XdsProxy proxy = fixture.proxy(oneConnectionForAll(controlPlane));
+    ManagedChannel connection = channel(proxy);
     Counter acks = clusterAcks(proxy);
     List<String> arrivals = new CopyOnWriteArrayList<>();
-    established(proxy, () -> arrivals.add("update"));
+    established(connection, () -> arrivals.add("update"));
 
     List<Client> newcomers =
-        newcomers(channel(proxy), response -> response.getResourcesCount() == 3, arrivals);
+        newcomers(connection, response -> response.getResourcesCount() == 3, arrivals);
     List<DiscoveryResponse> firstStates = new ArrayList<>();
     for (Client newcomer : newcomers) {
       firstStates.add(newcomer.next());
@@ -137,18 +139,17 @@ class ReconnectStormTest {
       throws Exception {
     ControlPlane controlPlane = fixture.controlPlane();
     controlPlane.setSnapshot("fleet", Resources.clustersAt(1000, "1", "a", "b"));
-    XdsProxy proxy = fixture.proxy(against(controlPlane.target()));
+    XdsProxy proxy = fixture.proxy(oneConnectionForAll(controlPlane));
+    ManagedChannel connection = channel(proxy);
     List<String> arrivals = new CopyOnWriteArrayList<>();
-    Client established = established(proxy, () -> arrivals.add("update"));
+    Client established = established(connection, () -> arrivals.add("update"));
     // The group holds the assignments: the newcomers are served them from the cache.
     established.askAssignments("a", "b");
     established.ack(established.next());
 
     List<Client> newcomers =
         newcomers(
-            channel(proxy),
-            response -> response.getTypeUrl().equals(TypeUrl.ENDPOINT.url()),
-            arrivals);
+            connection, response -> response.getTypeUrl().equals(TypeUrl.ENDPOINT.url()), arrivals);
     for (Client newcomer : newcomers) {
       newcomer.ack(newcomer.next());
     }
@@ -227,9 +228,8 @@ class ReconnectStormTest {
 
   /**
    * The storm: {@link #NEWCOMERS} newcomers of the same group, each served from the cache, all at
-   * once, on {@code storm}, one connection (at most 100 streams each); each has asked for the
-   * clusters, and adds its name to {@code arrivals} when it first gets a response that {@code
-   * counts}.
+   * once, on {@code storm}, one connection; each has asked for the clusters, and adds its name to
+   * {@code arrivals} when it first gets a response that {@code counts}.
    */
   private static List<Client> newcomers(
       ManagedChannel storm, Predicate<DiscoveryResponse> counts, List<String> arrivals) {
@@ -310,10 +310,11 @@ class ReconnectStormTest {
    * A client of {@code proxy} that holds the clusters and has ACKed them; {@code onUpdate} runs
    * when it gets the update, which adds cluster c.
    */
-  private Client established(XdsProxy proxy, Runnable onUpdate) throws InterruptedException {
+  private Client established(ManagedChannel connection, Runnable onUpdate)
+      throws InterruptedException {
     Client established =
         new Client(
-            channel(proxy),
+            connection,
             response -> {
               if (response.getResourcesCount() == 3) {
                 onUpdate.run();
@@ -322,6 +323,17 @@ class ReconnectStormTest {
     established.ask("established");
     established.ack(established.next());
     return established;
+  }
+
+  /**
+   * The proxy against {@code controlPlane}, letting the established client and every newcomer share
+   * one connection: the order the clients get what they get is then the order the proxy wrote it
+   * in, on one connection's event loop, not two connections' race to their clients (which, on a
+   * loaded machine, once let 41 newcomers' updates arrive before the established client's).
+   */
+  private static ProxyConfig oneConnectionForAll(ControlPlane controlPlane) {
+    ProxyConfig config = against(controlPlane.target());
+    return config.withLimits(config.limits().withMaxStreamsPerConnection(NEWCOMERS + 1));
   }
 
   private ManagedChannel channel(XdsProxy proxy) {
