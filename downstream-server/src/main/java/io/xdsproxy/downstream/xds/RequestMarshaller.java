@@ -10,9 +10,7 @@ import com.google.protobuf.WireFormat;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.grpc.KnownLength;
-import io.grpc.MethodDescriptor.Marshaller;
 import io.grpc.Status;
-import io.grpc.protobuf.ProtoUtils;
 import io.xdsproxy.core.Subscription;
 import java.io.IOException;
 import java.io.InputStream;
@@ -34,13 +32,14 @@ import java.util.function.Function;
  * Subscription} finds what it made of a list by the list's identity. A call's next request is first
  * compared with the names its last one held ({@link StreamLane#lastNames}), where they stand: an
  * ACK that repeats them is neither scanned name by name nor hashed. Requests are read into a buffer
- * of the thread's, so an ACK of thousands of names allocates no copy of them. Responses are written
- * as usual.
+ * of the thread's, so an ACK of thousands of names allocates no copy of them. The stream reads its
+ * call's requests with it ({@link #read}); gRPC hands them over unread ({@link
+ * AggregatedDiscoveryService#AS_RECEIVED}).
  *
  * @param <M> the request message: {@link #SOTW}'s names are its resource_names, {@link #DELTA}'s
  *     its resource_names_subscribe
  */
-public final class RequestMarshaller<M extends Message> implements Marshaller<M> {
+public final class RequestMarshaller<M extends Message> {
 
   /**
    * A request with fewer names is parsed as usual: not worth the lookup. One with as many or more
@@ -59,7 +58,6 @@ public final class RequestMarshaller<M extends Message> implements Marshaller<M>
   private final int namesField;
   private final Function<M, List<String>> namesOf;
   private final Function<List<String>, M> holding;
-  private final Marshaller<M> plain;
 
   /**
    * Encoded names to a request holding just those names, decoded; bounded by encoded size, so no
@@ -90,7 +88,6 @@ public final class RequestMarshaller<M extends Message> implements Marshaller<M>
     this.namesField = namesField;
     this.namesOf = namesOf;
     this.holding = holding;
-    this.plain = ProtoUtils.marshaller(empty);
   }
 
   /** A marshaller of SotW requests of its own, with a cache of its own (for tests). */
@@ -109,17 +106,6 @@ public final class RequestMarshaller<M extends Message> implements Marshaller<M>
         DeltaDiscoveryRequest.RESOURCE_NAMES_SUBSCRIBE_FIELD_NUMBER,
         DeltaDiscoveryRequest::getResourceNamesSubscribeList,
         names -> DeltaDiscoveryRequest.newBuilder().addAllResourceNamesSubscribe(names).build());
-  }
-
-  @Override
-  public InputStream stream(M value) {
-    return plain.stream(value);
-  }
-
-  /** {@code stream}, a whole request, read as a request of no call. */
-  @Override
-  public M parse(InputStream stream) {
-    return read(stream, null);
   }
 
   /**

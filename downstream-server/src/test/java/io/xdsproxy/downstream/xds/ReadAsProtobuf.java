@@ -24,7 +24,7 @@ final class ReadAsProtobuf {
     } catch (InvalidProtocolBufferException e) {
       parsed = Optional.empty();
     }
-    M read = marshaller.parse(new ByteArrayInputStream(bytes));
+    M read = marshaller.read(new ByteArrayInputStream(bytes), null);
     if (parsed.isPresent()) {
       assertThat(read)
           .as("the marshaller reads a request as protobuf does")

@@ -10,6 +10,8 @@ import com.google.rpc.Status;
 import io.envoyproxy.envoy.config.core.v3.Node;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
+import io.grpc.MethodDescriptor;
+import io.grpc.protobuf.ProtoUtils;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
@@ -22,6 +24,10 @@ import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 
 class RequestMarshallerTest {
+
+  /** How gRPC's client writes a request: a stream that knows its length. */
+  private static final MethodDescriptor.Marshaller<DiscoveryRequest> GRPC =
+      ProtoUtils.marshaller(DiscoveryRequest.getDefaultInstance());
 
   private final RequestMarshaller<DiscoveryRequest> marshaller = RequestMarshaller.sotw();
   private final RequestMarshaller<DeltaDiscoveryRequest> delta = RequestMarshaller.delta();
@@ -44,7 +50,7 @@ class RequestMarshallerTest {
     DiscoveryRequest request = ack("1");
 
     assertThat(marshaller.parse(request.toByteArray())).isEqualTo(request);
-    assertThat(marshaller.parse(marshaller.stream(request))).isEqualTo(request);
+    assertThat(marshaller.read(GRPC.stream(request), null)).isEqualTo(request);
   }
 
   @Test
@@ -174,8 +180,8 @@ class RequestMarshallerTest {
     DiscoveryRequest second =
         ack("2").toBuilder().clearResourceNames().addResourceNames("x".repeat(20_000)).build();
 
-    DiscoveryRequest readFirst = marshaller.parse(marshaller.stream(first));
-    DiscoveryRequest readSecond = marshaller.parse(marshaller.stream(second));
+    DiscoveryRequest readFirst = marshaller.read(GRPC.stream(first), null);
+    DiscoveryRequest readSecond = marshaller.read(GRPC.stream(second), null);
 
     assertThat(readFirst).isEqualTo(first);
     assertThat(readSecond).isEqualTo(second);
@@ -259,10 +265,14 @@ class RequestMarshallerTest {
     assertThat(expected.getInitialResourceVersionsMap()).containsEntry(names.get(3), "v3");
     assertThat(expected.getUnknownFields().asMap()).containsOnlyKeys(1000, 1001);
     assertThat(delta.parse(first)).isEqualTo(expected);
-    assertThat(delta.parse(new ByteArrayInputStream(again)))
+    assertThat(delta.read(new ByteArrayInputStream(again), null))
         .as("read with the names already decoded")
         .isEqualTo(DeltaDiscoveryRequest.parseFrom(again));
-    assertThat(delta.parse(delta.stream(expected))).isEqualTo(expected);
+    assertThat(
+            delta.read(
+                ProtoUtils.marshaller(DeltaDiscoveryRequest.getDefaultInstance()).stream(expected),
+                null))
+        .isEqualTo(expected);
   }
 
   @Test
@@ -315,7 +325,7 @@ class RequestMarshallerTest {
 
     for (byte[] garbage : List.of(cut, badNonce, badName)) {
       String plain = refusal(garbage);
-      assertThat(InvalidRequest.reason(delta.parse(new ByteArrayInputStream(garbage))))
+      assertThat(InvalidRequest.reason(delta.read(new ByteArrayInputStream(garbage), null)))
           .hasValueSatisfying(
               reason ->
                   assertThat(reason)
