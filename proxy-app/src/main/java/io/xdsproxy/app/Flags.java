@@ -290,7 +290,9 @@ final class Flags {
               "PART",
               "cluster",
               "a part of the node-group key, given once per part, in order: cluster, locality, id:<regex with a capture"
-                  + " group>, metadata:<dotted.path>",
+                  + " group>, metadata:<dotted.path> (chosen by the client); san:<regex with a capture group> (read from"
+                  + " its certificate's URI and DNS names); <part>=san:<regex> (the certificate's, which the node's claim"
+                  + " must equal)",
               (config, setting) -> {
                 try {
                   NodeGroupRule.of(setting.values());
@@ -306,6 +308,39 @@ final class Flags {
               "the upstream sees each group's first client's node with this id; {group} and {id} are replaced; without"
                   + " it, the node unchanged",
               (config, setting) -> config.withUpstreamNodeId(setting.value())),
+          single(
+              "upstream-node",
+              "FILE",
+              "",
+              "the node the upstream sees for each group, YAML or JSON, {group} and {1}, {2}, ... (the key's parts)"
+                  + " replaced in its strings; without it, the group's first client's node, which every other member's"
+                  + " cluster, locality and metadata must equal",
+              (config, setting) ->
+                  config.withTenancy(config.tenancy().withUpstreamNode(readable(setting)))),
+          single(
+              "allow-client-chosen-groups",
+              "true|false",
+              "false",
+              "with tls-client-ca: let node-group key parts no certificate binds stand, so that any client may join"
+                  + " any group it names",
+              (config, setting) ->
+                  config.withTenancy(
+                      config
+                          .tenancy()
+                          .withClientChosenGroups(
+                              trueOrFalse(setting, "allow-client-chosen-groups")))),
+          single(
+              "secrets-to-unverified-clients",
+              "true|false",
+              "false",
+              "serve Secrets (private keys) also to clients whose node group no verified certificate decides: to"
+                  + " anyone who names the group",
+              (config, setting) ->
+                  config.withTenancy(
+                      config
+                          .tenancy()
+                          .withSecretsToUnverifiedClients(
+                              trueOrFalse(setting, "secrets-to-unverified-clients")))),
           single(
               "not-found-timeout",
               "D",
@@ -471,6 +506,19 @@ final class Flags {
               Limits::maxStreamsPerConnection,
               Limits::withMaxStreamsPerConnection),
           limit(
+              "max-node-groups",
+              "node groups the proxy may have open, idle ones too",
+              1,
+              Limits::maxNodeGroups,
+              Limits::withMaxNodeGroups),
+          limit(
+              "max-node-groups-per-client",
+              "node groups the clients of one certificate identity (or one address, without one) may have opened,"
+                  + " idle ones too",
+              1,
+              Limits::maxNodeGroupsPerClient,
+              Limits::withMaxNodeGroupsPerClient),
+          limit(
               "max-streams-per-group",
               "streams one node group may have open",
               1,
@@ -593,6 +641,15 @@ final class Flags {
    * The PEM private key file a setting names, checked to hold a key the proxy reads (see
    * TlsFiles#privateKey).
    */
+  /** A file that exists and can be read. */
+  private static Path readable(Setting setting) throws ConfigException {
+    Path file = Path.of(setting.value());
+    if (!java.nio.file.Files.isReadable(file)) {
+      throw new ConfigException(setting.where() + ": cannot read " + file);
+    }
+    return file;
+  }
+
   private static Path privateKey(Setting setting) throws ConfigException {
     Path file = Path.of(setting.value());
     try {

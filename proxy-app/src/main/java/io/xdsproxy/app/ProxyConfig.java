@@ -1,6 +1,5 @@
 package io.xdsproxy.app;
 
-import io.xdsproxy.core.NodeGroupRule;
 import io.xdsproxy.downstream.xds.Limits;
 import io.xdsproxy.upstream.grpc.AdsUpstream;
 import io.xdsproxy.upstream.grpc.Backoff;
@@ -42,10 +41,8 @@ import org.yaml.snakeyaml.nodes.SequenceNode;
  * @param adminPort where the admin HTTP server listens (0: any free port)
  * @param restPort where REST-JSON xDS is served, with the xDS port's TLS and checks; empty: not at
  *     all
- * @param nodeGroupKey the parts of a client's node that make its node-group key ({@link
- *     NodeGroupRule})
- * @param upstreamNodeId empty: the upstream sees each group's first client's node as it is; else
- *     that node with this id, in which {@code {group}} and {@code {id}} are replaced
+ * @param tenancy how clients are put into node groups, what the upstream sees of a group, and who
+ *     is entitled to what
  * @param groupIdleGrace how long a node group with no streams keeps its upstream session and store
  * @param groupAuditInterval how long after its last audit a node group is audited again (a member
  *     node other than the upstream node asked about upstream and compared); empty: never
@@ -77,8 +74,7 @@ public record ProxyConfig(
     String adminAddress,
     int adminPort,
     Optional<Integer> restPort,
-    List<String> nodeGroupKey,
-    Optional<String> upstreamNodeId,
+    Tenancy tenancy,
     Duration groupIdleGrace,
     Optional<Duration> groupAuditInterval,
     Duration notFoundTimeout,
@@ -113,8 +109,7 @@ public record ProxyConfig(
           "127.0.0.1",
           19001,
           Optional.empty(),
-          List.of("cluster"),
-          Optional.empty(),
+          Tenancy.DEFAULTS,
           Duration.ofMinutes(5),
           Optional.empty(),
           Duration.ofSeconds(15),
@@ -190,11 +185,15 @@ public record ProxyConfig(
   }
 
   public ProxyConfig withNodeGroupKey(List<String> parts) {
-    return edit(b -> b.nodeGroupKey = parts);
+    return withTenancy(tenancy.withNodeGroupKey(parts));
   }
 
   public ProxyConfig withUpstreamNodeId(String template) {
-    return edit(b -> b.upstreamNodeId = Optional.of(template));
+    return withTenancy(tenancy.withUpstreamNodeId(template));
+  }
+
+  public ProxyConfig withTenancy(Tenancy tenancy) {
+    return edit(b -> b.tenancy = tenancy);
   }
 
   public ProxyConfig withGroupIdleGrace(Duration grace) {
@@ -271,8 +270,7 @@ public record ProxyConfig(
     String adminAddress;
     int adminPort;
     Optional<Integer> restPort;
-    List<String> nodeGroupKey;
-    Optional<String> upstreamNodeId;
+    Tenancy tenancy;
     Duration groupIdleGrace;
     Optional<Duration> groupAuditInterval;
     Duration notFoundTimeout;
@@ -300,8 +298,7 @@ public record ProxyConfig(
       adminAddress = from.adminAddress;
       adminPort = from.adminPort;
       restPort = from.restPort;
-      nodeGroupKey = from.nodeGroupKey;
-      upstreamNodeId = from.upstreamNodeId;
+      tenancy = from.tenancy;
       groupIdleGrace = from.groupIdleGrace;
       groupAuditInterval = from.groupAuditInterval;
       notFoundTimeout = from.notFoundTimeout;
@@ -331,8 +328,7 @@ public record ProxyConfig(
           adminAddress,
           adminPort,
           restPort,
-          List.copyOf(nodeGroupKey),
-          upstreamNodeId,
+          tenancy,
           groupIdleGrace,
           groupAuditInterval,
           notFoundTimeout,
@@ -403,6 +399,7 @@ public record ProxyConfig(
     }
     checkTls(settings);
     checkPorts(config, settings);
+    config.tenancy().check(config.tls());
     return config;
   }
 

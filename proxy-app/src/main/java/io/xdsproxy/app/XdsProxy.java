@@ -30,16 +30,17 @@ import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.netty.util.internal.PlatformDependent;
 import io.xdsproxy.core.GroupAuditor;
-import io.xdsproxy.core.NodeGroupRule;
 import io.xdsproxy.core.NodeGroups;
 import io.xdsproxy.core.SavedStates;
 import io.xdsproxy.core.Ticker;
+import io.xdsproxy.core.UpstreamNodes;
 import io.xdsproxy.core.UpstreamSource;
 import io.xdsproxy.core.WorkLanes;
+import io.xdsproxy.downstream.xds.Access;
 import io.xdsproxy.downstream.xds.AggregatedDiscoveryService;
+import io.xdsproxy.downstream.xds.ClientIdentities;
 import io.xdsproxy.downstream.xds.ClientStatusDiscovery;
 import io.xdsproxy.downstream.xds.Clients;
-import io.xdsproxy.downstream.xds.NodeIdPattern;
 import io.xdsproxy.downstream.xds.PeerInterceptor;
 import io.xdsproxy.downstream.xds.PerTypeServices;
 import io.xdsproxy.downstream.xds.RestDiscovery;
@@ -144,6 +145,14 @@ public final class XdsProxy implements AutoCloseable {
   private final Optional<AdminServer> rest;
 
   private XdsProxy(ProxyConfig config) throws IOException {
+    try {
+      // As ProxyConfig.parse does for the command line: a proxy made in code is held to it too.
+      config.tenancy().check(config.tls());
+    } catch (ProxyConfig.ConfigException e) {
+      throw new IllegalArgumentException(e.getMessage(), e);
+    }
+    // Read before anything starts: a template that does not read stops the proxy at once.
+    UpstreamNodes upstreamNodes = config.tenancy().upstreamNodes();
     // Not Executors' single-thread wrapper, which would hide the pool from the executor metrics.
     timer = new ScheduledThreadPoolExecutor(1, threads("xds-proxy-timer"));
     meters = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
@@ -233,8 +242,8 @@ public final class XdsProxy implements AutoCloseable {
     }
     groups =
         new NodeGroups(
-            NodeGroupRule.of(config.nodeGroupKey()),
-            config.upstreamNodeId().map(NodeGroups::withId).orElse(NodeGroups.firstClientsNode()),
+            config.tenancy().rule(),
+            upstreamNodes,
             upstream,
             pool,
             timer,
@@ -244,10 +253,19 @@ public final class XdsProxy implements AutoCloseable {
             stateDir.<SavedStates>map(dir -> dir).orElse(SavedStates.NONE));
     auditor = auditor(config, upstream, groups, pool, timer, meters);
     clients = new Clients();
+    Access access = config.tenancy().access(config.tls());
     StreamMetrics streamMetrics = new StreamMetrics(meters);
     ServerContext serving =
         new ServerContext(
-            groups, pool, streamMetrics, clients, Clock.systemUTC(), timer, config.limits(), null);
+            groups,
+            pool,
+            streamMetrics,
+            clients,
+            Clock.systemUTC(),
+            timer,
+            config.limits(),
+            access,
+            null);
     ServerServiceDefinition ads = AggregatedDiscoveryService.definition(serving);
     List<ServerServiceDefinition> perType = PerTypeServices.definitions(serving);
     List<ServerServiceDefinition> xds = new ArrayList<>(perType);
@@ -266,8 +284,9 @@ public final class XdsProxy implements AutoCloseable {
               NettyServerBuilder.forAddress(
                   xdsAddress,
                   config.xdsHpackTable() ? credentials : NoHpackTable.wrap(credentials)));
-      Optional<NodeIdPattern> nodeIdPattern = config.tls().nodeIdPattern().map(NodeIdPattern::new);
-      PeerInterceptor peers = new PeerInterceptor(nodeIdPattern);
+      // What each connection proves is read once, when it is ready; every call is told it.
+      builder.addTransportFilter(new ClientIdentities());
+      PeerInterceptor peers = new PeerInterceptor();
       builder.addService(ServerInterceptors.intercept(ads, peers));
       perType.forEach(service -> builder.addService(ServerInterceptors.intercept(service, peers)));
       // So that grpcurl lists and describes the services without their protos, and shows the
@@ -343,7 +362,8 @@ public final class XdsProxy implements AutoCloseable {
         // REST-JSON is xDS too: the xDS port's TLS, client certificates and node id check, or none
         // of them.
         RestDiscovery rest =
-            new RestDiscovery(groups, pool, timer, config.restPollTimeout(), nodeIdPattern);
+            new RestDiscovery(
+                groups, pool, timer, config.restPollTimeout(), access, config.limits().groups());
         Map<String, HttpHandler> handlers = new HashMap<>();
         RestDiscovery.PATHS.forEach((path, type) -> handlers.put(path, rest.handler(type)));
         restStarted =

@@ -47,6 +47,7 @@ class AdminSurfaceTest {
   private static final Duration WAIT = Duration.ofSeconds(10);
   private static final String CART = "spiffe://cluster.local/ns/shop/sa/cart";
   private static final String SECRET_KEY = "-----BEGIN PRIVATE KEY-----shop";
+  private static final String NAMESPACE_OF_SPIFFE_ID = "san:^spiffe://[^/]+/ns/([^/]+)/";
 
   @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
 
@@ -79,12 +80,20 @@ class AdminSurfaceTest {
     server = ca.issue("proxy");
   }
 
+  /**
+   * With client certificates, a client's group is its certificate's namespace, which its node's
+   * cluster must equal where it names one.
+   */
   private XdsProxy proxy(ServerTls tls) throws IOException {
-    return XdsProxy.start(
+    ProxyConfig config =
         against(controlPlane.target())
             .withRestPort(0)
             .withTls(tls)
-            .withRestPollTimeout(Duration.ofSeconds(3)));
+            .withRestPollTimeout(Duration.ofSeconds(3));
+    return XdsProxy.start(
+        tls.clientCa().isPresent()
+            ? config.withNodeGroupKey(List.of("cluster=" + NAMESPACE_OF_SPIFFE_ID))
+            : config);
   }
 
   private ServerTls mutualTlsWithNodeIds() {
@@ -244,9 +253,15 @@ class AdminSurfaceTest {
   }
 
   @Test
-  void withoutANodeIdPatternSecretsAreRefusedSayingWhichFlagsAreNeededAndOtherTypesServed()
+  void withGroupsTheClientChoosesSecretsAreRefusedSayingWhichFlagsAreNeededAndOtherTypesServed()
       throws Exception {
-    try (XdsProxy proxy = proxy(ServerTls.of(server.cert(), server.key()).withClientCa(ca.pem()))) {
+    ProxyConfig clientChosen =
+        against(controlPlane.target())
+            .withRestPort(0)
+            .withTls(ServerTls.of(server.cert(), server.key()).withClientCa(ca.pem()));
+    try (XdsProxy proxy =
+        XdsProxy.start(
+            clientChosen.withTenancy(clientChosen.tenancy().withClientChosenGroups(true)))) {
       HttpClient cart = https(Optional.of(ca.issue("cart", CART)));
 
       HttpResponse<String> refused =
@@ -255,7 +270,8 @@ class AdminSurfaceTest {
       assertThat(refused.statusCode()).as(refused.body()).isEqualTo(403);
       assertThat(refused.body())
           .contains("--tls-client-ca")
-          .contains("--tls-node-id-pattern")
+          .contains("san:")
+          .contains("--secrets-to-unverified-clients")
           .doesNotContain(SECRET_KEY);
       assertThat(
               parse(post(cart, "https", proxy, "clusters", CART + "~pod-1", "shop", ""))

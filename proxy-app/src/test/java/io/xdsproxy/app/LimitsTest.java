@@ -39,7 +39,15 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 class LimitsTest {
 
   private static final Duration WAIT = Duration.ofSeconds(10);
-  private static final Limits TIGHT = new Limits(64 * 1024, 10, 100, 2, 3, 2, 5);
+  private static final Limits TIGHT =
+      Limits.DEFAULTS
+          .withMaxRequestBytes(64 * 1024)
+          .withMaxNamesPerRequest(10)
+          .withMaxNameLength(100)
+          .withMaxStreamsPerConnection(2)
+          .withMaxStreamsPerGroup(3)
+          .withMaxStreamsPerNode(2)
+          .withRequestsPerSecond(5);
 
   @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
 

@@ -175,15 +175,18 @@ class ProxyConfigTest {
         Files.writeString(
             dir.resolve("proxy.yaml"), "node-group-key:\n  - metadata:NAMESPACE\n  - locality\n");
 
-    assertThat(ProxyConfig.parse(new String[] {"--config", file.toString()}).nodeGroupKey())
+    assertThat(
+            ProxyConfig.parse(new String[] {"--config", file.toString()}).tenancy().nodeGroupKey())
         .containsExactly("metadata:NAMESPACE", "locality");
     assertThat(
             ProxyConfig.parse(
                     new String[] {"--node-group-key", "cluster", "--node-group-key", "id:^(\\w+)-"})
+                .tenancy()
                 .nodeGroupKey())
         .containsExactly("cluster", "id:^(\\w+)-");
     assertThat(
             ProxyConfig.parse(new String[] {"--upstream-node-id", "xds-proxy~{group}"})
+                .tenancy()
                 .upstreamNodeId())
         .contains("xds-proxy~{group}");
   }
@@ -243,7 +246,15 @@ class ProxyConfigTest {
             });
 
     assertThat(config.limits())
-        .isEqualTo(new io.xdsproxy.downstream.xds.Limits(65536, 20000, 512, 8, 5000, 4, 0));
+        .isEqualTo(
+            io.xdsproxy.downstream.xds.Limits.DEFAULTS
+                .withMaxRequestBytes(65536)
+                .withMaxNamesPerRequest(20000)
+                .withMaxNameLength(512)
+                .withMaxStreamsPerConnection(8)
+                .withMaxStreamsPerGroup(5000)
+                .withMaxStreamsPerNode(4)
+                .withRequestsPerSecond(0));
     assertThat(ProxyConfig.DEFAULTS.limits()).isEqualTo(io.xdsproxy.downstream.xds.Limits.DEFAULTS);
     assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--max-streams-per-connection", "0"}))
         .isInstanceOf(ConfigException.class)
@@ -279,7 +290,9 @@ class ProxyConfigTest {
     assertThat(config.upstreamProtocol())
         .isEqualTo(io.xdsproxy.upstream.grpc.AdsUpstream.Protocol.DELTA);
     assertThat(
-            io.xdsproxy.core.NodeGroupRule.of(config.nodeGroupKey())
+            config
+                .tenancy()
+                .rule()
                 .keyOf(
                     io.envoyproxy.envoy.config.core.v3.Node.newBuilder()
                         .setId(
@@ -287,7 +300,7 @@ class ProxyConfigTest {
                         .build())
                 .value())
         .isEqualTo("bookinfo");
-    assertThat(config.upstreamNodeId()).isPresent();
+    assertThat(config.tenancy().upstreamNodeId()).isPresent();
     String example = Files.readString(Path.of("../deploy/examples/xds-proxy.yaml"));
     java.util.Map<String, Object> keys = new org.yaml.snakeyaml.Yaml().load(example);
     // Keys that name the operator's own files (TLS) are shown commented out: "# tls-cert: /etc/…".
@@ -374,6 +387,7 @@ class ProxyConfigTest {
                 "tls-key: " + proxy.key(),
                 "tls-client-ca: " + ca.pem(),
                 "tls-node-id-pattern: '{san}~.*'",
+                "node-group-key: 'san:^spiffe://[^/]+/ns/([^/]+)/'",
                 "upstream-ca: " + ca.pem(),
                 "upstream-cert: " + proxy.cert(),
                 "upstream-key: " + proxy.key(),

@@ -194,9 +194,9 @@ class RestJsonTest {
 
     assertThat(response.statusCode()).isEqualTo(403);
     assertThat(response.body())
-        .contains("--tls-cert")
         .contains("--tls-client-ca")
-        .contains("--tls-node-id-pattern");
+        .contains("san:")
+        .contains("--secrets-to-unverified-clients");
     assertThat(proxy.groups().groups()).as("node groups after the refusal").isEmpty();
   }
 }

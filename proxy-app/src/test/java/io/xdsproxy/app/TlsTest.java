@@ -57,11 +57,19 @@ class TlsTest {
 
   @TempDir Path dir;
 
+  /**
+   * The example resources; with client certificates, a client's group is its certificate's
+   * namespace (every group is served the same files).
+   */
   private static ProxyConfig servingExamples(ServerTls tls) {
-    return ProxyConfig.DEFAULTS
-        .withResourcesDir(Path.of("../deploy/examples/resources"))
-        .withPorts(0, 0, 0)
-        .withTls(tls);
+    ProxyConfig config =
+        ProxyConfig.DEFAULTS
+            .withResourcesDir(Path.of("../deploy/examples/resources"))
+            .withPorts(0, 0, 0)
+            .withTls(tls);
+    return tls.clientCa().isPresent()
+        ? config.withNodeGroupKey(List.of("san:^spiffe://[^/]+/ns/([^/]+)/"))
+        : config;
   }
 
   private static ChannelCredentials trusting(Path ca) throws IOException {

@@ -3,24 +3,32 @@ package io.xdsproxy.downstream.xds;
 import io.envoyproxy.envoy.config.core.v3.Node;
 import io.grpc.Status;
 import io.xdsproxy.core.NodeGroup;
+import io.xdsproxy.core.NodeGrouping.NotEntitledException;
 import io.xdsproxy.core.NodeGrouping.UngroupableNodeException;
 import io.xdsproxy.core.NodeGroups;
 import io.xdsproxy.core.TypeUrl;
+import io.xdsproxy.core.VerifiedIdentity;
 import java.util.Collection;
 import java.util.Optional;
 
 /**
  * The checks and {@link Limits} a stream passes before it is served, and each request after (DESIGN
- * invariant 7): the node it may be, the streams of its node and of its group, the names a request
- * carries and how long they are. A check that fails throws {@link Refused}, which says with what
- * status the stream is ended and why, for the client and the log.
+ * invariants 7, 11, 12): the node it may be and the group its certificate entitles it to ({@link
+ * Access}), the streams of its node and of its group, the groups it may open, the types it may be
+ * served, the names a request carries and how long they are. A check that fails throws {@link
+ * Refused}, which says with what status the stream is ended and why, for the client and the log.
  */
-record Admission(Limits limits, Clients clients, NodeGroups groups) {
+record Admission(Limits limits, Access access, Clients clients, NodeGroups groups) {
 
   /** Why a stream is refused: the kind tells how it is counted and logged. */
   enum Kind {
     /** The client may not be the node it names: not a limit. */
     NODE_ID,
+    /**
+     * Its certificate entitles it to no group, or not to what it asks (Secrets), or its node may
+     * not share its group's upstream node.
+     */
+    NOT_ENTITLED,
     /** Past a limit: counted in {@code xds_downstream_limited_total} by {@link Refused#limit}. */
     LIMIT,
     /** Its node cannot be placed in a group. */
@@ -48,8 +56,11 @@ record Admission(Limits limits, Clients clients, NodeGroups groups) {
       return kind;
     }
 
-    /** The limit gone past, one of {@link StreamMetrics#LIMITS}; null for another kind. */
-    String limit() {
+    /**
+     * The limit gone past, one of {@link StreamMetrics#LIMITS}; for {@link Kind#NODE_ID} and {@link
+     * Kind#NOT_ENTITLED} the reason, one of {@link StreamMetrics#DENIALS}; null for another kind.
+     */
+    String counted() {
       return limit;
     }
 
@@ -63,11 +74,11 @@ record Admission(Limits limits, Clients clients, NodeGroups groups) {
    * that node and the node has fewer than {@code --max-streams-per-node}; the caller {@linkplain
    * Clients#dismiss dismisses} it when it ends.
    */
-  void count(Node node, NodeIdCheck nodeIdCheck) throws Refused {
-    Optional<String> refusal = nodeIdCheck.refusal(node.getId());
+  void count(Node node, VerifiedIdentity identity) throws Refused {
+    Optional<String> refusal = access.nodeIdRefusal(node.getId(), identity);
     if (refusal.isPresent()) {
       throw new Refused(
-          Kind.NODE_ID, null, Status.PERMISSION_DENIED.withDescription(refusal.get()));
+          Kind.NODE_ID, "node_id", Status.PERMISSION_DENIED.withDescription(refusal.get()));
     }
     int perNode = limits.maxStreamsPerNode();
     if (!clients.admit(node.getId(), perNode == 0 ? Integer.MAX_VALUE : perNode)) {
@@ -83,21 +94,35 @@ record Admission(Limits limits, Clients clients, NodeGroups groups) {
   }
 
   /**
-   * The group of {@code node}, held for the stream until it {@linkplain NodeGroups#release
-   * releases} it.
+   * The group of a client with {@code node} and {@code identity}, held for the stream until it
+   * {@linkplain NodeGroups#release releases} it.
    */
-  NodeGroup join(Node node) throws Refused {
+  NodeGroup join(Node node, VerifiedIdentity identity) throws Refused {
     try {
-      return groups.acquire(node, limits.maxStreamsPerGroup());
+      return groups.acquire(node, identity, limits.groups());
+    } catch (NotEntitledException e) {
+      throw notEntitled(e.memberMismatch() ? "upstream_node" : "identity", e.getMessage());
     } catch (UngroupableNodeException e) {
       throw new Refused(
           Kind.UNGROUPABLE, null, Status.FAILED_PRECONDITION.withDescription(e.getMessage()));
     } catch (NodeGroups.GroupFullException e) {
       throw Refused.limit(
-          "streams_per_group",
+          e.limit(),
           Status.RESOURCE_EXHAUSTED,
-          e.getMessage() + " (node '" + node.getId() + "'; --max-streams-per-group)");
+          e.getMessage() + " (node '" + node.getId() + "'; " + e.flag() + ")");
     }
+  }
+
+  /** Checks that a client with {@code identity} may be served resources of {@code type}. */
+  void type(TypeUrl type, VerifiedIdentity identity, String nodeId) throws Refused {
+    Optional<String> refusal = access.typeRefusal(type, identity, nodeId);
+    if (refusal.isPresent()) {
+      throw notEntitled("secrets", refusal.get());
+    }
+  }
+
+  private static Refused notEntitled(String reason, String why) {
+    return new Refused(Kind.NOT_ENTITLED, reason, Status.PERMISSION_DENIED.withDescription(why));
   }
 
   /**

@@ -12,6 +12,7 @@ import io.xdsproxy.core.NodeGroup;
 import io.xdsproxy.core.SerialExecutor;
 import io.xdsproxy.core.TypeSnapshot;
 import io.xdsproxy.core.TypeUrl;
+import io.xdsproxy.core.VerifiedIdentity;
 import io.xdsproxy.core.WorkLanes;
 import java.io.InputStream;
 import java.net.SocketAddress;
@@ -84,8 +85,11 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
   private final SocketAddress peer;
   private final String variant;
 
-  /** Taken on the call's thread, where the peer's TLS certificate is in the gRPC context. */
-  private final NodeIdCheck nodeIdCheck = PeerInterceptor.currentNodeIdCheck();
+  /**
+   * What the client's connection proved, taken on the call's thread, where it is in the gRPC
+   * context: what the stream may serve is decided from it, never from the node's claims.
+   */
+  private final VerifiedIdentity identity = PeerInterceptor.currentIdentity();
 
   /**
    * The worker pool's lane ({@link WorkLanes}) of the stream's work: the initial lane until its
@@ -165,7 +169,8 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
                     .timer()
                     .schedule(() -> executor.execute(task), millis, TimeUnit.MILLISECONDS),
             rate -> events.paced(this, rate));
-    this.admission = new Admission(serving.limits(), serving.clients(), serving.groups());
+    this.admission =
+        new Admission(serving.limits(), serving.access(), serving.clients(), serving.groups());
     responses.disableAutoRequest();
     responses.setOnReadyHandler(() -> executor.execute(guarded(this::flushBlocked)));
     responses.setOnCancelHandler(() -> executor.execute(() -> end("cancelled by the client")));
@@ -191,7 +196,7 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
         && identify(requests.hasNode().test(request), requests.node().apply(request))) {
       String typeUrl = requests.typeUrl().apply(request);
       Optional<TypeUrl> type = typeOf(typeUrl);
-      if (type.isPresent()) {
+      if (type.isPresent() && entitledTo(type.get())) {
         lane.asked(typeUrl);
         handle(request, type.get(), pushes.state(type.get(), this::newTypeState));
       }
@@ -334,12 +339,27 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
     }
   }
 
+  /**
+   * Whether the client may be served {@code type} ({@link Admission#type}: Secrets only to whom its
+   * certificate entitles); ends the stream if not.
+   */
+  private boolean entitledTo(TypeUrl type) {
+    try {
+      admission.type(type, identity, nodeId);
+      return true;
+    } catch (Admission.Refused e) {
+      refuse(e);
+      return false;
+    }
+  }
+
   /** Ends the stream as {@code refused} says, counted and logged by its kind. */
   private void refuse(Admission.Refused refused) {
     switch (refused.kind()) {
-      case LIMIT -> events.refused(this, refused.limit(), refused.status().getDescription());
+      case LIMIT -> events.refused(this, refused.counted(), refused.status().getDescription());
       case UNGROUPABLE -> events.ungroupable(this, refused.status().getDescription());
-      case NODE_ID -> {}
+      case NODE_ID, NOT_ENTITLED ->
+          events.denied(this, refused.counted(), refused.status().getDescription());
     }
     fail(refused.status());
   }
@@ -398,10 +418,10 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
         return false;
       }
       try {
-        admission.count(requestNode, nodeIdCheck);
+        admission.count(requestNode, identity);
         admitted = true;
         nodeId = requestNode.getId();
-        group = admission.join(requestNode);
+        group = admission.join(requestNode, identity);
       } catch (Admission.Refused e) {
         refuse(e);
         return false;
@@ -491,7 +511,7 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
         () -> {
           List<ResourceStatus> all = new ArrayList<>();
           pushes.forEach((type, state) -> all.addAll(state.resourceStatuses()));
-          resources.complete(new Clients.ClientResources(node, all, group));
+          resources.complete(new Clients.ClientResources(node, all, group, identity));
         });
     return resources;
   }

@@ -2,6 +2,7 @@ package io.xdsproxy.downstream.xds;
 
 import io.envoyproxy.envoy.config.core.v3.Node;
 import io.xdsproxy.core.NodeGroup;
+import io.xdsproxy.core.VerifiedIdentity;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -35,9 +36,11 @@ public final class Clients {
 
   /**
    * What one stream's client holds, for client status (CSDS): its node, each resource it subscribed
-   * to, and the group it is served from, which knows what of it is still from disk.
+   * to, the group it is served from, which knows what of it is still from disk, and what its
+   * connection proved, which decides who may be told.
    */
-  public record ClientResources(Node node, List<ResourceStatus> resources, NodeGroup group) {}
+  public record ClientResources(
+      Node node, List<ResourceStatus> resources, NodeGroup group, VerifiedIdentity identity) {}
 
   private final Set<ClientStream<?, ?>> streams = ConcurrentHashMap.newKeySet();
 

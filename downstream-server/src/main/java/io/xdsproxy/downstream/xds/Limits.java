@@ -21,6 +21,10 @@ package io.xdsproxy.downstream.xds;
  *     fleets give every client of a deployment one node id; past it, RESOURCE_EXHAUSTED
  * @param requestsPerSecond the rate a stream's requests are read at, at most, on average, 0 for no
  *     limit; twice as many may come at once
+ * @param maxNodeGroups the node groups the proxy may have open, idle ones too; a stream that would
+ *     open one more is ended with RESOURCE_EXHAUSTED
+ * @param maxNodeGroupsPerClient the node groups the clients of one certificate identity (or one
+ *     address, without certificates) may have opened, idle ones too
  */
 public record Limits(
     int maxRequestBytes,
@@ -29,7 +33,9 @@ public record Limits(
     int maxStreamsPerConnection,
     int maxStreamsPerGroup,
     int maxStreamsPerNode,
-    int requestsPerSecond) {
+    int requestsPerSecond,
+    int maxNodeGroups,
+    int maxNodeGroupsPerClient) {
 
   /**
    * Generous for real fleets: a mesh of 20,000 services asks for 20,000 names, Envoy opens one ADS
@@ -37,7 +43,7 @@ public record Limits(
    * second.
    */
   public static final Limits DEFAULTS =
-      new Limits(4 * 1024 * 1024, 50_000, 4096, 100, 100_000, 0, 100);
+      new Limits(4 * 1024 * 1024, 50_000, 4096, 100, 100_000, 0, 100, 10_000, 100);
 
   /**
    * No limit on anything but the request size: for in-process benchmarks, which drive streams as
@@ -51,7 +57,9 @@ public record Limits(
           Integer.MAX_VALUE,
           Integer.MAX_VALUE,
           0,
-          0);
+          0,
+          Integer.MAX_VALUE,
+          Integer.MAX_VALUE);
 
   public Limits {
     if (maxRequestBytes < 1
@@ -60,7 +68,9 @@ public record Limits(
         || maxStreamsPerConnection < 1
         || maxStreamsPerGroup < 1
         || maxStreamsPerNode < 0
-        || requestsPerSecond < 0) {
+        || requestsPerSecond < 0
+        || maxNodeGroups < 1
+        || maxNodeGroupsPerClient < 1) {
       throw new IllegalArgumentException(
           "limits must be positive (per node and requests per second: 0 for none)");
     }
@@ -74,7 +84,9 @@ public record Limits(
         maxStreamsPerConnection,
         maxStreamsPerGroup,
         maxStreamsPerNode,
-        requestsPerSecond);
+        requestsPerSecond,
+        maxNodeGroups,
+        maxNodeGroupsPerClient);
   }
 
   public Limits withMaxNamesPerRequest(int value) {
@@ -85,7 +97,9 @@ public record Limits(
         maxStreamsPerConnection,
         maxStreamsPerGroup,
         maxStreamsPerNode,
-        requestsPerSecond);
+        requestsPerSecond,
+        maxNodeGroups,
+        maxNodeGroupsPerClient);
   }
 
   public Limits withMaxNameLength(int value) {
@@ -96,7 +110,9 @@ public record Limits(
         maxStreamsPerConnection,
         maxStreamsPerGroup,
         maxStreamsPerNode,
-        requestsPerSecond);
+        requestsPerSecond,
+        maxNodeGroups,
+        maxNodeGroupsPerClient);
   }
 
   public Limits withMaxStreamsPerConnection(int value) {
@@ -107,7 +123,9 @@ public record Limits(
         value,
         maxStreamsPerGroup,
         maxStreamsPerNode,
-        requestsPerSecond);
+        requestsPerSecond,
+        maxNodeGroups,
+        maxNodeGroupsPerClient);
   }
 
   public Limits withMaxStreamsPerGroup(int value) {
@@ -118,7 +136,9 @@ public record Limits(
         maxStreamsPerConnection,
         value,
         maxStreamsPerNode,
-        requestsPerSecond);
+        requestsPerSecond,
+        maxNodeGroups,
+        maxNodeGroupsPerClient);
   }
 
   public Limits withMaxStreamsPerNode(int value) {
@@ -129,7 +149,9 @@ public record Limits(
         maxStreamsPerConnection,
         maxStreamsPerGroup,
         value,
-        requestsPerSecond);
+        requestsPerSecond,
+        maxNodeGroups,
+        maxNodeGroupsPerClient);
   }
 
   public Limits withRequestsPerSecond(int value) {
@@ -140,6 +162,40 @@ public record Limits(
         maxStreamsPerConnection,
         maxStreamsPerGroup,
         maxStreamsPerNode,
+        value,
+        maxNodeGroups,
+        maxNodeGroupsPerClient);
+  }
+
+  public Limits withMaxNodeGroups(int value) {
+    return new Limits(
+        maxRequestBytes,
+        maxNamesPerRequest,
+        maxNameLength,
+        maxStreamsPerConnection,
+        maxStreamsPerGroup,
+        maxStreamsPerNode,
+        requestsPerSecond,
+        value,
+        maxNodeGroupsPerClient);
+  }
+
+  public Limits withMaxNodeGroupsPerClient(int value) {
+    return new Limits(
+        maxRequestBytes,
+        maxNamesPerRequest,
+        maxNameLength,
+        maxStreamsPerConnection,
+        maxStreamsPerGroup,
+        maxStreamsPerNode,
+        requestsPerSecond,
+        maxNodeGroups,
         value);
+  }
+
+  /** The limits on node groups, as {@link io.xdsproxy.core.NodeGroups} applies them. */
+  public io.xdsproxy.core.GroupLimits groups() {
+    return new io.xdsproxy.core.GroupLimits(
+        maxStreamsPerGroup, maxNodeGroups, maxNodeGroupsPerClient);
   }
 }

@@ -129,6 +129,13 @@ final class MeteredStreamEvents implements StreamEvents {
   }
 
   @Override
+  public void denied(ClientStream<?, ?> stream, String reason, String why) {
+    metrics.denied(reason);
+    refusals.log(
+        stream.fields(), "denied {} stream from {}: {}", stream.variant(), stream.peer(), why);
+  }
+
+  @Override
   public void paced(ClientStream<?, ?> stream, int rate) {
     metrics.limited("request_rate");
     refusals.log(

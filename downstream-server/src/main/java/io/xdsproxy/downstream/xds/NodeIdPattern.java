@@ -1,15 +1,9 @@
 package io.xdsproxy.downstream.xds;
 
-import java.security.cert.Certificate;
-import java.security.cert.CertificateParsingException;
-import java.security.cert.X509Certificate;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.regex.Pattern;
 import java.util.regex.PatternSyntaxException;
-import javax.net.ssl.SSLPeerUnverifiedException;
-import javax.net.ssl.SSLSession;
 
 /**
  * Which node ids a client may claim, given the names its TLS client certificate proves: a regex the
@@ -19,13 +13,13 @@ import javax.net.ssl.SSLSession;
  * ~}. A client whose node id matches for none of its names is refused.
  *
  * <p>Without this, mTLS proves only that a client holds a certificate of the CA; with it, a client
- * cannot claim another client's node id, and so another node group's configuration.
+ * cannot claim another client's node id, which a control plane may tell nodes apart by. Which group
+ * a client joins is bound to its certificate by the node-group rule ({@code san:} parts), not by
+ * this pattern, unless it is {@code {san}} alone ({@link #provesWholeId}).
  */
 public final class NodeIdPattern {
 
   public static final String SAN = "{san}";
-  private static final int DNS_NAME = 2;
-  private static final int URI = 6;
 
   private final String template;
 
@@ -55,23 +49,18 @@ public final class NodeIdPattern {
     this.template = template;
   }
 
-  /** The check of the node ids the client of a call with {@code session} may claim. */
-  NodeIdCheck forSession(SSLSession session) {
-    List<String> names;
-    try {
-      names = session == null ? List.of() : names(session.getPeerCertificates());
-    } catch (SSLPeerUnverifiedException e) {
-      names = List.of();
-    }
-    List<String> certificateNames = names;
-    return nodeId -> refusal(nodeId, certificateNames);
+  /**
+   * Whether the whole node id must be one of the certificate's names: what the id says is proven.
+   */
+  public boolean provesWholeId() {
+    return template.equals(SAN);
   }
 
   /**
    * Empty when a client whose certificate names {@code names} may be node {@code nodeId}, else why
    * not.
    */
-  Optional<String> refusal(String nodeId, List<String> names) {
+  public Optional<String> refusal(String nodeId, List<String> names) {
     if (names.isEmpty()) {
       return Optional.of(
           "node id '"
@@ -91,26 +80,6 @@ public final class NodeIdPattern {
             + " (tls-node-id-pattern "
             + template
             + ")");
-  }
-
-  private static List<String> names(Certificate[] chain) {
-    List<String> names = new ArrayList<>();
-    if (chain.length == 0 || !(chain[0] instanceof X509Certificate leaf)) {
-      return names;
-    }
-    try {
-      if (leaf.getSubjectAlternativeNames() != null) {
-        for (List<?> name : leaf.getSubjectAlternativeNames()) {
-          int kind = (Integer) name.get(0);
-          if (kind == URI || kind == DNS_NAME) {
-            names.add((String) name.get(1));
-          }
-        }
-      }
-    } catch (CertificateParsingException e) {
-      // A certificate whose names cannot be read proves none.
-    }
-    return names;
   }
 
   @Override

@@ -7,28 +7,19 @@ import io.grpc.Metadata;
 import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
+import io.xdsproxy.core.VerifiedIdentity;
 import java.net.SocketAddress;
-import java.util.Optional;
 
 /**
- * Puts the client's address into the gRPC context, so streams can name their peer in logs, and,
- * with a {@link NodeIdPattern}, the check of which node ids the client's TLS certificate allows.
+ * Puts the client's address and what its connection proved ({@link ClientIdentities}) into the gRPC
+ * context, so that a stream names its peer in logs and decides what it may serve from its verified
+ * identity.
  */
 public final class PeerInterceptor implements ServerInterceptor {
 
   private static final Context.Key<SocketAddress> PEER = Context.key("xds-proxy-peer");
-  private static final Context.Key<NodeIdCheck> NODE_ID_CHECK =
-      Context.key("xds-proxy-node-id-check");
-
-  private final Optional<NodeIdPattern> nodeIdPattern;
-
-  public PeerInterceptor() {
-    this(Optional.empty());
-  }
-
-  public PeerInterceptor(Optional<NodeIdPattern> nodeIdPattern) {
-    this.nodeIdPattern = nodeIdPattern;
-  }
+  private static final Context.Key<VerifiedIdentity> IDENTITY =
+      Context.key("xds-proxy-verified-identity");
 
   /** Stands for the address of a call that has none (in-process). */
   private static final SocketAddress UNKNOWN =
@@ -48,28 +39,28 @@ public final class PeerInterceptor implements ServerInterceptor {
     return address == null ? UNKNOWN : address;
   }
 
-  /** The node ids the client whose call is being started on this thread may claim. */
-  static NodeIdCheck currentNodeIdCheck() {
-    NodeIdCheck check = NODE_ID_CHECK.get();
-    return check == null ? NodeIdCheck.ANY : check;
+  /**
+   * What the connection of the call being started on this thread proved: the connection's one
+   * value, shared by its streams; {@link VerifiedIdentity#ANONYMOUS} for a call that has none
+   * (in-process).
+   */
+  static VerifiedIdentity currentIdentity() {
+    VerifiedIdentity identity = IDENTITY.get();
+    return identity == null ? VerifiedIdentity.ANONYMOUS : identity;
   }
 
   @Override
   public <Q, R> ServerCall.Listener<Q> interceptCall(
       ServerCall<Q, R> call, Metadata headers, ServerCallHandler<Q, R> next) {
     SocketAddress address = call.getAttributes().get(Grpc.TRANSPORT_ATTR_REMOTE_ADDR);
-    NodeIdCheck check =
-        nodeIdPattern
-            .map(
-                pattern ->
-                    pattern.forSession(call.getAttributes().get(Grpc.TRANSPORT_ATTR_SSL_SESSION)))
-            .orElse(NodeIdCheck.ANY);
-    // The call keeps its context for as long as it lives: one context, and the check only if there
-    // is one.
-    Context context =
-        check == NodeIdCheck.ANY
-            ? Context.current().withValue(PEER, address)
-            : Context.current().withValues(PEER, address, NODE_ID_CHECK, check);
+    VerifiedIdentity identity = call.getAttributes().get(ClientIdentities.IDENTITY);
+    if (identity == null) {
+      // A transport without the filter: what it proves is read here, per call.
+      identity =
+          ClientIdentities.of(call.getAttributes().get(Grpc.TRANSPORT_ATTR_SSL_SESSION), address);
+    }
+    // The call keeps its context for as long as it lives: one context holding both.
+    Context context = Context.current().withValues(PEER, address, IDENTITY, identity);
     return Contexts.interceptCall(context, call, headers, next);
   }
 }

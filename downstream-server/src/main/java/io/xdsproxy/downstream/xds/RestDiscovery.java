@@ -8,15 +8,18 @@ import com.sun.net.httpserver.HttpsExchange;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.xdsproxy.core.ApiTypes;
+import io.xdsproxy.core.GroupLimits;
 import io.xdsproxy.core.GroupWatcher;
 import io.xdsproxy.core.LimitedLog;
 import io.xdsproxy.core.LogFields;
 import io.xdsproxy.core.NodeGroup;
+import io.xdsproxy.core.NodeGrouping.NotEntitledException;
 import io.xdsproxy.core.NodeGrouping.UngroupableNodeException;
 import io.xdsproxy.core.NodeGroups;
 import io.xdsproxy.core.SerialExecutor;
 import io.xdsproxy.core.TypeSnapshot;
 import io.xdsproxy.core.TypeUrl;
+import io.xdsproxy.core.VerifiedIdentity;
 import io.xdsproxy.core.Versions;
 import io.xdsproxy.core.XdsResource;
 import io.xdsproxy.downstream.xds.SotwTypeState.Outgoing;
@@ -46,10 +49,10 @@ import org.slf4j.event.Level;
  * waits, and nothing after. No thread waits with it: the answer is written from the group's
  * notification.
  *
- * <p>The caller is checked as a gRPC stream's client is ({@link PeerInterceptor}): with a node id
- * pattern, the node it names must be one its TLS client certificate allows, or it gets {@code 403}.
- * Secrets are stricter over REST than over gRPC: they are answered only to a caller that check let
- * through, because a REST port is easily reached by what was never meant to be an xDS client. Both
+ * <p>The caller is checked as a gRPC stream's client is ({@link Access}, from what its HTTPS
+ * exchange proved): the node it names must be one its TLS client certificate allows, its group one
+ * the certificate entitles it to, and Secrets only for a client whose group the certificate
+ * decides, or it gets {@code 403}; opening a group is within the same limits ({@code 429}). The
  * checks come before the node is grouped, so a refused caller opens no group and no upstream
  * session.
  */
@@ -78,23 +81,27 @@ public final class RestDiscovery {
   private final Executor pool;
   private final ScheduledExecutorService timer;
   private final Duration longPollTimeout;
-  private final Optional<NodeIdPattern> nodeIdPattern;
+  private final Access access;
+  private final GroupLimits limits;
 
   /**
-   * @param nodeIdPattern the xDS port's {@code --tls-node-id-pattern}, checked against the client
-   *     certificate of the HTTPS exchange; empty: any node, and no Secrets
+   * @param access the xDS port's rules of who may be served what, applied to what the HTTPS
+   *     exchange proved
+   * @param limits the xDS port's limits on node groups
    */
   public RestDiscovery(
       NodeGroups groups,
       Executor pool,
       ScheduledExecutorService timer,
       Duration longPollTimeout,
-      Optional<NodeIdPattern> nodeIdPattern) {
+      Access access,
+      GroupLimits limits) {
     this.groups = groups;
     this.pool = pool;
     this.timer = timer;
     this.longPollTimeout = longPollTimeout;
-    this.nodeIdPattern = nodeIdPattern;
+    this.access = access;
+    this.limits = limits;
   }
 
   /** The handler of {@code type}'s path. */
@@ -152,47 +159,42 @@ public final class RestDiscovery {
       HttpReplies.text(exchange, 400, "a REST DiscoveryRequest must carry the node\n");
       return;
     }
-    Optional<String> refusal = refusal(type, request.getNode().getId(), exchange);
+    // Over plain HTTP there is no certificate: the exchange proves nothing.
+    SSLSession session = exchange instanceof HttpsExchange https ? https.getSSLSession() : null;
+    VerifiedIdentity identity = ClientIdentities.of(session, exchange.getRemoteAddress());
+    String nodeId = request.getNode().getId();
+    Optional<String> refusal =
+        access.nodeIdRefusal(nodeId, identity).or(() -> access.typeRefusal(type, identity, nodeId));
     if (refusal.isPresent()) {
-      refusals.log(
-          LogFields.NONE
-              .node(request.getNode().getId())
-              .type(type)
-              .peer(exchange.getRemoteAddress()),
-          "refused REST {} poll from {}: {}",
-          type.shortName(),
-          exchange.getRemoteAddress(),
-          refusal.get());
-      HttpReplies.text(exchange, 403, refusal.get() + "\n");
+      refuse(type, exchange, nodeId, 403, refusal.get());
       return;
     }
     NodeGroup group;
     try {
-      group = groups.acquire(request.getNode());
+      group = groups.acquire(request.getNode(), identity, limits);
+    } catch (NotEntitledException e) {
+      refuse(type, exchange, nodeId, 403, e.getMessage());
+      return;
     } catch (UngroupableNodeException e) {
       HttpReplies.text(exchange, 400, e.getMessage() + "\n");
+      return;
+    } catch (NodeGroups.GroupFullException e) {
+      refuse(type, exchange, nodeId, 429, e.getMessage() + " (" + e.flag() + ")");
       return;
     }
     new Poll(type, request, group, exchange).start();
   }
 
-  /**
-   * Empty when the caller of {@code exchange} may poll {@code type} as node {@code nodeId}; else
-   * why not.
-   */
-  private Optional<String> refusal(TypeUrl type, String nodeId, HttpExchange exchange) {
-    if (nodeIdPattern.isEmpty()) {
-      return type.equals(TypeUrl.SECRET)
-          ? Optional.of(
-              "Secrets are served over REST-JSON only to a client authenticated by its certificate and node"
-                  + " id: the proxy needs --tls-cert, --tls-key, --tls-client-ca and --tls-node-id-pattern (node '"
-                  + nodeId
-                  + "')")
-          : Optional.empty();
-    }
-    // Over plain HTTP there is no certificate, and the pattern refuses every node.
-    SSLSession session = exchange instanceof HttpsExchange https ? https.getSSLSession() : null;
-    return nodeIdPattern.get().forSession(session).refusal(nodeId);
+  /** Answers {@code exchange} with {@code code} and {@code why}, logged. */
+  private static void refuse(
+      TypeUrl type, HttpExchange exchange, String nodeId, int code, String why) throws IOException {
+    refusals.log(
+        LogFields.NONE.node(nodeId).type(type).peer(exchange.getRemoteAddress()),
+        "refused REST {} poll from {}: {}",
+        type.shortName(),
+        exchange.getRemoteAddress(),
+        why);
+    HttpReplies.text(exchange, code, why + "\n");
   }
 
   /** One long poll: a watcher of its group until it answers. */

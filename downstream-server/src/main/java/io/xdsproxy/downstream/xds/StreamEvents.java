@@ -55,6 +55,12 @@ interface StreamEvents {
   void ungroupable(ClientStream<?, ?> stream, String why);
 
   /**
+   * The stream was refused for what its client's identity does not entitle it to, {@code reason}
+   * one of {@link StreamMetrics#DENIALS}.
+   */
+  void denied(ClientStream<?, ?> stream, String reason, String why);
+
+  /**
    * The stream's requests come faster than {@code rate} a second: it is read at that rate from now
    * on.
    */

@@ -47,12 +47,21 @@ public final class StreamMetrics {
           "name_length",
           "streams_per_group",
           "streams_per_node",
-          "request_rate");
+          "request_rate",
+          "node_groups",
+          "node_groups_per_client");
+
+  /**
+   * The values of {@code xds_downstream_denied_total}'s {@code reason} label: why a client was
+   * refused what its identity does not entitle it to ({@link Access}).
+   */
+  static final List<String> DENIALS = List.of("node_id", "identity", "upstream_node", "secrets");
 
   private final MeterRegistry meters;
   private final Map<String, AtomicInteger> open = new ConcurrentHashMap<>();
   private final Map<TypeUrl, TypeMeters> byType = new ConcurrentHashMap<>();
   private final Map<String, Counter> limited;
+  private final Map<String, Counter> denied;
   private final Map<Status.Code, Counter> ended = new EnumMap<>(Status.Code.class);
 
   public StreamMetrics(MeterRegistry meters) {
@@ -68,6 +77,18 @@ public final class StreamMetrics {
                             .description(
                                 "Downstream streams ended, or paced, for going past a limit")
                             .tag("limit", limit)
+                            .register(meters)));
+    this.denied =
+        DENIALS.stream()
+            .collect(
+                Collectors.toUnmodifiableMap(
+                    Function.identity(),
+                    reason ->
+                        Counter.builder("xds.downstream.denied")
+                            .description(
+                                "Downstream streams and polls refused for what the client's verified"
+                                    + " identity does not entitle it to")
+                            .tag("reason", reason)
                             .register(meters)));
     for (Status.Code code : Status.Code.values()) {
       ended.put(
@@ -160,6 +181,15 @@ public final class StreamMetrics {
     Counter counter = limited.get(limit);
     if (counter == null) {
       throw new IllegalArgumentException("limit '" + limit + "' is not one of " + LIMITS);
+    }
+    counter.increment();
+  }
+
+  /** A stream was refused for {@code reason}, one of {@link #DENIALS}. */
+  void denied(String reason) {
+    Counter counter = denied.get(reason);
+    if (counter == null) {
+      throw new IllegalArgumentException("reason '" + reason + "' is not one of " + DENIALS);
     }
     counter.increment();
   }

@@ -7,6 +7,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.envoyproxy.envoy.config.core.v3.Node;
 import io.grpc.Status;
 import io.xdsproxy.core.TypeUrl;
+import io.xdsproxy.core.VerifiedIdentity;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
@@ -18,7 +19,15 @@ class AdmissionTest {
 
   /** At most 3 names a request, 8 characters a name, 1 stream a node. */
   private final Admission admission =
-      new Admission(new Limits(1024, 3, 8, 100, 100, 1, 0), new Clients(), null);
+      new Admission(
+          new Limits(1024, 3, 8, 100, 100, 1, 0, 10, 10),
+          new Access(Optional.of(new NodeIdPattern("{san}")), true, false),
+          new Clients(),
+          null);
+
+  private static VerifiedIdentity certified(String... names) {
+    return new VerifiedIdentity(true, List.of(names), "10.0.0.1");
+  }
 
   private static Node node(String id) {
     return Node.newBuilder().setId(id).build();
@@ -38,7 +47,7 @@ class AdmissionTest {
             Admission.Refused.class,
             refused -> {
               assertThat(refused.kind()).isEqualTo(Admission.Kind.LIMIT);
-              assertThat(refused.limit()).isEqualTo("names_per_request");
+              assertThat(refused.counted()).isEqualTo("names_per_request");
               assertThat(refused.status().getCode()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
               assertThat(refused.status().getDescription())
                   .contains("names 4 resources", "node 'n1'", "--max-names-per-request");
@@ -52,7 +61,7 @@ class AdmissionTest {
         .asInstanceOf(InstanceOfAssertFactories.type(Admission.Refused.class))
         .satisfies(
             refused -> {
-              assertThat(refused.limit()).isEqualTo("name_length");
+              assertThat(refused.counted()).isEqualTo("name_length");
               assertThat(refused.status().getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
               assertThat(refused.status().getDescription())
                   .contains("9 characters long", "'12345678…'", "--max-name-length");
@@ -70,32 +79,56 @@ class AdmissionTest {
 
   @Test
   void aNodeGetsAsManyStreamsAsTheLimitAndNoMore() throws Exception {
-    admission.count(node("n1"), NodeIdCheck.ANY);
+    admission.count(node("n1"), certified("n1"));
 
-    assertThatThrownBy(() -> admission.count(node("n1"), NodeIdCheck.ANY))
+    assertThatThrownBy(() -> admission.count(node("n1"), certified("n1")))
         .asInstanceOf(InstanceOfAssertFactories.type(Admission.Refused.class))
         .satisfies(
             refused -> {
-              assertThat(refused.limit()).isEqualTo("streams_per_node");
+              assertThat(refused.counted()).isEqualTo("streams_per_node");
               assertThat(refused.status().getDescription()).contains("--max-streams-per-node");
             });
-    assertThatCode(() -> admission.count(node("n2"), NodeIdCheck.ANY))
+    assertThatCode(() -> admission.count(node("n2"), certified("n2")))
         .as("another node")
         .doesNotThrowAnyException();
   }
 
   @Test
   void aClientThatMayNotBeItsNodeIsDeniedAndNotCountedAsALimit() {
-    assertThatThrownBy(() -> admission.count(node("n1"), id -> Optional.of("not n1")))
+    assertThatThrownBy(() -> admission.count(node("n1"), certified("n2")))
         .asInstanceOf(InstanceOfAssertFactories.type(Admission.Refused.class))
         .satisfies(
             refused -> {
               assertThat(refused.kind()).isEqualTo(Admission.Kind.NODE_ID);
-              assertThat(refused.limit()).isNull();
+              assertThat(refused.counted()).isEqualTo("node_id");
               assertThat(refused.status().getCode()).isEqualTo(Status.Code.PERMISSION_DENIED);
             });
-    assertThatCode(() -> admission.count(node("n1"), NodeIdCheck.ANY))
+    assertThatCode(() -> admission.count(node("n1"), certified("n1")))
         .as("the denied stream was not counted")
+        .doesNotThrowAnyException();
+  }
+
+  @Test
+  void secretsAreDeniedToAClientWhoseGroupNoCertificateDecides() {
+    Admission plaintext =
+        new Admission(Limits.DEFAULTS, new Access(Optional.empty(), false, false), null, null);
+
+    assertThatThrownBy(
+            () -> plaintext.type(TypeUrl.SECRET, VerifiedIdentity.anonymous("10.0.0.1"), "n1"))
+        .asInstanceOf(InstanceOfAssertFactories.type(Admission.Refused.class))
+        .satisfies(
+            refused -> {
+              assertThat(refused.kind()).isEqualTo(Admission.Kind.NOT_ENTITLED);
+              assertThat(refused.counted()).isEqualTo("secrets");
+              assertThat(refused.status().getCode()).isEqualTo(Status.Code.PERMISSION_DENIED);
+              assertThat(refused.status().getDescription())
+                  .contains("node 'n1'", "--tls-client-ca", "--secrets-to-unverified-clients");
+            });
+    assertThatCode(
+            () -> plaintext.type(TypeUrl.CLUSTER, VerifiedIdentity.anonymous("10.0.0.1"), "n1"))
+        .doesNotThrowAnyException();
+    assertThatCode(() -> admission.type(TypeUrl.SECRET, certified("n1"), "n1"))
+        .as("a certified client of a group its certificate decides")
         .doesNotThrowAnyException();
   }
 }

@@ -72,6 +72,7 @@ final class InProcessProxy implements AutoCloseable {
             Clock.systemUTC(),
             timer,
             limits,
+            Access.OPEN,
             null);
     ads =
         ServerInterceptors.intercept(
