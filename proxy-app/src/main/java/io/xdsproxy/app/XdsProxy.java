@@ -262,10 +262,7 @@ public final class XdsProxy implements AutoCloseable {
       ServerCredentials credentials =
           tls.isPresent() ? tls.get().grpc() : InsecureServerCredentials.create();
       NettyServerBuilder builder =
-          loops.serve(
-              NettyServerBuilder.forAddress(
-                  xdsAddress,
-                  config.xdsHpackTable() ? credentials : NoHpackTable.wrap(credentials)));
+          XdsTransport.builder(xdsAddress, credentials, config, loops, meters);
       Optional<NodeIdPattern> nodeIdPattern = config.tls().nodeIdPattern().map(NodeIdPattern::new);
       PeerInterceptor peers = new PeerInterceptor(nodeIdPattern);
       builder.addService(ServerInterceptors.intercept(ads, peers));
