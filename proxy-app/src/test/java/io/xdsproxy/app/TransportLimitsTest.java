@@ -214,7 +214,11 @@ class TransportLimitsTest {
     stillServed(client, "2");
 
     second.close();
-    await().atMost(WAIT).until(() -> openConnections() == 2);
+    await()
+        .atMost(WAIT)
+        .untilAsserted(
+            () ->
+                assertThat(openConnections()).as("open connections, xds_connections").isEqualTo(2));
     assertThat(answered(connect("127.0.0.1", proxy.xdsPort())))
         .as("127.0.0.1's connection once one of its three closed")
         .isTrue();
@@ -245,7 +249,11 @@ class TransportLimitsTest {
     stillServed(client, "2");
 
     second.close();
-    await().atMost(WAIT).until(() -> openConnections() == 3);
+    await()
+        .atMost(WAIT)
+        .untilAsserted(
+            () ->
+                assertThat(openConnections()).as("open connections, xds_connections").isEqualTo(3));
     assertThat(answered(connect("127.0.0.3", proxy.xdsPort())))
         .as("a connection once one of the four closed")
         .isTrue();
