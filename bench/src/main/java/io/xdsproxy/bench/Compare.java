@@ -618,6 +618,10 @@ public final class Compare {
                 "--monitoring-port",
                 "0",
                 "--admin-port",
+                "0",
+                // The load clients all connect from 127.0.0.1, as thousands of clients behind one
+                // NAT would: the per-address limit is not what is measured.
+                "--max-connections-per-address",
                 "0"),
             log);
     try {

@@ -98,6 +98,24 @@ final class Flags {
         (config, setting) -> config.withLimits(with.apply(config.limits(), count(setting, least))));
   }
 
+  /**
+   * A flag setting one of the {@link TransportLimits}, a whole number, 0 for no limit; its default
+   * is {@link TransportLimits#DEFAULTS}'.
+   */
+  private static Flag transportLimit(
+      String name,
+      String help,
+      ToIntFunction<TransportLimits> current,
+      BiFunction<TransportLimits, Integer, TransportLimits> with) {
+    return single(
+        name,
+        "N",
+        String.valueOf(current.applyAsInt(TransportLimits.DEFAULTS)),
+        help,
+        (config, setting) ->
+            config.withTransportLimits(with.apply(config.transportLimits(), count(setting, 0))));
+  }
+
   private static Flag list(
       String name, String syntax, String shownDefault, String help, Apply apply) {
     return new Flag(name, syntax, shownDefault, help, Kind.LIST, apply);
@@ -536,6 +554,26 @@ final class Flags {
               0,
               Limits::requestsPerSecond,
               Limits::withRequestsPerSecond),
+          transportLimit(
+              "max-connections",
+              "connections the xDS port holds at once; one more is closed as it is accepted; 0 for no"
+                  + " limit",
+              TransportLimits::maxConnections,
+              TransportLimits::withMaxConnections),
+          transportLimit(
+              "max-connections-per-address",
+              "connections one client address may hold on the xDS port; one more is closed as it is"
+                  + " accepted; 0 for no limit",
+              TransportLimits::maxConnectionsPerAddress,
+              TransportLimits::withMaxConnectionsPerAddress),
+          transportLimit(
+              "max-stream-resets-per-connection",
+              "streams one client connection may reset in "
+                  + TransportLimits.RESET_WINDOW.toSeconds()
+                  + "s (RST_STREAM); past it, GOAWAY ENHANCE_YOUR_CALM and the connection is"
+                  + " closed; 0 for no limit",
+              TransportLimits::maxStreamResetsPerConnection,
+              TransportLimits::withMaxStreamResetsPerConnection),
           single(
               "upstream-keepalive-time",
               "D",

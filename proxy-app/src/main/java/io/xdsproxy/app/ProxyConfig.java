@@ -57,6 +57,8 @@ import org.yaml.snakeyaml.nodes.SequenceNode;
  * @param tls TLS, maybe mutual, on the xDS port
  * @param upstreamTls how the control plane is reached: plaintext or TLS
  * @param limits what one client may ask of the proxy
+ * @param transportLimits what one peer may cost the xDS port's transport: connections in all and
+ *     per address, stream resets per connection
  * @param upstreamKeepalive HTTP/2 keepalive to the control plane: what notices one gone silent
  * @param stateDir where each node group's last good state is kept across restarts, served until the
  *     upstream answers ("fail-static"); empty: nowhere
@@ -85,6 +87,7 @@ public record ProxyConfig(
     ServerTls tls,
     UpstreamTls upstreamTls,
     Limits limits,
+    TransportLimits transportLimits,
     AdsUpstream.Keepalive upstreamKeepalive,
     Optional<Path> stateDir,
     boolean stateIncludeSecrets,
@@ -120,6 +123,7 @@ public record ProxyConfig(
           ServerTls.OFF,
           UpstreamTls.PLAINTEXT,
           Limits.DEFAULTS,
+          TransportLimits.DEFAULTS,
           AdsUpstream.Keepalive.DEFAULT,
           Optional.empty(),
           false,
@@ -236,6 +240,10 @@ public record ProxyConfig(
     return edit(b -> b.limits = limits);
   }
 
+  public ProxyConfig withTransportLimits(TransportLimits limits) {
+    return edit(b -> b.transportLimits = limits);
+  }
+
   public ProxyConfig withUpstreamKeepalive(AdsUpstream.Keepalive keepalive) {
     return edit(b -> b.upstreamKeepalive = keepalive);
   }
@@ -281,6 +289,7 @@ public record ProxyConfig(
     ServerTls tls;
     UpstreamTls upstreamTls;
     Limits limits;
+    TransportLimits transportLimits;
     AdsUpstream.Keepalive upstreamKeepalive;
     Optional<Path> stateDir;
     boolean stateIncludeSecrets;
@@ -309,6 +318,7 @@ public record ProxyConfig(
       tls = from.tls;
       upstreamTls = from.upstreamTls;
       limits = from.limits;
+      transportLimits = from.transportLimits;
       upstreamKeepalive = from.upstreamKeepalive;
       stateDir = from.stateDir;
       stateIncludeSecrets = from.stateIncludeSecrets;
@@ -339,6 +349,7 @@ public record ProxyConfig(
           tls,
           upstreamTls,
           limits,
+          transportLimits,
           upstreamKeepalive,
           stateDir,
           stateIncludeSecrets,

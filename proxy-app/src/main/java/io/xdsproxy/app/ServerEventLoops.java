@@ -3,6 +3,7 @@ package io.xdsproxy.app;
 import io.grpc.netty.NettyServerBuilder;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.netty.channel.ChannelFactory;
 import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
@@ -108,12 +109,13 @@ final class ServerEventLoops implements AutoCloseable {
     timer.execute(this::probe);
   }
 
-  /** {@code builder} on these loops. */
-  NettyServerBuilder serve(NettyServerBuilder builder) {
-    return builder
-        .bossEventLoopGroup(boss)
-        .workerEventLoopGroup(workers)
-        .channelType(NioServerSocketChannel.class);
+  /**
+   * {@code builder} on these loops, listening with {@code channels}' server channels: NIO ones, as
+   * the loops are.
+   */
+  NettyServerBuilder serve(
+      NettyServerBuilder builder, ChannelFactory<? extends NioServerSocketChannel> channels) {
+    return builder.bossEventLoopGroup(boss).workerEventLoopGroup(workers).channelFactory(channels);
   }
 
   /** The loops that connections run on: for tests that hold one. */

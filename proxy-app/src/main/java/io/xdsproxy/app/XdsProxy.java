@@ -280,10 +280,7 @@ public final class XdsProxy implements AutoCloseable {
       ServerCredentials credentials =
           tls.isPresent() ? tls.get().grpc() : InsecureServerCredentials.create();
       NettyServerBuilder builder =
-          loops.serve(
-              NettyServerBuilder.forAddress(
-                  xdsAddress,
-                  config.xdsHpackTable() ? credentials : NoHpackTable.wrap(credentials)));
+          XdsTransport.builder(xdsAddress, credentials, config, loops, meters);
       // What each connection proves is read once, when it is ready; every call is told it.
       builder.addTransportFilter(new ClientIdentities());
       PeerInterceptor peers = new PeerInterceptor();

@@ -266,6 +266,22 @@ class ProxyConfigTest {
     assertThat(
             ProxyConfig.parse(
                     new String[] {
+                      "--max-connections",
+                      "0",
+                      "--max-connections-per-address=100",
+                      "--max-stream-resets-per-connection",
+                      "50"
+                    })
+                .transportLimits())
+        .isEqualTo(new TransportLimits(0, 100, 50));
+    assertThat(ProxyConfig.DEFAULTS.transportLimits()).isEqualTo(TransportLimits.DEFAULTS);
+    assertThatThrownBy(
+            () -> ProxyConfig.parse(new String[] {"--max-stream-resets-per-connection", "-1"}))
+        .hasMessageContaining("flag --max-stream-resets-per-connection")
+        .hasMessageContaining("at least 0");
+    assertThat(
+            ProxyConfig.parse(
+                    new String[] {
                       "--upstream-keepalive-time", "45s", "--upstream-keepalive-timeout", "5s"
                     })
                 .upstreamKeepalive())
