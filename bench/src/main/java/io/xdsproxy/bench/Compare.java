@@ -620,9 +620,11 @@ public final class Compare {
                 "--admin-port",
                 "0",
                 // The load clients all connect from 127.0.0.1, as thousands of clients behind one
-                // NAT would: the per-address limit is not what is measured.
+                // NAT would: the per-address limits are not what is measured.
                 "--max-connections-per-address",
-                "0"),
+                "0",
+                "--max-node-groups-per-client",
+                "100000"),
             log);
     try {
       Main.Listening ports =
