@@ -12,7 +12,6 @@ import io.xdsproxy.core.NodeGroup;
 import io.xdsproxy.core.SerialExecutor;
 import io.xdsproxy.core.TypeSnapshot;
 import io.xdsproxy.core.TypeUrl;
-import io.xdsproxy.core.VerifiedIdentity;
 import io.xdsproxy.core.WorkLanes;
 import java.io.InputStream;
 import java.net.SocketAddress;
@@ -23,9 +22,6 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Function;
-import java.util.function.Predicate;
-import java.util.function.ToIntFunction;
 
 /**
  * What every downstream xDS stream does, whatever its variant: its lifecycle and the dispatch of
@@ -52,22 +48,7 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
 
   static final String DELTA = "Delta";
 
-  /**
-   * How a variant's requests are read, and how they name the client's node, the type they are about
-   * and how many resources: what a stream reads of each request before its type's {@link TypeState}
-   * takes it.
-   *
-   * @param names how many resource names a request holds, in all its fields of names
-   */
-  record Requests<Q extends com.google.protobuf.Message>(
-      String protocol,
-      RequestMarshaller<Q> marshaller,
-      Predicate<Q> hasNode,
-      Function<Q, Node> node,
-      Function<Q, String> typeUrl,
-      ToIntFunction<Q> names) {}
-
-  private final Requests<Q> requests;
+  private final StreamRequests<Q> requests;
   private final ServerCallStreamObserver<EncodedResponse> responses;
 
   /** The node groups, registry of streams, clock, timer and limits every stream shares. */
@@ -86,12 +67,6 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
   private final String variant;
 
   /**
-   * What the client's connection proved, taken on the call's thread, where it is in the gRPC
-   * context: what the stream may serve is decided from it, never from the node's claims.
-   */
-  private final VerifiedIdentity identity = PeerInterceptor.currentIdentity();
-
-  /**
    * The worker pool's lane ({@link WorkLanes}) of the stream's work: the initial lane until its
    * client has answered a first response of every type it asked for ({@link
    * PushScheduler#awaitsFirstState}), so that a storm of newcomers does not delay updates to the
@@ -104,14 +79,10 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
   // Confined to the executor from here on.
   private final PushScheduler<S> pushes;
   private final RequestPacer pacer;
-  private final Admission admission;
-  private Node node;
 
-  /** The stream counts among the streams of this node id ({@link Clients#admit}) until it ends. */
-  private boolean admitted;
+  /** Who the client is and which group it is a member of, once its first request says. */
+  private final StreamMembership member;
 
-  private String nodeId;
-  private NodeGroup group;
   private boolean closed;
 
   /**
@@ -121,7 +92,7 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
    * @param fixedType the type of a per-type service, empty for ADS
    */
   ClientStream(
-      Requests<Q> requests,
+      StreamRequests<Q> requests,
       StreamObserver<EncodedResponse> responseObserver,
       ServerContext serving,
       Optional<TypeUrl> fixedType) {
@@ -169,8 +140,8 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
                     .timer()
                     .schedule(() -> executor.execute(task), millis, TimeUnit.MILLISECONDS),
             rate -> events.paced(this, rate));
-    this.admission =
-        new Admission(serving.limits(), serving.access(), serving.clients(), serving.groups());
+    // What the client's connection proved is in the gRPC context on the call's thread, here.
+    this.member = new StreamMembership(this, serving, PeerInterceptor.currentIdentity());
     responses.disableAutoRequest();
     responses.setOnReadyHandler(() -> executor.execute(guarded(this::flushBlocked)));
     responses.setOnCancelHandler(() -> executor.execute(() -> end("cancelled by the client")));
@@ -193,10 +164,10 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
   private void handle(Q request) {
     executor.assertCurrent();
     if (wellFormed(request)
-        && identify(requests.hasNode().test(request), requests.node().apply(request))) {
+        && member.identify(requests.hasNode().test(request), requests.node().apply(request))) {
       String typeUrl = requests.typeUrl().apply(request);
       Optional<TypeUrl> type = typeOf(typeUrl);
-      if (type.isPresent() && entitledTo(type.get())) {
+      if (type.isPresent() && member.entitledTo(type.get())) {
         lane.asked(typeUrl);
         handle(request, type.get(), pushes.state(type.get(), this::newTypeState));
       }
@@ -316,13 +287,7 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
    */
   @SafeVarargs
   final boolean namesWithinLimits(TypeUrl type, int count, Collection<String>... names) {
-    try {
-      admission.names(nodeId, type, count, names);
-      return true;
-    } catch (Admission.Refused e) {
-      refuse(e);
-      return false;
-    }
+    return member.namesWithinLimits(type, count, names);
   }
 
   /**
@@ -330,38 +295,7 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
    * stream if not.
    */
   final boolean subscriptionWithinLimits(TypeUrl type, int count) {
-    try {
-      admission.subscription(nodeId, type, count);
-      return true;
-    } catch (Admission.Refused e) {
-      refuse(e);
-      return false;
-    }
-  }
-
-  /**
-   * Whether the client may be served {@code type} ({@link Admission#type}: Secrets only to whom its
-   * certificate entitles); ends the stream if not.
-   */
-  private boolean entitledTo(TypeUrl type) {
-    try {
-      admission.type(type, identity, nodeId);
-      return true;
-    } catch (Admission.Refused e) {
-      refuse(e);
-      return false;
-    }
-  }
-
-  /** Ends the stream as {@code refused} says, counted and logged by its kind. */
-  private void refuse(Admission.Refused refused) {
-    switch (refused.kind()) {
-      case LIMIT -> events.refused(this, refused.counted(), refused.status().getDescription());
-      case UNGROUPABLE -> events.ungroupable(this, refused.status().getDescription());
-      case NODE_ID, NOT_ENTITLED ->
-          events.denied(this, refused.counted(), refused.status().getDescription());
-    }
-    fail(refused.status());
+    return member.subscriptionWithinLimits(type, count);
   }
 
   @Override
@@ -400,47 +334,8 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
         why ->
             fail(
                 Status.INVALID_ARGUMENT.withDescription(
-                    why + (node == null ? "" : " (node '" + node.getId() + "')"))));
+                    why + (node() == null ? "" : " (node '" + node().getId() + "')"))));
     return invalid.isEmpty();
-  }
-
-  /**
-   * Checks the node of a request: the first must carry one, which places the stream in its node
-   * group ({@link Admission}); a later one may leave it out but must not name another node ("Basic
-   * Protocol Overview"). Returns false when the stream was ended for it.
-   */
-  private boolean identify(boolean hasNode, Node requestNode) {
-    if (node == null) {
-      if (!hasNode) {
-        fail(
-            Status.INVALID_ARGUMENT.withDescription(
-                "the first request on a stream must carry the node"));
-        return false;
-      }
-      try {
-        admission.count(requestNode, identity);
-        admitted = true;
-        nodeId = requestNode.getId();
-        group = admission.join(requestNode, identity);
-      } catch (Admission.Refused e) {
-        refuse(e);
-        return false;
-      }
-      node = requestNode;
-      events.opened(this);
-      serving.clients().opened(this);
-    } else if (hasNode && !requestNode.equals(node)) {
-      // "The node identifier should always be identical if present more than once on the stream."
-      fail(
-          Status.INVALID_ARGUMENT.withDescription(
-              "node changed mid-stream: the stream began as node '"
-                  + node.getId()
-                  + "', a later request names node '"
-                  + requestNode.getId()
-                  + "'"));
-      return false;
-    }
-    return true;
   }
 
   /**
@@ -461,7 +356,7 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
     } catch (IllegalArgumentException e) {
       fail(
           Status.INVALID_ARGUMENT.withDescription(
-              e.getMessage() + " (node '" + node.getId() + "')"));
+              e.getMessage() + " (node '" + node().getId() + "')"));
       return Optional.empty();
     }
   }
@@ -471,7 +366,11 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
    * and address. A line about one type adds {@link LogFields#type}.
    */
   final LogFields fields() {
-    return LogFields.NONE.node(nodeId).group(group == null ? null : group.key()).peer(peer);
+    NodeGroup group = member.group();
+    return LogFields.NONE
+        .node(member.nodeId())
+        .group(group == null ? null : group.key())
+        .peer(peer);
   }
 
   /** Ends the stream with {@code status}, on its executor. */
@@ -496,7 +395,7 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
                           state.lastNackMessage())));
           status.complete(
               new Clients.ClientStatus(
-                  node.getId(), group.key().value(), variant, peer.toString(), byType));
+                  node().getId(), group().key().value(), variant, peer.toString(), byType));
         });
     return status;
   }
@@ -511,25 +410,9 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
         () -> {
           List<ResourceStatus> all = new ArrayList<>();
           pushes.forEach((type, state) -> all.addAll(state.resourceStatuses()));
-          resources.complete(new Clients.ClientResources(node, all, group, identity));
+          resources.complete(new Clients.ClientResources(node(), all, group(), member.identity()));
         });
     return resources;
-  }
-
-  /** What a request says of the response it names by nonce. */
-  enum Reply {
-    /** Names no response, or one that is no longer the latest. */
-    NONE,
-    ACK,
-    NACK;
-
-    /**
-     * What a request with {@code nonce} says, {@code answers} whether the nonce is one the variant
-     * takes as answering the latest response, {@code errorDetail} whether it carries one.
-     */
-    static Reply of(boolean answers, String nonce, boolean errorDetail) {
-      return !answers || nonce.isEmpty() ? NONE : errorDetail ? NACK : ACK;
-    }
   }
 
   /**
@@ -558,12 +441,12 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
   }
 
   final Node node() {
-    return node;
+    return member.node();
   }
 
   /** The node id, once the first request named it: for logs. */
   final String nodeId() {
-    return nodeId;
+    return member.nodeId();
   }
 
   final Clock clock() {
@@ -576,13 +459,13 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
    * xds.config.supports-resource-in-sotw}).
    */
   final boolean knowsTtl(boolean sotw) {
-    List<String> features = node.getClientFeaturesList();
+    List<String> features = node().getClientFeaturesList();
     return features.contains(ClientFeatures.SUPPORTS_TTL)
         && (!sotw || features.contains(ClientFeatures.SUPPORTS_RESOURCE_IN_SOTW));
   }
 
   final NodeGroup group() {
-    return group;
+    return member.group();
   }
 
   /**
@@ -597,6 +480,7 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
   final void send(TypeUrl type) {
     executor.assertCurrent();
     if (!closed) {
+      NodeGroup group = member.group();
       if (pushes.behindBeyond(type, group::snapshot)) {
         pushes.catchUpWith(type, group::snapshot);
         laneChange();
@@ -609,7 +493,7 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
   private void takeChanges() {
     executor.assertCurrent();
     if (!closed) {
-      pushes.catchUp(group::snapshot);
+      pushes.catchUp(member.group()::snapshot);
       laneChange();
     }
   }
@@ -651,14 +535,6 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
       return;
     }
     closed = true;
-    if (admitted) {
-      serving.clients().dismiss(nodeId);
-    }
-    if (group != null) {
-      serving.clients().closed(this);
-      group.leave(this);
-      serving.groups().release(group);
-      events.closed(this, why);
-    }
+    member.leave(why);
   }
 }

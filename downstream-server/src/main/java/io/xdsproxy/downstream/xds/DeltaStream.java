@@ -11,8 +11,8 @@ import java.util.Optional;
  */
 public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, DeltaTypeState> {
 
-  private static final Requests<DeltaDiscoveryRequest> REQUESTS =
-      new Requests<>(
+  private static final StreamRequests<DeltaDiscoveryRequest> REQUESTS =
+      new StreamRequests<>(
           DELTA,
           RequestMarshaller.DELTA,
           DeltaDiscoveryRequest::hasNode,

@@ -68,7 +68,7 @@ final class MeteredStreamEvents implements StreamEvents {
   }
 
   @Override
-  public void request(ClientStream<?, ?> stream, TypeUrl type, ClientStream.Reply reply) {
+  public void request(ClientStream<?, ?> stream, TypeUrl type, Reply reply) {
     metrics.request(type);
     switch (reply) {
       case ACK -> metrics.ack(type);

@@ -11,8 +11,8 @@ import java.util.Optional;
  */
 public final class SotwStream extends ClientStream<DiscoveryRequest, SotwTypeState> {
 
-  private static final Requests<DiscoveryRequest> REQUESTS =
-      new Requests<>(
+  private static final StreamRequests<DiscoveryRequest> REQUESTS =
+      new StreamRequests<>(
           SOTW,
           RequestMarshaller.SOTW,
           DiscoveryRequest::hasNode,

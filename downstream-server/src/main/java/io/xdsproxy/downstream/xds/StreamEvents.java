@@ -25,7 +25,7 @@ interface StreamEvents {
    * A request for {@code type} came, which {@code reply} ACKs or NACKs the latest response, or
    * neither.
    */
-  void request(ClientStream<?, ?> stream, TypeUrl type, ClientStream.Reply reply);
+  void request(ClientStream<?, ?> stream, TypeUrl type, Reply reply);
 
   /**
    * A SotW request named a response that is no longer the latest, so is ignored ("Requests become
