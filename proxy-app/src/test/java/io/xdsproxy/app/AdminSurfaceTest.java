@@ -4,7 +4,6 @@ import static io.xdsproxy.app.testing.ProxyFixture.against;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import com.google.protobuf.util.JsonFormat;
 import io.envoyproxy.controlplane.cache.v3.Snapshot;
 import io.envoyproxy.envoy.config.core.v3.DataSource;
 import io.envoyproxy.envoy.extensions.transport_sockets.tls.v3.Secret;
@@ -12,25 +11,18 @@ import io.envoyproxy.envoy.extensions.transport_sockets.tls.v3.TlsCertificate;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.app.testing.Resources;
-import io.xdsproxy.core.ApiTypes;
-import io.xdsproxy.upstream.grpc.TlsFiles;
+import io.xdsproxy.app.testing.RestPolls;
 import io.xdsproxy.upstream.testing.ControlPlane;
 import io.xdsproxy.upstream.testing.TestCertificates;
 import io.xdsproxy.upstream.testing.TestCertificates.Ca;
 import io.xdsproxy.upstream.testing.TestCertificates.Issued;
 import java.io.IOException;
-import java.net.URI;
 import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
-import java.security.KeyStore;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
-import javax.net.ssl.KeyManagerFactory;
-import javax.net.ssl.SSLContext;
-import javax.net.ssl.TrustManagerFactory;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -104,31 +96,7 @@ class AdminSurfaceTest {
 
   /** A client trusting the xDS CA, presenting {@code certificate} if given. */
   private HttpClient https(Optional<Issued> certificate) throws Exception {
-    KeyStore trusted = KeyStore.getInstance("PKCS12");
-    trusted.load(null, null);
-    trusted.setCertificateEntry("xds-ca", TlsFiles.certificates(ca.pem())[0]);
-    TrustManagerFactory trust =
-        TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
-    trust.init(trusted);
-    KeyManagerFactory keys = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
-    char[] password = "test".toCharArray();
-    KeyStore own = KeyStore.getInstance("PKCS12");
-    own.load(null, null);
-    if (certificate.isPresent()) {
-      own.setKeyEntry(
-          "client",
-          TlsFiles.privateKey(certificate.get().key()),
-          password,
-          TlsFiles.certificates(certificate.get().cert()));
-    }
-    keys.init(own, password);
-    SSLContext context = SSLContext.getInstance("TLS");
-    context.init(keys.getKeyManagers(), trust.getTrustManagers(), null);
-    return HttpClient.newBuilder()
-        .sslContext(context)
-        .version(HttpClient.Version.HTTP_1_1)
-        .connectTimeout(WAIT)
-        .build();
+    return RestPolls.https(ca.pem(), certificate);
   }
 
   private static HttpResponse<String> post(
@@ -140,33 +108,12 @@ class AdminSurfaceTest {
       String cluster,
       String names)
       throws Exception {
-    String body =
-        "{\"node\": {\"id\": \""
-            + nodeId
-            + "\", \"cluster\": \""
-            + cluster
-            + "\"}, \"resource_names\": ["
-            + names
-            + "]}";
-    return client.send(
-        HttpRequest.newBuilder(
-                URI.create(
-                    scheme
-                        + "://127.0.0.1:"
-                        + proxy.restPort().orElseThrow()
-                        + "/v3/discovery:"
-                        + type))
-            .POST(HttpRequest.BodyPublishers.ofString(body))
-            .timeout(WAIT)
-            .build(),
-        HttpResponse.BodyHandlers.ofString());
+    return RestPolls.post(
+        client, scheme, proxy.restPort().orElseThrow(), type, nodeId, cluster, names);
   }
 
   private static DiscoveryResponse parse(HttpResponse<String> response) throws Exception {
-    assertThat(response.statusCode()).as(response.body()).isEqualTo(200);
-    DiscoveryResponse.Builder parsed = DiscoveryResponse.newBuilder();
-    JsonFormat.parser().usingTypeRegistry(ApiTypes.json()).merge(response.body(), parsed);
-    return parsed.build();
+    return RestPolls.parse(response);
   }
 
   @Test

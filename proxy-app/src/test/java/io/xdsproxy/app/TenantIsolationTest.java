@@ -26,6 +26,7 @@ import io.grpc.netty.NettyChannelBuilder;
 import io.xdsproxy.app.ProxyConfig.ConfigException;
 import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.app.testing.Resources;
+import io.xdsproxy.app.testing.RestPolls;
 import io.xdsproxy.app.testing.XdsTestClient;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.downstream.xds.Limits;
@@ -36,6 +37,8 @@ import io.xdsproxy.upstream.testing.TestCertificates.Issued;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
+import java.net.http.HttpClient;
+import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -256,6 +259,17 @@ class TenantIsolationTest {
         "--tls-client-ca",
         "--secrets-to-unverified-clients");
     assertThat(fixture.scrape()).contains("xds_downstream_denied_total{reason=\"secrets\"} 4.0");
+    HttpResponse<String> rest =
+        RestPolls.post(
+            HttpClient.newHttpClient(),
+            "http",
+            proxy.restPort().orElseThrow(),
+            "secrets",
+            "stranger",
+            "b",
+            "\"b-key\"");
+    assertThat(rest.statusCode()).as(rest.body()).isEqualTo(403);
+    assertThat(rest.body()).contains("--secrets-to-unverified-clients").doesNotContain(KEY_B);
     var clusters = fixture.add(XdsTestClient.sotwAds(proxy.xdsPort()));
     clusters.send(request(b, TypeUrl.CLUSTER));
     assertThat(clusters.next(WAIT).getResourcesCount()).isEqualTo(1);

@@ -32,8 +32,8 @@ import java.util.regex.PatternSyntaxException;
  *       of a SPIFFE id); every name it is found in must give the same value;
  *   <li>{@code <claimed part>=san:<regex>}: the verified value, which the node's claim must equal
  *       where the node makes it ({@code metadata:NAMESPACE=san:^spiffe://[^/]+/ns/([^/]+)/}), as
- *       istiod's {@code checkConnectionIdentity} (pilot/pkg/xds/auth.go) refuses a node
- *       whose namespace or service account disagree with its SPIFFE id.
+ *       istiod's {@code checkConnectionIdentity} (pilot/pkg/xds/auth.go) refuses a node whose
+ *       namespace or service account disagree with its SPIFFE id.
  * </ul>
  *
  * A client whose node lacks a claimed part cannot be grouped, and is told which part and why; a

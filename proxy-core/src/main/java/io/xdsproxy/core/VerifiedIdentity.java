@@ -8,8 +8,8 @@ import java.util.Objects;
  * presented a TLS certificate of the client CA, and the URI and DNS subject alternative names that
  * certificate proves (a SPIFFE id is a URI name), and the address it connects from. Every later
  * decision about what the client may see reads this value, never the node's own claims, as istiod
- * keeps a stream's {@code VerifiedIdentity} (pilot/pkg/xds/auth.go, {@code authenticate})
- * and compares the node's claims with it ({@code checkConnectionIdentity}).
+ * keeps a stream's {@code VerifiedIdentity} (pilot/pkg/xds/auth.go, {@code authenticate}) and
+ * compares the node's claims with it ({@code checkConnectionIdentity}).
  *
  * @param certified whether the client presented a certificate that chains to the client CA
  * @param names the certificate's URI and DNS names, in its order; empty without one
