@@ -343,7 +343,14 @@ public final class XdsProxy implements AutoCloseable {
         // REST-JSON is xDS too: the xDS port's TLS, client certificates and node id check, or none
         // of them.
         RestDiscovery rest =
-            new RestDiscovery(groups, pool, timer, config.restPollTimeout(), nodeIdPattern);
+            new RestDiscovery(
+                groups,
+                pool,
+                timer,
+                config.restPollTimeout(),
+                nodeIdPattern,
+                config.limits(),
+                streamMetrics);
         Map<String, HttpHandler> handlers = new HashMap<>();
         RestDiscovery.PATHS.forEach((path, type) -> handlers.put(path, rest.handler(type)));
         restStarted =

@@ -39,7 +39,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 class LimitsTest {
 
   private static final Duration WAIT = Duration.ofSeconds(10);
-  private static final Limits TIGHT = new Limits(64 * 1024, 10, 100, 2, 3, 2, 5);
+  private static final Limits TIGHT =
+      new Limits(64 * 1024, 10, 100, 2, 3, 2, 5, 256 * 1024, 64 * 1024, 16, 1024);
 
   @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
 

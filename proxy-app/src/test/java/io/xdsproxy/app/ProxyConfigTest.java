@@ -239,15 +239,27 @@ class ProxyConfigTest {
               "--max-streams-per-group",
               "5000",
               "--max-requests-per-second",
-              "0"
+              "0",
+              "--max-node-bytes",
+              "32768",
+              "--max-node-metadata-bytes=8192",
+              "--max-node-metadata-depth",
+              "8",
+              "--max-node-string-length",
+              "300"
             });
 
     assertThat(config.limits())
-        .isEqualTo(new io.xdsproxy.downstream.xds.Limits(65536, 20000, 512, 8, 5000, 4, 0));
+        .isEqualTo(
+            new io.xdsproxy.downstream.xds.Limits(
+                65536, 20000, 512, 8, 5000, 4, 0, 32768, 8192, 8, 300));
     assertThat(ProxyConfig.DEFAULTS.limits()).isEqualTo(io.xdsproxy.downstream.xds.Limits.DEFAULTS);
     assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--max-streams-per-connection", "0"}))
         .isInstanceOf(ConfigException.class)
         .hasMessageContaining("flag --max-streams-per-connection")
+        .hasMessageContaining("at least 1");
+    assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--max-node-metadata-depth", "0"}))
+        .hasMessageContaining("flag --max-node-metadata-depth")
         .hasMessageContaining("at least 1");
     assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--max-requests-per-second", "-1"}))
         .hasMessageContaining("flag --max-requests-per-second")

@@ -21,6 +21,16 @@ package io.xdsproxy.downstream.xds;
  *     fleets give every client of a deployment one node id; past it, RESOURCE_EXHAUSTED
  * @param requestsPerSecond the rate a stream's requests are read at, at most, on average, 0 for no
  *     limit; twice as many may come at once
+ * @param maxNodeBytes the largest client {@code Node}, serialized: everything a stream keeps of its
+ *     client for as long as it is open, and a group of its members and its upstream node ({@link
+ *     NodeLimits}); past it, RESOURCE_EXHAUSTED
+ * @param maxNodeMetadataBytes the largest {@code node.metadata}, serialized; past it,
+ *     RESOURCE_EXHAUSTED
+ * @param maxNodeMetadataDepth the deepest nesting of structs and lists in {@code node.metadata};
+ *     past it, RESOURCE_EXHAUSTED
+ * @param maxNodeStringLength the longest of the node's own strings (its id, cluster, user agent and
+ *     locality), in characters: what becomes a group key, a log field, a metric label; past it,
+ *     RESOURCE_EXHAUSTED
  */
 public record Limits(
     int maxRequestBytes,
@@ -29,19 +39,31 @@ public record Limits(
     int maxStreamsPerConnection,
     int maxStreamsPerGroup,
     int maxStreamsPerNode,
-    int requestsPerSecond) {
+    int requestsPerSecond,
+    int maxNodeBytes,
+    int maxNodeMetadataBytes,
+    int maxNodeMetadataDepth,
+    int maxNodeStringLength) {
 
   /**
    * Generous for real fleets: a mesh of 20,000 services asks for 20,000 names, Envoy opens one ADS
    * stream (a few with per-type services), and at startup it sends a few dozen requests in a
    * second.
+   *
+   * <p>The node's: an Istio sidecar's whole first request, node with every Envoy extension and its
+   * metadata (labels, annotations, PROXY_CONFIG), is about 23 KB (envoyproxy/envoy#15838), its
+   * metadata a few KiB nested five deep, its id under 300 characters ({@code
+   * sidecar~IP~pod.namespace~namespace.svc.cluster.local}). So 256 KiB a node, 64 KiB of metadata
+   * 16 deep and 1,024 characters a string leave a real fleet several times its size, while a
+   * thousand nodes at the limits hold 256 MiB at most, not the gibibytes 4 MiB requests could.
    */
   public static final Limits DEFAULTS =
-      new Limits(4 * 1024 * 1024, 50_000, 4096, 100, 100_000, 0, 100);
+      new Limits(
+          4 * 1024 * 1024, 50_000, 4096, 100, 100_000, 0, 100, 256 * 1024, 64 * 1024, 16, 1024);
 
   /**
-   * No limit on anything but the request size: for in-process benchmarks, which drive streams as
-   * fast as they can.
+   * No limit on anything but the request's and the node's size: for in-process benchmarks, which
+   * drive streams as fast as they can.
    */
   public static final Limits NONE =
       new Limits(
@@ -51,7 +73,11 @@ public record Limits(
           Integer.MAX_VALUE,
           Integer.MAX_VALUE,
           0,
-          0);
+          0,
+          DEFAULTS.maxNodeBytes,
+          DEFAULTS.maxNodeMetadataBytes,
+          DEFAULTS.maxNodeMetadataDepth,
+          DEFAULTS.maxNodeStringLength);
 
   public Limits {
     if (maxRequestBytes < 1
@@ -60,7 +86,11 @@ public record Limits(
         || maxStreamsPerConnection < 1
         || maxStreamsPerGroup < 1
         || maxStreamsPerNode < 0
-        || requestsPerSecond < 0) {
+        || requestsPerSecond < 0
+        || maxNodeBytes < 1
+        || maxNodeMetadataBytes < 1
+        || maxNodeMetadataDepth < 1
+        || maxNodeStringLength < 1) {
       throw new IllegalArgumentException(
           "limits must be positive (per node and requests per second: 0 for none)");
     }
@@ -74,7 +104,11 @@ public record Limits(
         maxStreamsPerConnection,
         maxStreamsPerGroup,
         maxStreamsPerNode,
-        requestsPerSecond);
+        requestsPerSecond,
+        maxNodeBytes,
+        maxNodeMetadataBytes,
+        maxNodeMetadataDepth,
+        maxNodeStringLength);
   }
 
   public Limits withMaxNamesPerRequest(int value) {
@@ -85,7 +119,11 @@ public record Limits(
         maxStreamsPerConnection,
         maxStreamsPerGroup,
         maxStreamsPerNode,
-        requestsPerSecond);
+        requestsPerSecond,
+        maxNodeBytes,
+        maxNodeMetadataBytes,
+        maxNodeMetadataDepth,
+        maxNodeStringLength);
   }
 
   public Limits withMaxNameLength(int value) {
@@ -96,7 +134,11 @@ public record Limits(
         maxStreamsPerConnection,
         maxStreamsPerGroup,
         maxStreamsPerNode,
-        requestsPerSecond);
+        requestsPerSecond,
+        maxNodeBytes,
+        maxNodeMetadataBytes,
+        maxNodeMetadataDepth,
+        maxNodeStringLength);
   }
 
   public Limits withMaxStreamsPerConnection(int value) {
@@ -107,7 +149,11 @@ public record Limits(
         value,
         maxStreamsPerGroup,
         maxStreamsPerNode,
-        requestsPerSecond);
+        requestsPerSecond,
+        maxNodeBytes,
+        maxNodeMetadataBytes,
+        maxNodeMetadataDepth,
+        maxNodeStringLength);
   }
 
   public Limits withMaxStreamsPerGroup(int value) {
@@ -118,7 +164,11 @@ public record Limits(
         maxStreamsPerConnection,
         value,
         maxStreamsPerNode,
-        requestsPerSecond);
+        requestsPerSecond,
+        maxNodeBytes,
+        maxNodeMetadataBytes,
+        maxNodeMetadataDepth,
+        maxNodeStringLength);
   }
 
   public Limits withMaxStreamsPerNode(int value) {
@@ -129,7 +179,11 @@ public record Limits(
         maxStreamsPerConnection,
         maxStreamsPerGroup,
         value,
-        requestsPerSecond);
+        requestsPerSecond,
+        maxNodeBytes,
+        maxNodeMetadataBytes,
+        maxNodeMetadataDepth,
+        maxNodeStringLength);
   }
 
   public Limits withRequestsPerSecond(int value) {
@@ -140,6 +194,70 @@ public record Limits(
         maxStreamsPerConnection,
         maxStreamsPerGroup,
         maxStreamsPerNode,
+        value,
+        maxNodeBytes,
+        maxNodeMetadataBytes,
+        maxNodeMetadataDepth,
+        maxNodeStringLength);
+  }
+
+  public Limits withMaxNodeBytes(int value) {
+    return new Limits(
+        maxRequestBytes,
+        maxNamesPerRequest,
+        maxNameLength,
+        maxStreamsPerConnection,
+        maxStreamsPerGroup,
+        maxStreamsPerNode,
+        requestsPerSecond,
+        value,
+        maxNodeMetadataBytes,
+        maxNodeMetadataDepth,
+        maxNodeStringLength);
+  }
+
+  public Limits withMaxNodeMetadataBytes(int value) {
+    return new Limits(
+        maxRequestBytes,
+        maxNamesPerRequest,
+        maxNameLength,
+        maxStreamsPerConnection,
+        maxStreamsPerGroup,
+        maxStreamsPerNode,
+        requestsPerSecond,
+        maxNodeBytes,
+        value,
+        maxNodeMetadataDepth,
+        maxNodeStringLength);
+  }
+
+  public Limits withMaxNodeMetadataDepth(int value) {
+    return new Limits(
+        maxRequestBytes,
+        maxNamesPerRequest,
+        maxNameLength,
+        maxStreamsPerConnection,
+        maxStreamsPerGroup,
+        maxStreamsPerNode,
+        requestsPerSecond,
+        maxNodeBytes,
+        maxNodeMetadataBytes,
+        value,
+        maxNodeStringLength);
+  }
+
+  public Limits withMaxNodeStringLength(int value) {
+    return new Limits(
+        maxRequestBytes,
+        maxNamesPerRequest,
+        maxNameLength,
+        maxStreamsPerConnection,
+        maxStreamsPerGroup,
+        maxStreamsPerNode,
+        requestsPerSecond,
+        maxNodeBytes,
+        maxNodeMetadataBytes,
+        maxNodeMetadataDepth,
         value);
   }
 }

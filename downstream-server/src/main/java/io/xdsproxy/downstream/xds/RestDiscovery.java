@@ -8,6 +8,7 @@ import com.sun.net.httpserver.HttpsExchange;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.xdsproxy.core.ApiTypes;
+import io.xdsproxy.core.ClientStrings;
 import io.xdsproxy.core.GroupWatcher;
 import io.xdsproxy.core.LimitedLog;
 import io.xdsproxy.core.LogFields;
@@ -49,7 +50,8 @@ import org.slf4j.event.Level;
  * <p>The caller is checked as a gRPC stream's client is ({@link PeerInterceptor}): with a node id
  * pattern, the node it names must be one its TLS client certificate allows, or it gets {@code 403}.
  * Secrets are stricter over REST than over gRPC: they are answered only to a caller that check let
- * through, because a REST port is easily reached by what was never meant to be an xDS client. Both
+ * through, because a REST port is easily reached by what was never meant to be an xDS client. The
+ * node's sizes are checked as a stream's are ({@link NodeLimits}, {@code 413} past one). These
  * checks come before the node is grouped, so a refused caller opens no group and no upstream
  * session.
  */
@@ -79,22 +81,30 @@ public final class RestDiscovery {
   private final ScheduledExecutorService timer;
   private final Duration longPollTimeout;
   private final Optional<NodeIdPattern> nodeIdPattern;
+  private final Limits limits;
+  private final StreamMetrics metrics;
 
   /**
    * @param nodeIdPattern the xDS port's {@code --tls-node-id-pattern}, checked against the client
    *     certificate of the HTTPS exchange; empty: any node, and no Secrets
+   * @param limits the xDS port's, of which REST checks the node's sizes
+   * @param metrics where a poll refused for a limit is counted, as a stream is
    */
   public RestDiscovery(
       NodeGroups groups,
       Executor pool,
       ScheduledExecutorService timer,
       Duration longPollTimeout,
-      Optional<NodeIdPattern> nodeIdPattern) {
+      Optional<NodeIdPattern> nodeIdPattern,
+      Limits limits,
+      StreamMetrics metrics) {
     this.groups = groups;
     this.pool = pool;
     this.timer = timer;
     this.longPollTimeout = longPollTimeout;
     this.nodeIdPattern = nodeIdPattern;
+    this.limits = limits;
+    this.metrics = metrics;
   }
 
   /** The handler of {@code type}'s path. */
@@ -145,25 +155,26 @@ public final class RestDiscovery {
       HttpReplies.text(
           exchange,
           400,
-          "type_url " + request.getTypeUrl() + " posted to the " + type.shortName() + " path\n");
+          "type_url "
+              + ClientStrings.shown(request.getTypeUrl())
+              + " posted to the "
+              + type.shortName()
+              + " path\n");
       return;
     }
     if (!request.hasNode()) {
       HttpReplies.text(exchange, 400, "a REST DiscoveryRequest must carry the node\n");
       return;
     }
+    Optional<NodeLimits.Refusal> tooLarge = NodeLimits.refusal(request.getNode(), limits);
+    if (tooLarge.isPresent()) {
+      metrics.limited(tooLarge.get().limit());
+      refuse(type, exchange, null, 413, tooLarge.get().why());
+      return;
+    }
     Optional<String> refusal = refusal(type, request.getNode().getId(), exchange);
     if (refusal.isPresent()) {
-      refusals.log(
-          LogFields.NONE
-              .node(request.getNode().getId())
-              .type(type)
-              .peer(exchange.getRemoteAddress()),
-          "refused REST {} poll from {}: {}",
-          type.shortName(),
-          exchange.getRemoteAddress(),
-          refusal.get());
-      HttpReplies.text(exchange, 403, refusal.get() + "\n");
+      refuse(type, exchange, request.getNode().getId(), 403, refusal.get());
       return;
     }
     NodeGroup group;
@@ -174,6 +185,21 @@ public final class RestDiscovery {
       return;
     }
     new Poll(type, request, group, exchange).start();
+  }
+
+  /**
+   * Answers {@code exchange} with {@code status} and {@code why}, logged in one line (limited),
+   * with {@code nodeId} when it is within the limits.
+   */
+  private void refuse(TypeUrl type, HttpExchange exchange, String nodeId, int status, String why)
+      throws IOException {
+    refusals.log(
+        LogFields.NONE.node(nodeId).type(type).peer(exchange.getRemoteAddress()),
+        "refused REST {} poll from {}: {}",
+        type.shortName(),
+        exchange.getRemoteAddress(),
+        why);
+    HttpReplies.text(exchange, status, why + "\n");
   }
 
   /**

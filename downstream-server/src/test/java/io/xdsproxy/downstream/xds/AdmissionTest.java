@@ -16,9 +16,9 @@ import org.junit.jupiter.api.Test;
 /** The checks and limits a stream passes, alone: what each refusal says and how it is counted. */
 class AdmissionTest {
 
-  /** At most 3 names a request, 8 characters a name, 1 stream a node. */
+  /** At most 3 names a request, 8 characters a name, 1 stream a node, 16 characters a node id. */
   private final Admission admission =
-      new Admission(new Limits(1024, 3, 8, 100, 100, 1, 0), new Clients(), null);
+      new Admission(new Limits(1024, 3, 8, 100, 100, 1, 0, 512, 256, 4, 16), new Clients(), null);
 
   private static Node node(String id) {
     return Node.newBuilder().setId(id).build();
@@ -82,6 +82,22 @@ class AdmissionTest {
     assertThatCode(() -> admission.count(node("n2"), NodeIdCheck.ANY))
         .as("another node")
         .doesNotThrowAnyException();
+  }
+
+  @Test
+  void aNodePastItsSizesIsRefusedBeforeItIsCheckedOrCounted() throws Exception {
+    Node large = node("x".repeat(17));
+    assertThatThrownBy(() -> admission.count(large, id -> Optional.of("not checked first")))
+        .asInstanceOf(InstanceOfAssertFactories.type(Admission.Refused.class))
+        .satisfies(
+            refused -> {
+              assertThat(refused.kind()).isEqualTo(Admission.Kind.LIMIT);
+              assertThat(refused.limit()).isEqualTo("node_string_length");
+              assertThat(refused.status().getCode()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
+              assertThat(refused.status().getDescription())
+                  .contains("node.id of 17 characters", "--max-node-string-length");
+            });
+    admission.count(node("x".repeat(16)), NodeIdCheck.ANY);
   }
 
   @Test
