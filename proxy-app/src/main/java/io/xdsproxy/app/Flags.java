@@ -574,6 +574,30 @@ final class Flags {
                   + " closed; 0 for no limit",
               TransportLimits::maxStreamResetsPerConnection,
               TransportLimits::withMaxStreamResetsPerConnection),
+          limit(
+              "max-node-bytes",
+              "the largest node a client may name, serialized, in bytes",
+              1,
+              Limits::maxNodeBytes,
+              Limits::withMaxNodeBytes),
+          limit(
+              "max-node-metadata-bytes",
+              "the largest node.metadata, serialized, in bytes",
+              1,
+              Limits::maxNodeMetadataBytes,
+              Limits::withMaxNodeMetadataBytes),
+          limit(
+              "max-node-metadata-depth",
+              "the deepest nesting of structs and lists in node.metadata",
+              1,
+              Limits::maxNodeMetadataDepth,
+              Limits::withMaxNodeMetadataDepth),
+          limit(
+              "max-node-string-length",
+              "the longest node id, cluster, user agent or locality, in characters",
+              1,
+              Limits::maxNodeStringLength,
+              Limits::withMaxNodeStringLength),
           single(
               "upstream-keepalive-time",
               "D",

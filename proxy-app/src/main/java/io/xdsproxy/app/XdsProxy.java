@@ -360,7 +360,13 @@ public final class XdsProxy implements AutoCloseable {
         // of them.
         RestDiscovery rest =
             new RestDiscovery(
-                groups, pool, timer, config.restPollTimeout(), access, config.limits().groups());
+                groups,
+                pool,
+                timer,
+                config.restPollTimeout(),
+                access,
+                config.limits(),
+                streamMetrics);
         Map<String, HttpHandler> handlers = new HashMap<>();
         RestDiscovery.PATHS.forEach((path, type) -> handlers.put(path, rest.handler(type)));
         restStarted =

@@ -9,6 +9,7 @@ import com.google.gson.JsonParser;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.xdsproxy.app.testing.XdsTestClient;
+import io.xdsproxy.core.ClientStrings;
 import io.xdsproxy.core.TypeUrl;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -28,6 +29,8 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The proxy's logs as an operator gets them: {@link Main} in its own JVM, its stdout read line by
@@ -115,6 +118,93 @@ class LogsTest {
             });
     assertThat(lines)
         .anySatisfy(line -> assertThat(line).contains("stream opened").contains("\"node\":\"n1\""));
+  }
+
+  /**
+   * A node id that holds a whole log line after a newline (and a carriage return, NEL, the line
+   * separator, a bidi override); then a NACK saying the same; then a node whose cluster is a
+   * mebibyte.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"text", "json"})
+  void aClientsStringsCannotForgeALineNorMakeOneLong(String format) throws Exception {
+    String forged = "2026-01-01T00:00:00.000Z ERROR [main] i.x.Forged - forged";
+    String nodeId = "n1\n" + forged + "\r\u0085\u2028\u2029\u202Eevil";
+    List<String> lines;
+    try (Child proxy =
+        Child.start(
+            "--log-format",
+            format,
+            "--resources-dir",
+            "../deploy/examples/resources",
+            "--xds-port",
+            "0",
+            "--monitoring-port",
+            "0",
+            "--admin-port",
+            "0",
+            "--drain-time",
+            "1s")) {
+      int xds =
+          Main.Listening.in(proxy.awaitLine(line -> line.contains("listening")))
+              .orElseThrow()
+              .xdsPort();
+      try (var client = XdsTestClient.sotwAds(xds);
+          var large = XdsTestClient.sotwAds(xds)) {
+        DiscoveryRequest request =
+            DiscoveryRequest.newBuilder()
+                .setNode(node(nodeId, "example"))
+                .setTypeUrl(TypeUrl.CLUSTER.url())
+                .build();
+        client.send(request);
+        DiscoveryResponse response = client.next(WAIT);
+        client.send(
+            request.toBuilder()
+                .setResponseNonce(response.getNonce())
+                .setErrorDetail(com.google.rpc.Status.newBuilder().setMessage("nack\n" + forged))
+                .build());
+        proxy.awaitLine(line -> line.contains("NACK from node"));
+        large.send(
+            DiscoveryRequest.newBuilder()
+                .setNode(node("large\n" + forged, "c".repeat(1024 * 1024)))
+                .setTypeUrl(TypeUrl.CLUSTER.url())
+                .build());
+        assertThat(large.awaitEnd(WAIT).getCode())
+            .isEqualTo(io.grpc.Status.Code.RESOURCE_EXHAUSTED);
+        proxy.awaitLine(line -> line.contains("--max-node-string-length"));
+      }
+      lines = proxy.stop();
+    }
+
+    assertThat(lines)
+        .as("every line is one event's, short, with nothing a line splitter or a terminal obeys")
+        .allSatisfy(
+            line -> {
+              if (format.equals("json")) {
+                assertThat(JsonParser.parseString(line).isJsonObject()).isTrue();
+              } else {
+                assertThat(line).containsPattern("^" + ISO_UTC_MILLIS + " [A-Z]+ +\\[");
+              }
+              assertThat(line).doesNotStartWith("2026-01-01");
+              assertThat(line).hasSizeLessThan(8 * 1024);
+              assertThat(line.codePoints().filter(ClientStrings::needsEscape).toArray())
+                  .as("characters to escape in %s", line)
+                  .isEmpty();
+            });
+    assertThat(lines.stream().filter(line -> line.contains("stream opened")))
+        .as("the forged node's stream opened, in exactly one line")
+        .singleElement()
+        .satisfies(
+            line -> {
+              if (format.equals("json")) {
+                assertThat(JsonParser.parseString(line).getAsJsonObject().get("node").getAsString())
+                    .as("JSON escapes are the client's string, read back as it was")
+                    .isEqualTo(nodeId);
+              } else {
+                assertThat(line).contains("node 'n1\\n2026-01-01T00:00:00.000Z ERROR");
+              }
+            });
+    assertThat(lines).anySatisfy(line -> assertThat(line).contains("NACK from node", "nack"));
   }
 
   @Test

@@ -242,7 +242,14 @@ class ProxyConfigTest {
               "--max-streams-per-group",
               "5000",
               "--max-requests-per-second",
-              "0"
+              "0",
+              "--max-node-bytes",
+              "32768",
+              "--max-node-metadata-bytes=8192",
+              "--max-node-metadata-depth",
+              "8",
+              "--max-node-string-length",
+              "300"
             });
 
     assertThat(config.limits())
@@ -254,11 +261,18 @@ class ProxyConfigTest {
                 .withMaxStreamsPerConnection(8)
                 .withMaxStreamsPerGroup(5000)
                 .withMaxStreamsPerNode(4)
-                .withRequestsPerSecond(0));
+                .withRequestsPerSecond(0)
+                .withMaxNodeBytes(32768)
+                .withMaxNodeMetadataBytes(8192)
+                .withMaxNodeMetadataDepth(8)
+                .withMaxNodeStringLength(300));
     assertThat(ProxyConfig.DEFAULTS.limits()).isEqualTo(io.xdsproxy.downstream.xds.Limits.DEFAULTS);
     assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--max-streams-per-connection", "0"}))
         .isInstanceOf(ConfigException.class)
         .hasMessageContaining("flag --max-streams-per-connection")
+        .hasMessageContaining("at least 1");
+    assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--max-node-metadata-depth", "0"}))
+        .hasMessageContaining("flag --max-node-metadata-depth")
         .hasMessageContaining("at least 1");
     assertThatThrownBy(() -> ProxyConfig.parse(new String[] {"--max-requests-per-second", "-1"}))
         .hasMessageContaining("flag --max-requests-per-second")

@@ -442,7 +442,7 @@ public final class GroupAuditor implements AutoCloseable {
                     .description(
                         "Audits that found a member node of the group served other configuration than the"
                             + " group's upstream node (see the log and /config_dump)")
-                    .tag("group", key.value())
+                    .tag("group", key.label())
                     .register(meters)));
   }
 

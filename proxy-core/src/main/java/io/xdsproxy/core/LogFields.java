@@ -11,7 +11,9 @@ import org.slf4j.spi.LoggingEventBuilder;
  * {@code peer} (the client's address downstream, the control plane's upstream). A JSON log line
  * carries each as a field an operator can search by; a text line shows them as {@code key=value}
  * after the message. The same names on every line, whichever class logs it, is what makes them
- * searchable: they are only set through this class. Immutable.
+ * searchable: they are only set through this class. A node id and a group key are a client's
+ * strings: each is cut to {@link ClientStrings#SHOWN} characters here, so that no client's node
+ * makes a line long (the log encoders escape what could break one). Immutable.
  *
  * @param pairs the fields, in the order they were added
  */
@@ -26,11 +28,11 @@ public record LogFields(List<KeyValuePair> pairs) {
 
   /** With the client's (downstream) or the upstream session's (upstream) node id. */
   public LogFields node(String id) {
-    return with("node", id);
+    return with("node", ClientStrings.bounded(id));
   }
 
   public LogFields group(NodeGroupKey key) {
-    return with("group", key == null ? null : key.value());
+    return with("group", key == null ? null : key.toString());
   }
 
   /** With the resource type, by the short name metrics label it with. */

@@ -37,8 +37,20 @@ public record NodeGroupKey(String value) {
     return parts;
   }
 
+  /**
+   * The key as a metric label: a key is made of a client's strings, so a long one is cut and hashed
+   * ({@link ClientStrings#label}).
+   */
+  public String label() {
+    return ClientStrings.label(value);
+  }
+
+  /**
+   * The key as messages and log lines show it: a key is made of a client's strings, so a long one
+   * is cut ({@link ClientStrings#bounded(String)}). Equal keys are compared by {@link #value}.
+   */
   @Override
   public String toString() {
-    return value;
+    return ClientStrings.bounded(value);
   }
 }

@@ -70,11 +70,16 @@ record Admission(Limits limits, Access access, Clients clients, NodeGroups group
   }
 
   /**
-   * Counts a stream among the streams of {@code node} ({@link Clients#admit}), if its client may be
-   * that node and the node has fewer than {@code --max-streams-per-node}; the caller {@linkplain
-   * Clients#dismiss dismisses} it when it ends.
+   * Counts a stream among the streams of {@code node} ({@link Clients#admit}), if the node is
+   * within the sizes a node may have ({@link NodeLimits}), its client may be that node and the node
+   * has fewer than {@code --max-streams-per-node}; the caller {@linkplain Clients#dismiss
+   * dismisses} it when it ends.
    */
   void count(Node node, VerifiedIdentity identity) throws Refused {
+    Optional<NodeLimits.Refusal> tooLarge = NodeLimits.refusal(node, limits);
+    if (tooLarge.isPresent()) {
+      throw Refused.limit(tooLarge.get().limit(), Status.RESOURCE_EXHAUSTED, tooLarge.get().why());
+    }
     Optional<String> refusal = access.nodeIdRefusal(node.getId(), identity);
     if (refusal.isPresent()) {
       throw new Refused(

@@ -6,6 +6,7 @@ import io.grpc.StatusRuntimeException;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import io.xdsproxy.core.ClientFeatures;
+import io.xdsproxy.core.ClientStrings;
 import io.xdsproxy.core.GroupWatcher;
 import io.xdsproxy.core.LogFields;
 import io.xdsproxy.core.NodeGroup;
@@ -350,7 +351,11 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
       TypeUrl fixed = fixedType.get();
       if (!typeUrl.isEmpty() && !typeUrl.equals(fixed.url())) {
         throw new IllegalArgumentException(
-            "type_url " + typeUrl + " sent to the " + fixed.shortName() + " discovery service");
+            "type_url "
+                + ClientStrings.shown(typeUrl)
+                + " sent to the "
+                + fixed.shortName()
+                + " discovery service");
       }
       return fixedType;
     } catch (IllegalArgumentException e) {
@@ -432,12 +437,20 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
   }
 
   /**
+   * The most characters of a NACK's message that are kept (for client status) and logged: Envoy's
+   * name the resources it rejected and why, and the first few KiB say what an operator needs; a
+   * client must not make each of its types keep, and each NACK log, megabytes.
+   */
+  static final int MAX_NACK_MESSAGE = 4096;
+
+  /**
    * The client NACKed the latest response of {@code state}'s type, whose nonce it names: recorded
-   * and logged.
+   * and logged, its message cut to {@link #MAX_NACK_MESSAGE} characters.
    */
   final void nacked(S state, String nonce, com.google.rpc.Status errorDetail) {
-    state.nack(errorDetail.getMessage());
-    events.nacked(this, state.type(), nonce, errorDetail.getMessage());
+    String message = ClientStrings.bounded(errorDetail.getMessage(), MAX_NACK_MESSAGE);
+    state.nack(message);
+    events.nacked(this, state.type(), nonce, message);
   }
 
   final Node node() {
@@ -524,6 +537,13 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
   final void fail(Status status) {
     if (!closed) {
       events.failed(this, status);
+    }
+    close(status);
+  }
+
+  /** Ends the stream with {@code status}, logged already. */
+  final void close(Status status) {
+    if (!closed) {
       responses.onError(status.asRuntimeException());
     }
     end(null);

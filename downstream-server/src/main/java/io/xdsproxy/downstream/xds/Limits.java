@@ -25,6 +25,16 @@ package io.xdsproxy.downstream.xds;
  *     open one more is ended with RESOURCE_EXHAUSTED
  * @param maxNodeGroupsPerClient the node groups the clients of one certificate identity (or one
  *     address, without certificates) may have opened, idle ones too
+ * @param maxNodeBytes the largest client {@code Node}, serialized: everything a stream keeps of its
+ *     client for as long as it is open, and a group of its members and its upstream node ({@link
+ *     NodeLimits}); past it, RESOURCE_EXHAUSTED
+ * @param maxNodeMetadataBytes the largest {@code node.metadata}, serialized; past it,
+ *     RESOURCE_EXHAUSTED
+ * @param maxNodeMetadataDepth the deepest nesting of structs and lists in {@code node.metadata};
+ *     past it, RESOURCE_EXHAUSTED
+ * @param maxNodeStringLength the longest of the node's own strings (its id, cluster, user agent and
+ *     locality), in characters: what becomes a group key, a log field, a metric label; past it,
+ *     RESOURCE_EXHAUSTED
  */
 public record Limits(
     int maxRequestBytes,
@@ -35,19 +45,43 @@ public record Limits(
     int maxStreamsPerNode,
     int requestsPerSecond,
     int maxNodeGroups,
-    int maxNodeGroupsPerClient) {
+    int maxNodeGroupsPerClient,
+    int maxNodeBytes,
+    int maxNodeMetadataBytes,
+    int maxNodeMetadataDepth,
+    int maxNodeStringLength) {
 
   /**
    * Generous for real fleets: a mesh of 20,000 services asks for 20,000 names, Envoy opens one ADS
    * stream (a few with per-type services), and at startup it sends a few dozen requests in a
    * second.
+   *
+   * <p>The node's: an Istio sidecar's whole first request, node with every Envoy extension and its
+   * metadata (labels, annotations, PROXY_CONFIG), is about 23 KB (envoyproxy/envoy#15838), its
+   * metadata a few KiB nested five deep, its id under 300 characters ({@code
+   * sidecar~IP~pod.namespace~namespace.svc.cluster.local}). So 256 KiB a node, 64 KiB of metadata
+   * 16 deep and 1,024 characters a string leave a real fleet several times its size, while a
+   * thousand nodes at the limits hold 256 MiB at most, not the gibibytes 4 MiB requests could.
    */
   public static final Limits DEFAULTS =
-      new Limits(4 * 1024 * 1024, 50_000, 4096, 100, 100_000, 0, 100, 10_000, 100);
+      new Limits(
+          4 * 1024 * 1024,
+          50_000,
+          4096,
+          100,
+          100_000,
+          0,
+          100,
+          10_000,
+          100,
+          256 * 1024,
+          64 * 1024,
+          16,
+          1024);
 
   /**
-   * No limit on anything but the request size: for in-process benchmarks, which drive streams as
-   * fast as they can.
+   * No limit on anything but the request's and the node's size: for in-process benchmarks, which
+   * drive streams as fast as they can.
    */
   public static final Limits NONE =
       new Limits(
@@ -59,7 +93,11 @@ public record Limits(
           0,
           0,
           Integer.MAX_VALUE,
-          Integer.MAX_VALUE);
+          Integer.MAX_VALUE,
+          DEFAULTS.maxNodeBytes,
+          DEFAULTS.maxNodeMetadataBytes,
+          DEFAULTS.maxNodeMetadataDepth,
+          DEFAULTS.maxNodeStringLength);
 
   public Limits {
     if (maxRequestBytes < 1
@@ -70,132 +108,128 @@ public record Limits(
         || maxStreamsPerNode < 0
         || requestsPerSecond < 0
         || maxNodeGroups < 1
-        || maxNodeGroupsPerClient < 1) {
+        || maxNodeGroupsPerClient < 1
+        || maxNodeBytes < 1
+        || maxNodeMetadataBytes < 1
+        || maxNodeMetadataDepth < 1
+        || maxNodeStringLength < 1) {
       throw new IllegalArgumentException(
           "limits must be positive (per node and requests per second: 0 for none)");
     }
   }
 
   public Limits withMaxRequestBytes(int value) {
-    return new Limits(
-        value,
-        maxNamesPerRequest,
-        maxNameLength,
-        maxStreamsPerConnection,
-        maxStreamsPerGroup,
-        maxStreamsPerNode,
-        requestsPerSecond,
-        maxNodeGroups,
-        maxNodeGroupsPerClient);
+    return edit(b -> b.maxRequestBytes = value);
   }
 
   public Limits withMaxNamesPerRequest(int value) {
-    return new Limits(
-        maxRequestBytes,
-        value,
-        maxNameLength,
-        maxStreamsPerConnection,
-        maxStreamsPerGroup,
-        maxStreamsPerNode,
-        requestsPerSecond,
-        maxNodeGroups,
-        maxNodeGroupsPerClient);
+    return edit(b -> b.maxNamesPerRequest = value);
   }
 
   public Limits withMaxNameLength(int value) {
-    return new Limits(
-        maxRequestBytes,
-        maxNamesPerRequest,
-        value,
-        maxStreamsPerConnection,
-        maxStreamsPerGroup,
-        maxStreamsPerNode,
-        requestsPerSecond,
-        maxNodeGroups,
-        maxNodeGroupsPerClient);
+    return edit(b -> b.maxNameLength = value);
   }
 
   public Limits withMaxStreamsPerConnection(int value) {
-    return new Limits(
-        maxRequestBytes,
-        maxNamesPerRequest,
-        maxNameLength,
-        value,
-        maxStreamsPerGroup,
-        maxStreamsPerNode,
-        requestsPerSecond,
-        maxNodeGroups,
-        maxNodeGroupsPerClient);
+    return edit(b -> b.maxStreamsPerConnection = value);
   }
 
   public Limits withMaxStreamsPerGroup(int value) {
-    return new Limits(
-        maxRequestBytes,
-        maxNamesPerRequest,
-        maxNameLength,
-        maxStreamsPerConnection,
-        value,
-        maxStreamsPerNode,
-        requestsPerSecond,
-        maxNodeGroups,
-        maxNodeGroupsPerClient);
+    return edit(b -> b.maxStreamsPerGroup = value);
   }
 
   public Limits withMaxStreamsPerNode(int value) {
-    return new Limits(
-        maxRequestBytes,
-        maxNamesPerRequest,
-        maxNameLength,
-        maxStreamsPerConnection,
-        maxStreamsPerGroup,
-        value,
-        requestsPerSecond,
-        maxNodeGroups,
-        maxNodeGroupsPerClient);
+    return edit(b -> b.maxStreamsPerNode = value);
   }
 
   public Limits withRequestsPerSecond(int value) {
-    return new Limits(
-        maxRequestBytes,
-        maxNamesPerRequest,
-        maxNameLength,
-        maxStreamsPerConnection,
-        maxStreamsPerGroup,
-        maxStreamsPerNode,
-        value,
-        maxNodeGroups,
-        maxNodeGroupsPerClient);
+    return edit(b -> b.requestsPerSecond = value);
   }
 
   public Limits withMaxNodeGroups(int value) {
-    return new Limits(
-        maxRequestBytes,
-        maxNamesPerRequest,
-        maxNameLength,
-        maxStreamsPerConnection,
-        maxStreamsPerGroup,
-        maxStreamsPerNode,
-        requestsPerSecond,
-        value,
-        maxNodeGroupsPerClient);
+    return edit(b -> b.maxNodeGroups = value);
   }
 
   public Limits withMaxNodeGroupsPerClient(int value) {
-    return new Limits(
-        maxRequestBytes,
-        maxNamesPerRequest,
-        maxNameLength,
-        maxStreamsPerConnection,
-        maxStreamsPerGroup,
-        maxStreamsPerNode,
-        requestsPerSecond,
-        maxNodeGroups,
-        value);
+    return edit(b -> b.maxNodeGroupsPerClient = value);
+  }
+
+  public Limits withMaxNodeBytes(int value) {
+    return edit(b -> b.maxNodeBytes = value);
+  }
+
+  public Limits withMaxNodeMetadataBytes(int value) {
+    return edit(b -> b.maxNodeMetadataBytes = value);
+  }
+
+  public Limits withMaxNodeMetadataDepth(int value) {
+    return edit(b -> b.maxNodeMetadataDepth = value);
+  }
+
+  public Limits withMaxNodeStringLength(int value) {
+    return edit(b -> b.maxNodeStringLength = value);
   }
 
   /** The limits on node groups, as {@link io.xdsproxy.core.NodeGroups} applies them. */
   public io.xdsproxy.core.GroupLimits groups() {
     return new io.xdsproxy.core.GroupLimits(
         maxStreamsPerGroup, maxNodeGroups, maxNodeGroupsPerClient);
+  }
+
+  /** A copy with the change {@code change} makes. */
+  private Limits edit(java.util.function.Consumer<Builder> change) {
+    Builder builder = new Builder(this);
+    change.accept(builder);
+    return builder.build();
+  }
+
+  /** The limits, to change one and build anew. */
+  private static final class Builder {
+    int maxRequestBytes;
+    int maxNamesPerRequest;
+    int maxNameLength;
+    int maxStreamsPerConnection;
+    int maxStreamsPerGroup;
+    int maxStreamsPerNode;
+    int requestsPerSecond;
+    int maxNodeGroups;
+    int maxNodeGroupsPerClient;
+    int maxNodeBytes;
+    int maxNodeMetadataBytes;
+    int maxNodeMetadataDepth;
+    int maxNodeStringLength;
+
+    Builder(Limits from) {
+      maxRequestBytes = from.maxRequestBytes;
+      maxNamesPerRequest = from.maxNamesPerRequest;
+      maxNameLength = from.maxNameLength;
+      maxStreamsPerConnection = from.maxStreamsPerConnection;
+      maxStreamsPerGroup = from.maxStreamsPerGroup;
+      maxStreamsPerNode = from.maxStreamsPerNode;
+      requestsPerSecond = from.requestsPerSecond;
+      maxNodeGroups = from.maxNodeGroups;
+      maxNodeGroupsPerClient = from.maxNodeGroupsPerClient;
+      maxNodeBytes = from.maxNodeBytes;
+      maxNodeMetadataBytes = from.maxNodeMetadataBytes;
+      maxNodeMetadataDepth = from.maxNodeMetadataDepth;
+      maxNodeStringLength = from.maxNodeStringLength;
+    }
+
+    Limits build() {
+      return new Limits(
+          maxRequestBytes,
+          maxNamesPerRequest,
+          maxNameLength,
+          maxStreamsPerConnection,
+          maxStreamsPerGroup,
+          maxStreamsPerNode,
+          requestsPerSecond,
+          maxNodeGroups,
+          maxNodeGroupsPerClient,
+          maxNodeBytes,
+          maxNodeMetadataBytes,
+          maxNodeMetadataDepth,
+          maxNodeStringLength);
+    }
   }
 }

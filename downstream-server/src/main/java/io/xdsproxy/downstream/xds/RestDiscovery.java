@@ -8,7 +8,7 @@ import com.sun.net.httpserver.HttpsExchange;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.xdsproxy.core.ApiTypes;
-import io.xdsproxy.core.GroupLimits;
+import io.xdsproxy.core.ClientStrings;
 import io.xdsproxy.core.GroupWatcher;
 import io.xdsproxy.core.LimitedLog;
 import io.xdsproxy.core.LogFields;
@@ -52,9 +52,9 @@ import org.slf4j.event.Level;
  * <p>The caller is checked as a gRPC stream's client is ({@link Access}, from what its HTTPS
  * exchange proved): the node it names must be one its TLS client certificate allows, its group one
  * the certificate entitles it to, and Secrets only for a client whose group the certificate
- * decides, or it gets {@code 403}; opening a group is within the same limits ({@code 429}). The
- * checks come before the node is grouped, so a refused caller opens no group and no upstream
- * session.
+ * decides, or it gets {@code 403}; opening a group is within the same limits ({@code 429}), and the
+ * node's sizes are checked as a stream's are ({@link NodeLimits}, {@code 413} past one). The checks
+ * come before the node is grouped, so a refused caller opens no group and no upstream session.
  */
 public final class RestDiscovery {
 
@@ -82,12 +82,14 @@ public final class RestDiscovery {
   private final ScheduledExecutorService timer;
   private final Duration longPollTimeout;
   private final Access access;
-  private final GroupLimits limits;
+  private final Limits limits;
+  private final StreamMetrics metrics;
 
   /**
    * @param access the xDS port's rules of who may be served what, applied to what the HTTPS
    *     exchange proved
-   * @param limits the xDS port's limits on node groups
+   * @param limits the xDS port's, of which REST checks the node's sizes and the node groups
+   * @param metrics where a poll refused for a limit or an entitlement is counted, as a stream is
    */
   public RestDiscovery(
       NodeGroups groups,
@@ -95,13 +97,15 @@ public final class RestDiscovery {
       ScheduledExecutorService timer,
       Duration longPollTimeout,
       Access access,
-      GroupLimits limits) {
+      Limits limits,
+      StreamMetrics metrics) {
     this.groups = groups;
     this.pool = pool;
     this.timer = timer;
     this.longPollTimeout = longPollTimeout;
     this.access = access;
     this.limits = limits;
+    this.metrics = metrics;
   }
 
   /** The handler of {@code type}'s path. */
@@ -152,40 +156,56 @@ public final class RestDiscovery {
       HttpReplies.text(
           exchange,
           400,
-          "type_url " + request.getTypeUrl() + " posted to the " + type.shortName() + " path\n");
+          "type_url "
+              + ClientStrings.shown(request.getTypeUrl())
+              + " posted to the "
+              + type.shortName()
+              + " path\n");
       return;
     }
     if (!request.hasNode()) {
       HttpReplies.text(exchange, 400, "a REST DiscoveryRequest must carry the node\n");
       return;
     }
+    Optional<NodeLimits.Refusal> tooLarge = NodeLimits.refusal(request.getNode(), limits);
+    if (tooLarge.isPresent()) {
+      metrics.limited(tooLarge.get().limit());
+      refuse(type, exchange, null, 413, tooLarge.get().why());
+      return;
+    }
     // Over plain HTTP there is no certificate: the exchange proves nothing.
     SSLSession session = exchange instanceof HttpsExchange https ? https.getSSLSession() : null;
     VerifiedIdentity identity = ClientIdentities.of(session, exchange.getRemoteAddress());
     String nodeId = request.getNode().getId();
-    Optional<String> refusal =
-        access.nodeIdRefusal(nodeId, identity).or(() -> access.typeRefusal(type, identity, nodeId));
-    if (refusal.isPresent()) {
-      refuse(type, exchange, nodeId, 403, refusal.get());
+    Optional<String> wrongNode = access.nodeIdRefusal(nodeId, identity);
+    Optional<String> notForIt = access.typeRefusal(type, identity, nodeId);
+    if (wrongNode.isPresent() || notForIt.isPresent()) {
+      metrics.denied(wrongNode.isPresent() ? "node_id" : "secrets");
+      refuse(type, exchange, nodeId, 403, wrongNode.or(() -> notForIt).get());
       return;
     }
     NodeGroup group;
     try {
-      group = groups.acquire(request.getNode(), identity, limits);
+      group = groups.acquire(request.getNode(), identity, limits.groups());
     } catch (NotEntitledException e) {
+      metrics.denied(e.memberMismatch() ? "upstream_node" : "identity");
       refuse(type, exchange, nodeId, 403, e.getMessage());
       return;
     } catch (UngroupableNodeException e) {
       HttpReplies.text(exchange, 400, e.getMessage() + "\n");
       return;
     } catch (NodeGroups.GroupFullException e) {
+      metrics.limited(e.limit());
       refuse(type, exchange, nodeId, 429, e.getMessage() + " (" + e.flag() + ")");
       return;
     }
     new Poll(type, request, group, exchange).start();
   }
 
-  /** Answers {@code exchange} with {@code code} and {@code why}, logged. */
+  /**
+   * Answers {@code exchange} with {@code code} and {@code why}, logged in one line (limited), with
+   * {@code nodeId} when it is within the limits.
+   */
   private static void refuse(
       TypeUrl type, HttpExchange exchange, String nodeId, int code, String why) throws IOException {
     refusals.log(

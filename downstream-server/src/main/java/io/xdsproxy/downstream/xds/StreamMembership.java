@@ -2,6 +2,7 @@ package io.xdsproxy.downstream.xds;
 
 import io.envoyproxy.envoy.config.core.v3.Node;
 import io.grpc.Status;
+import io.xdsproxy.core.ClientStrings;
 import io.xdsproxy.core.NodeGroup;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.core.VerifiedIdentity;
@@ -74,7 +75,7 @@ final class StreamMembership {
               "node changed mid-stream: the stream began as node '"
                   + node.getId()
                   + "', a later request names node '"
-                  + requestNode.getId()
+                  + ClientStrings.shown(requestNode.getId())
                   + "'"));
       return false;
     }
@@ -124,7 +125,7 @@ final class StreamMembership {
     }
   }
 
-  /** Ends the stream as {@code refused} says, counted and logged by its kind. */
+  /** Ends the stream as {@code refused} says, counted and logged, in one line, by its kind. */
   private void refuse(Admission.Refused refused) {
     StreamEvents events = serving.events();
     switch (refused.kind()) {
@@ -133,7 +134,7 @@ final class StreamMembership {
       case NODE_ID, NOT_ENTITLED ->
           events.denied(stream, refused.counted(), refused.status().getDescription());
     }
-    stream.fail(refused.status());
+    stream.close(refused.status());
   }
 
   /**

@@ -8,6 +8,7 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
+import io.xdsproxy.core.ClientStrings;
 import io.xdsproxy.core.TypeUrl;
 import java.time.Duration;
 import java.util.Collection;
@@ -34,6 +35,10 @@ import java.util.stream.Collectors;
  * limit, each status code) is registered at zero when the proxy starts: an idle replica exports the
  * series, so the autoscaler reads 0 streams rather than nothing, and a rate or an alert over a
  * counter sees its first increment.
+ *
+ * <p>No label takes a client's string without a bound on the values it may have: a type label is a
+ * known type, one of the first {@value #MAX_OPAQUE_TYPES} opaque types clients named (cut to {@link
+ * ClientStrings#LABEL} characters), or {@code other}.
  */
 public final class StreamMetrics {
 
@@ -49,7 +54,11 @@ public final class StreamMetrics {
           "streams_per_node",
           "request_rate",
           "node_groups",
-          "node_groups_per_client");
+          "node_groups_per_client",
+          "node_bytes",
+          "node_metadata_bytes",
+          "node_metadata_depth",
+          "node_string_length");
 
   /**
    * The values of {@code xds_downstream_denied_total}'s {@code reason} label: why a client was
@@ -57,7 +66,19 @@ public final class StreamMetrics {
    */
   static final List<String> DENIALS = List.of("node_id", "identity", "upstream_node", "secrets");
 
+  /**
+   * The opaque types that get series of their own: a client may name any well-formed type URL, one
+   * request each, and a series per name would let it grow every scrape without end; the types past
+   * these are counted as {@link #OTHER_TYPE}.
+   */
+  static final int MAX_OPAQUE_TYPES = 32;
+
+  /** The type label of the opaque types past {@link #MAX_OPAQUE_TYPES}. */
+  static final String OTHER_TYPE = "other";
+
   private final MeterRegistry meters;
+  private final AtomicInteger opaqueTypes = new AtomicInteger();
+  private final TypeMeters otherTypes;
   private final Map<String, AtomicInteger> open = new ConcurrentHashMap<>();
   private final Map<TypeUrl, TypeMeters> byType = new ConcurrentHashMap<>();
   private final Map<String, Counter> limited;
@@ -67,6 +88,7 @@ public final class StreamMetrics {
   public StreamMetrics(MeterRegistry meters) {
     this.meters = meters;
     TypeUrl.known().forEach(this::of);
+    this.otherTypes = typeMeters(OTHER_TYPE);
     this.limited =
         LIMITS.stream()
             .collect(
@@ -219,32 +241,39 @@ public final class StreamMetrics {
       Timer fanOut) {}
 
   private TypeMeters of(TypeUrl type) {
-    return byType.computeIfAbsent(
-        type,
-        t ->
-            new TypeMeters(
-                counter("xds.downstream.requests", "Requests received from downstream clients", t),
-                counter("xds.downstream.acks", "Responses downstream clients accepted", t),
-                counter("xds.downstream.nacks", "Responses downstream clients rejected", t),
-                counter("xds.downstream.responses", "Responses sent to downstream clients", t),
-                counter(
-                    "xds.downstream.sent.bytes",
-                    "Encoded bytes of the responses sent to downstream clients",
-                    t),
-                Timer.builder("xds.fanout.latency")
-                    .description(
-                        "From an upstream update reaching the proxy to a response carrying it written to a client")
-                    .tag("type", t.shortName())
-                    .publishPercentileHistogram()
-                    .minimumExpectedValue(Duration.ofMillis(1))
-                    .maximumExpectedValue(Duration.ofSeconds(30))
-                    .register(meters)));
+    TypeMeters found =
+        byType.computeIfAbsent(
+            type,
+            t ->
+                t.isKnown()
+                        || (opaqueTypes.get() < MAX_OPAQUE_TYPES
+                            && opaqueTypes.incrementAndGet() <= MAX_OPAQUE_TYPES)
+                    ? typeMeters(ClientStrings.label(t.shortName()))
+                    : null);
+    return found != null ? found : otherTypes;
   }
 
-  private Counter counter(String name, String description, TypeUrl type) {
-    return Counter.builder(name)
-        .description(description)
-        .tag("type", type.shortName())
-        .register(meters);
+  private TypeMeters typeMeters(String label) {
+    return new TypeMeters(
+        counter("xds.downstream.requests", "Requests received from downstream clients", label),
+        counter("xds.downstream.acks", "Responses downstream clients accepted", label),
+        counter("xds.downstream.nacks", "Responses downstream clients rejected", label),
+        counter("xds.downstream.responses", "Responses sent to downstream clients", label),
+        counter(
+            "xds.downstream.sent.bytes",
+            "Encoded bytes of the responses sent to downstream clients",
+            label),
+        Timer.builder("xds.fanout.latency")
+            .description(
+                "From an upstream update reaching the proxy to a response carrying it written to a client")
+            .tag("type", label)
+            .publishPercentileHistogram()
+            .minimumExpectedValue(Duration.ofMillis(1))
+            .maximumExpectedValue(Duration.ofSeconds(30))
+            .register(meters));
+  }
+
+  private Counter counter(String name, String description, String type) {
+    return Counter.builder(name).description(description).tag("type", type).register(meters);
   }
 }

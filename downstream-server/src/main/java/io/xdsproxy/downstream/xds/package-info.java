@@ -8,7 +8,8 @@
  * ({@link io.xdsproxy.downstream.xds.SotwTypeState}, {@link
  * io.xdsproxy.downstream.xds.DeltaTypeState}) that diffs the group's snapshots against what its
  * client holds. A stream's seams: {@link io.xdsproxy.downstream.xds.Admission} (the checks and
- * limits it passes), {@link io.xdsproxy.downstream.xds.RequestPacer} (its request rate), {@link
+ * limits it passes, the node's sizes among them, {@link io.xdsproxy.downstream.xds.NodeLimits}),
+ * {@link io.xdsproxy.downstream.xds.RequestPacer} (its request rate), {@link
  * io.xdsproxy.downstream.xds.PushScheduler} (what it writes when, under flow control) and {@link
  * io.xdsproxy.downstream.xds.StreamEvents} (its metrics and log lines). Also here: REST-JSON
  * polling, client status (CSDS, {@code /clients}), the limits on what one client may ask, and the

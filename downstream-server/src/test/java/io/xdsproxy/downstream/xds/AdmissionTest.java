@@ -17,10 +17,10 @@ import org.junit.jupiter.api.Test;
 /** The checks and limits a stream passes, alone: what each refusal says and how it is counted. */
 class AdmissionTest {
 
-  /** At most 3 names a request, 8 characters a name, 1 stream a node. */
+  /** At most 3 names a request, 8 characters a name, 1 stream a node, 16 characters a node id. */
   private final Admission admission =
       new Admission(
-          new Limits(1024, 3, 8, 100, 100, 1, 0, 10, 10),
+          new Limits(1024, 3, 8, 100, 100, 1, 0, 10, 10, 512, 256, 4, 16),
           new Access(Optional.of(new NodeIdPattern("{san}")), true, false),
           new Clients(),
           null);
@@ -91,6 +91,22 @@ class AdmissionTest {
     assertThatCode(() -> admission.count(node("n2"), certified("n2")))
         .as("another node")
         .doesNotThrowAnyException();
+  }
+
+  @Test
+  void aNodePastItsSizesIsRefusedBeforeItIsCheckedOrCounted() throws Exception {
+    Node large = node("x".repeat(17));
+    assertThatThrownBy(() -> admission.count(large, certified("not-this-node")))
+        .asInstanceOf(InstanceOfAssertFactories.type(Admission.Refused.class))
+        .satisfies(
+            refused -> {
+              assertThat(refused.kind()).isEqualTo(Admission.Kind.LIMIT);
+              assertThat(refused.counted()).isEqualTo("node_string_length");
+              assertThat(refused.status().getCode()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
+              assertThat(refused.status().getDescription())
+                  .contains("node.id of 17 characters", "--max-node-string-length");
+            });
+    admission.count(node("x".repeat(16)), certified("x".repeat(16)));
   }
 
   @Test

@@ -2,6 +2,7 @@ package io.xdsproxy.app.logging;
 
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.encoder.EncoderBase;
+import io.xdsproxy.core.ClientStrings;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.time.ZoneOffset;
@@ -17,8 +18,28 @@ abstract class LineEncoder extends EncoderBase<ILoggingEvent> {
   private static final DateTimeFormatter TIME =
       DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSS'Z'").withZone(ZoneOffset.UTC);
 
+  /**
+   * The most characters of a message written: a backstop, for a client's string that no one cut
+   * before logging it (a node id or group key is cut at its source, {@link
+   * io.xdsproxy.core.LogFields}); a stream's lines are a few hundred characters.
+   */
+  static final int MESSAGE = 16 * 1024;
+
+  /** The most characters of a field's value written: a backstop, as {@link #MESSAGE}. */
+  static final int FIELD = 1024;
+
   static String time(ILoggingEvent event) {
     return TIME.format(Instant.ofEpochMilli(event.getTimeStamp()));
+  }
+
+  /** The event's formatted message, cut to {@link #MESSAGE} characters. */
+  static String message(ILoggingEvent event) {
+    return ClientStrings.bounded(event.getFormattedMessage(), MESSAGE);
+  }
+
+  /** A field's value as a string, cut to {@link #FIELD} characters. */
+  static String field(Object value) {
+    return ClientStrings.bounded(String.valueOf(value), FIELD);
   }
 
   /** The event's line, ending in a newline. */

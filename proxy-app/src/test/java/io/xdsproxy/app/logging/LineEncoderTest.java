@@ -9,6 +9,7 @@ import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.OutputStreamAppender;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
+import io.xdsproxy.core.ClientStrings;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
@@ -74,6 +75,61 @@ class LineEncoderTest {
     assertThat(line.get("exception").getAsString())
         .startsWith("java.lang.IllegalStateException: bad \"resource\"\nsecond line")
         .contains("\tat " + LineEncoderTest.class.getName());
+  }
+
+  @Test
+  void aJsonLineEscapesWhatGsonLeavesThatSomeSplitterTakesForALineEndAndReadsBackTheSame() {
+    Logger log = loggerWritingWith("io.xdsproxy.downstream.xds.SomeStream", new JsonLineEncoder());
+    String client = "n1\u0085forged\u202Eevil\u007F\u009B";
+
+    log.atWarn().addKeyValue("node", client).log("node '{}'", client);
+
+    assertThat(output().codePoints().filter(ClientStrings::needsEscape).toArray())
+        .as(output())
+        .containsExactly('\n');
+    assertThat(output()).contains("n1\\u0085forged\\u202eevil\\u007f\\u009b");
+    JsonObject line = JsonParser.parseString(output()).getAsJsonObject();
+    assertThat(line.get("node").getAsString()).isEqualTo(client);
+    assertThat(line.get("message").getAsString()).isEqualTo("node '" + client + "'");
+  }
+
+  @Test
+  void aTextLineEscapesTheClientsStringsInItsMessageFieldsAndExceptionAndStaysOneLine() {
+    Logger log = loggerWritingWith("io.xdsproxy.downstream.xds.SomeStream", new TextLineEncoder());
+    String forged = "n1\n2026-01-01T00:00:00.000Z ERROR [main] i.x.Forged - forged\r\u2028\u202E";
+
+    log.atWarn()
+        .addKeyValue("node", forged)
+        .addKeyValue("group", "a\u0085b")
+        .setCause(new IllegalStateException("bad node " + forged))
+        .log("stream from node '{}'", forged);
+
+    String[] lines = output().split("\n");
+    assertThat(lines[0])
+        .endsWith(
+            " - stream from node 'n1\\n2026-01-01T00:00:00.000Z ERROR [main] i.x.Forged -"
+                + " forged\\r\\u2028\\u202e' node=\"n1\\n2026-01-01T00:00:00.000Z ERROR [main]"
+                + " i.x.Forged - forged\\r\\u2028\\u202e\" group=\"a\\u0085b\"");
+    assertThat(lines[1])
+        .isEqualTo(
+            "java.lang.IllegalStateException: bad node n1\\n2026-01-01T00:00:00.000Z ERROR [main]"
+                + " i.x.Forged - forged\\r\\u2028\\u202e");
+    assertThat(lines[2]).startsWith("\tat ");
+    assertThat(output().codePoints().filter(ClientStrings::needsEscape))
+        .as("only the line ends and the stack trace's tabs")
+        .containsOnly((int) '\n', (int) '\t');
+  }
+
+  @Test
+  void aMessageOrFieldTooLongIsCut() {
+    Logger log = loggerWritingWith("io.xdsproxy.downstream.xds.SomeStream", new TextLineEncoder());
+
+    log.atInfo().addKeyValue("group", "g".repeat(1_000_000)).log("{}", "m".repeat(1_000_000));
+
+    assertThat(output())
+        .hasSizeLessThan(LineEncoder.MESSAGE + LineEncoder.FIELD + 200)
+        .contains("m…(+" + (1_000_000 - LineEncoder.MESSAGE) + " chars)")
+        .contains("g…(+" + (1_000_000 - LineEncoder.FIELD) + " chars)");
   }
 
   @Test

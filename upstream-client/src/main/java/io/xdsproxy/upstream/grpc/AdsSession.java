@@ -192,25 +192,25 @@ abstract class AdsSession<Q, R, S extends AdsSession.SubscriptionState> implemen
         Counter.builder("xds.upstream.nacks")
             .description(
                 "Responses from the control plane NACKed by the proxy (malformed or invalid)")
-            .tag("group", group.value())
+            .tag("group", group.label())
             .register(context.meters());
     this.reconnects =
         Counter.builder("xds.upstream.reconnects")
             .description("Upstream streams that ended and were reopened")
-            .tag("group", group.value())
+            .tag("group", group.label())
             .register(context.meters());
     this.abandoned =
         Counter.builder("xds.upstream.streams.abandoned")
             .description(
                 "Upstream streams the proxy replaced by a new one because no request on the stream could ask for"
                     + " what the group needed (a wildcard after names; a do_not_cache copy the upstream did not resend)")
-            .tag("group", group.value())
+            .tag("group", group.label())
             .register(context.meters());
     this.connectedGauge =
         Gauge.builder("xds.upstream.connected", connected, AtomicInteger::get)
             .description(
                 "1 while the group's upstream stream is open and has answered, 0 while connecting or backing off")
-            .tag("group", group.value())
+            .tag("group", group.label())
             .register(context.meters());
     executor.execute(this::openStream);
   }
