@@ -25,6 +25,10 @@ package io.xdsproxy.downstream.xds;
  *     open one more is ended with RESOURCE_EXHAUSTED
  * @param maxNodeGroupsPerClient the node groups the clients of one certificate identity (or one
  *     address, without certificates) may have opened, idle ones too
+ * @param maxUpstreamNameBytesPerGroup the bytes the resource names of one type a node group asks
+ *     its upstream for may take in one request, as the request carries them (each name's UTF-8
+ *     bytes, tag and length); a stream whose subscription would take its group past it is ended
+ *     with RESOURCE_EXHAUSTED, and the group asks nothing of that subscription upstream
  */
 public record Limits(
     int maxRequestBytes,
@@ -35,7 +39,20 @@ public record Limits(
     int maxStreamsPerNode,
     int requestsPerSecond,
     int maxNodeGroups,
-    int maxNodeGroupsPerClient) {
+    int maxNodeGroupsPerClient,
+    int maxUpstreamNameBytesPerGroup) {
+
+  /**
+   * Safely under the 4 MiB a control plane takes in one request (gRPC's default limit on an inbound
+   * message, which istiod, go-control-plane and java-control-plane keep). A SotW request carries
+   * its type's names (at most this), the group's node (a few KiB in practice) and a few short
+   * fields. A Delta stream's first request after a reconnect carries the names, and in {@code
+   * initial_resource_versions} each name held again with its version: about twice this plus the
+   * versions, which at every control plane modelled are shorter than the names; 2.5 MiB for names
+   * of 60 characters. 1 MiB is about 16,000 such names, a large mesh's assignments asked for by
+   * name.
+   */
+  static final int DEFAULT_UPSTREAM_NAME_BYTES_PER_GROUP = 1024 * 1024;
 
   /**
    * Generous for real fleets: a mesh of 20,000 services asks for 20,000 names, Envoy opens one ADS
@@ -43,7 +60,17 @@ public record Limits(
    * second.
    */
   public static final Limits DEFAULTS =
-      new Limits(4 * 1024 * 1024, 50_000, 4096, 100, 100_000, 0, 100, 10_000, 100);
+      new Limits(
+          4 * 1024 * 1024,
+          50_000,
+          4096,
+          100,
+          100_000,
+          0,
+          100,
+          10_000,
+          100,
+          DEFAULT_UPSTREAM_NAME_BYTES_PER_GROUP);
 
   /**
    * No limit on anything but the request size: for in-process benchmarks, which drive streams as
@@ -59,6 +86,7 @@ public record Limits(
           0,
           0,
           Integer.MAX_VALUE,
+          Integer.MAX_VALUE,
           Integer.MAX_VALUE);
 
   public Limits {
@@ -70,7 +98,8 @@ public record Limits(
         || maxStreamsPerNode < 0
         || requestsPerSecond < 0
         || maxNodeGroups < 1
-        || maxNodeGroupsPerClient < 1) {
+        || maxNodeGroupsPerClient < 1
+        || maxUpstreamNameBytesPerGroup < 1) {
       throw new IllegalArgumentException(
           "limits must be positive (per node and requests per second: 0 for none)");
     }
@@ -86,7 +115,8 @@ public record Limits(
         maxStreamsPerNode,
         requestsPerSecond,
         maxNodeGroups,
-        maxNodeGroupsPerClient);
+        maxNodeGroupsPerClient,
+        maxUpstreamNameBytesPerGroup);
   }
 
   public Limits withMaxNamesPerRequest(int value) {
@@ -99,7 +129,8 @@ public record Limits(
         maxStreamsPerNode,
         requestsPerSecond,
         maxNodeGroups,
-        maxNodeGroupsPerClient);
+        maxNodeGroupsPerClient,
+        maxUpstreamNameBytesPerGroup);
   }
 
   public Limits withMaxNameLength(int value) {
@@ -112,7 +143,8 @@ public record Limits(
         maxStreamsPerNode,
         requestsPerSecond,
         maxNodeGroups,
-        maxNodeGroupsPerClient);
+        maxNodeGroupsPerClient,
+        maxUpstreamNameBytesPerGroup);
   }
 
   public Limits withMaxStreamsPerConnection(int value) {
@@ -125,7 +157,8 @@ public record Limits(
         maxStreamsPerNode,
         requestsPerSecond,
         maxNodeGroups,
-        maxNodeGroupsPerClient);
+        maxNodeGroupsPerClient,
+        maxUpstreamNameBytesPerGroup);
   }
 
   public Limits withMaxStreamsPerGroup(int value) {
@@ -138,7 +171,8 @@ public record Limits(
         maxStreamsPerNode,
         requestsPerSecond,
         maxNodeGroups,
-        maxNodeGroupsPerClient);
+        maxNodeGroupsPerClient,
+        maxUpstreamNameBytesPerGroup);
   }
 
   public Limits withMaxStreamsPerNode(int value) {
@@ -151,7 +185,8 @@ public record Limits(
         value,
         requestsPerSecond,
         maxNodeGroups,
-        maxNodeGroupsPerClient);
+        maxNodeGroupsPerClient,
+        maxUpstreamNameBytesPerGroup);
   }
 
   public Limits withRequestsPerSecond(int value) {
@@ -164,7 +199,8 @@ public record Limits(
         maxStreamsPerNode,
         value,
         maxNodeGroups,
-        maxNodeGroupsPerClient);
+        maxNodeGroupsPerClient,
+        maxUpstreamNameBytesPerGroup);
   }
 
   public Limits withMaxNodeGroups(int value) {
@@ -177,7 +213,8 @@ public record Limits(
         maxStreamsPerNode,
         requestsPerSecond,
         value,
-        maxNodeGroupsPerClient);
+        maxNodeGroupsPerClient,
+        maxUpstreamNameBytesPerGroup);
   }
 
   public Limits withMaxNodeGroupsPerClient(int value) {
@@ -190,12 +227,27 @@ public record Limits(
         maxStreamsPerNode,
         requestsPerSecond,
         maxNodeGroups,
+        value,
+        maxUpstreamNameBytesPerGroup);
+  }
+
+  public Limits withMaxUpstreamNameBytesPerGroup(int value) {
+    return new Limits(
+        maxRequestBytes,
+        maxNamesPerRequest,
+        maxNameLength,
+        maxStreamsPerConnection,
+        maxStreamsPerGroup,
+        maxStreamsPerNode,
+        requestsPerSecond,
+        maxNodeGroups,
+        maxNodeGroupsPerClient,
         value);
   }
 
   /** The limits on node groups, as {@link io.xdsproxy.core.NodeGroups} applies them. */
   public io.xdsproxy.core.GroupLimits groups() {
     return new io.xdsproxy.core.GroupLimits(
-        maxStreamsPerGroup, maxNodeGroups, maxNodeGroupsPerClient);
+        maxStreamsPerGroup, maxNodeGroups, maxNodeGroupsPerClient, maxUpstreamNameBytesPerGroup);
   }
 }

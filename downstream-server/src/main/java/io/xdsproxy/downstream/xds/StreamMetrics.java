@@ -49,7 +49,8 @@ public final class StreamMetrics {
           "streams_per_node",
           "request_rate",
           "node_groups",
-          "node_groups_per_client");
+          "node_groups_per_client",
+          "upstream_names_bytes");
 
   /**
    * The values of {@code xds_downstream_denied_total}'s {@code reason} label: why a client was

@@ -15,7 +15,7 @@ final class FuzzedXds {
   private FuzzedXds() {}
 
   /** Small limits, so that the fuzzer runs into them. */
-  static final Limits LIMITS = new Limits(64 * 1024, 6, 16, 100, 3, 0, 0, 1000, 1000);
+  static final Limits LIMITS = new Limits(64 * 1024, 6, 16, 100, 3, 0, 0, 1000, 1000, 64 * 1024);
 
   static final List<TypeUrl> STORED =
       List.of(TypeUrl.CLUSTER, TypeUrl.LISTENER, TypeUrl.ENDPOINT, TypeUrl.ROUTE);
