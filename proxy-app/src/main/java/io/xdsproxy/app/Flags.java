@@ -537,6 +537,13 @@ final class Flags {
               Limits::maxNodeGroupsPerClient,
               Limits::withMaxNodeGroupsPerClient),
           limit(
+              "max-upstream-names-bytes-per-group",
+              "the bytes the resource names of one type that a node group asks its upstream for may take in one"
+                  + " request; a client whose subscription would pass it is refused",
+              1,
+              Limits::maxUpstreamNameBytesPerGroup,
+              Limits::withMaxUpstreamNameBytesPerGroup),
+          limit(
               "max-streams-per-group",
               "streams one node group may have open",
               1,

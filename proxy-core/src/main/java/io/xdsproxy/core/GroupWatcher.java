@@ -11,4 +11,12 @@ public interface GroupWatcher {
    * executor: an implementation hands them to its own executor and returns.
    */
   void onSnapshots(List<TypeSnapshot> snapshots);
+
+  /**
+   * The group refused a subscription of this watcher: it would have taken the group past {@code
+   * refusal}'s limit (what the group asks its upstream for). None of it was applied; the watcher's
+   * earlier interest stands until it leaves. Called on the group's executor: an implementation
+   * hands it to its own executor, where it ends itself, and returns.
+   */
+  void onRefused(NodeGroups.GroupFullException refusal);
 }

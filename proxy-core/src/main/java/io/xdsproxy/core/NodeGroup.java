@@ -6,8 +6,6 @@ import io.xdsproxy.core.UpstreamSource.UpstreamListener;
 import io.xdsproxy.core.UpstreamSource.UpstreamSession;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -40,18 +38,14 @@ public final class NodeGroup {
   private final GroupMetrics metrics;
   private final ResourceStore store;
   private final SavedStates saved;
-  private final Map<TypeUrl, InterestCount> interest = new HashMap<>();
+
+  /** What the group's watchers want, and the union the upstream is asked for. */
+  private final GroupInterest interest;
 
   /**
-   * The types that still hold state loaded from disk the upstream has not replaced yet: written on
-   * the executor, an immutable map replaced on each change, read from any thread by status pages.
+   * What the group still serves of the state saved before a restart, until the upstream answers.
    */
-  private volatile Map<TypeUrl, Provisional> provisional = Map.of();
-
-  /**
-   * Each watcher's interest by type; immutable maps, a few types each, replaced when one changes.
-   */
-  private final Map<GroupWatcher, Map<TypeUrl, Interest>> watchers = new HashMap<>();
+  private final SavedOverlay fromDisk;
 
   /**
    * The last {@link #MEMBERS_KEPT} distinct nodes other than the upstream node that joined the
@@ -85,9 +79,16 @@ public final class NodeGroup {
    */
   int idlePeriods;
 
-  NodeGroup(NodeGroupKey key, Node upstreamNode, GroupContext shared) {
+  /**
+   * @param tenant who opened the group ({@link VerifiedIdentity#tenant}): whose turn its upstream
+   *     streams take when they wait to start
+   * @param limits the bound on what the group's union asks of its upstream
+   */
+  NodeGroup(
+      NodeGroupKey key, Node upstreamNode, String tenant, GroupLimits limits, GroupContext shared) {
     this.key = key;
     this.upstreamNode = upstreamNode;
+    this.interest = new GroupInterest(key, limits.maxUpstreamNameBytesPerGroup());
     this.saved = shared.saved();
     this.timer = shared.timer();
     this.ticker = shared.ticker();
@@ -95,6 +96,7 @@ public final class NodeGroup {
     this.metrics = shared.metrics();
     UpstreamSource source = shared.source();
     this.executor = new SerialExecutor(shared.pool(), "node group " + key);
+    this.fromDisk = new SavedOverlay(key, saved, timer, executor, this::unconfirmed);
     // The saved state is in the store before the session can answer, or any stream subscribe.
     executor.execute(this::seed);
     executor.execute(
@@ -103,6 +105,7 @@ public final class NodeGroup {
                 source.open(
                     key,
                     upstreamNode,
+                    tenant,
                     new UpstreamListener() {
                       @Override
                       public void onUpdate(ResourceUpdate update) {
@@ -138,6 +141,8 @@ public final class NodeGroup {
    * {@code watcher} now wants {@code wanted} of {@code type} ({@link Interest#NONE} for nothing);
    * it is told of every later snapshot of a type it wants, starting with the current one: a
    * snapshot published between the watcher's last look and this call would otherwise reach nobody.
+   * A change that would take what the group asks its upstream past its bound is refused whole, and
+   * the watcher told ({@link GroupWatcher#onRefused}).
    */
   public void subscribe(GroupWatcher watcher, TypeUrl type, Interest wanted) {
     executor.execute(
@@ -145,13 +150,17 @@ public final class NodeGroup {
           if (closed) {
             return;
           }
-          Map<TypeUrl, Interest> byType = new HashMap<>(watchers.getOrDefault(watcher, Map.of()));
-          Interest previous = wanted.isEmpty() ? byType.remove(type) : byType.put(type, wanted);
-          watchers.put(watcher, Map.copyOf(byType));
-          Interest before = previous == null ? Interest.NONE : previous;
-          changeInterest(type, before, wanted);
+          GroupInterest.Change change;
+          try {
+            change = interest.subscribe(watcher, type, wanted);
+          } catch (NodeGroups.GroupFullException refused) {
+            watcher.onRefused(refused);
+            return;
+          }
+          Interest before = change.before();
+          change.union().ifPresent(union -> session.updateInterest(type, union));
           TypeSnapshot current = store.snapshot(type);
-          if (previous == null && !wanted.isEmpty()) {
+          if (before.isEmpty() && !wanted.isEmpty()) {
             watcher.onSnapshots(List.of(current));
           }
           if (current.holdsUncacheable(wanted.beyond(before))) {
@@ -222,14 +231,7 @@ public final class NodeGroup {
           }
           List<Node> members = new ArrayList<>(recentMembers.values());
           java.util.Collections.reverse(members);
-          Map<TypeUrl, Interest> wanted = new HashMap<>();
-          interest.forEach(
-              (type, count) -> {
-                if (!count.interest().isEmpty()) {
-                  wanted.put(type, count.interest());
-                }
-              });
-          read.complete(new Membership(members, wanted));
+          read.complete(new Membership(members, interest.union()));
         });
     return read;
   }
@@ -238,23 +240,11 @@ public final class NodeGroup {
   public void leave(GroupWatcher watcher) {
     executor.execute(
         () -> {
-          Map<TypeUrl, Interest> byType = watchers.remove(watcher);
-          if (byType != null && !closed) {
-            byType.forEach((type, previous) -> changeInterest(type, previous, Interest.NONE));
+          Map<TypeUrl, Interest> changed = interest.leave(watcher);
+          if (!closed) {
+            changed.forEach(session::updateInterest);
           }
         });
-  }
-
-  private void changeInterest(TypeUrl type, Interest previous, Interest next) {
-    executor.assertCurrent();
-    InterestCount count = interest.computeIfAbsent(type, t -> new InterestCount());
-    Interest before = count.interest();
-    count.remove(previous);
-    count.add(next);
-    Interest after = count.interest();
-    if (after != before && !after.equals(before)) {
-      session.updateInterest(type, after);
-    }
   }
 
   private void onUpstreamUpdates(List<ResourceUpdate> updates) {
@@ -262,7 +252,7 @@ public final class NodeGroup {
     executor.execute(
         () -> {
           if (!closed) {
-            apply(provisional.isEmpty() ? updates : overSaved(updates), receivedAt, true);
+            apply(fromDisk.over(updates), receivedAt, true);
           }
         });
   }
@@ -273,9 +263,7 @@ public final class NodeGroup {
    * thread.
    */
   public Map<TypeUrl, Instant> fromDisk() {
-    Map<TypeUrl, Instant> types = new HashMap<>();
-    provisional.forEach((type, state) -> types.put(type, state.savedAt()));
-    return types;
+    return fromDisk.types();
   }
 
   /**
@@ -283,155 +271,29 @@ public final class NodeGroup {
    * has not answered for it; empty for a copy from the upstream. Any thread.
    */
   public Optional<Instant> savedAt(TypeUrl type, String name) {
-    Provisional saved = provisional.get(type);
-    return saved != null && saved.names().contains(name)
-        ? Optional.of(saved.savedAt())
-        : Optional.empty();
+    return fromDisk.savedAt(type, name);
   }
 
   /** Serves the state saved of this group before a restart, if any, until the upstream answers. */
   private void seed() {
     executor.assertCurrent();
-    Optional<SavedState> state = saved.load(key);
-    if (state.isEmpty() || closed) {
-      return;
+    if (!closed) {
+      List<ResourceUpdate> updates = fromDisk.load();
+      if (!updates.isEmpty()) {
+        apply(updates, ticker.nanos(), false);
+      }
     }
-    Map<TypeUrl, Provisional> loaded = new HashMap<>();
-    List<ResourceUpdate> updates = new ArrayList<>();
-    state
-        .get()
-        .types()
-        .forEach(
-            (type, saved) -> {
-              Set<String> names = new HashSet<>();
-              saved.resources().forEach(resource -> names.add(resource.name()));
-              loaded.put(type, new Provisional(saved.savedAt(), Set.copyOf(names), false));
-              updates.add(
-                  new ResourceUpdate(
-                      type,
-                      saved.resources(),
-                      Set.of(),
-                      Set.of(),
-                      Set.of(),
-                      true,
-                      saved.complete()));
-            });
-    provisional = Map.copyOf(loaded);
-    LogFields.NONE
-        .group(key)
-        .addTo(log.atInfo())
-        .log(
-            "group {}: serving the state saved at {} ({} type(s)) until the upstream answers",
-            key,
-            state.get().writtenAt(),
-            loaded.size());
-    apply(updates, ticker.nanos(), false);
   }
 
   /**
-   * What {@code updates} from the upstream do to the state saved on disk. The upstream's state
-   * replaces the saved one, but a saved resource leaves only when the upstream has said so: a
-   * Listener or Cluster that vanished before would make Envoy drain or drop it for nothing. So the
-   * saved resources of a type stay until its upstream names them (sent, heartbeated, removed), or
-   * answers the whole type (a SotW wildcard answer, a Delta wildcard's complete one), or has
-   * answered the type and left them out for the not-found timeout. A removal that comes before the
-   * upstream has answered the type at all is the not-found timer of an upstream not reached, which
-   * says nothing of a saved resource: it is held back.
+   * The upstream has not named the saved {@code names} of {@code type} within the not-found timeout
+   * after answering the type: they are taken not to exist.
    */
-  private List<ResourceUpdate> overSaved(List<ResourceUpdate> updates) {
+  private void unconfirmed(TypeUrl type, Set<String> names) {
     executor.assertCurrent();
-    List<ResourceUpdate> result = new ArrayList<>(updates.size());
-    Map<TypeUrl, Provisional> remaining = new HashMap<>(provisional);
-    for (ResourceUpdate update : updates) {
-      Provisional saved = remaining.get(update.type());
-      if (saved == null) {
-        result.add(update);
-        continue;
-      }
-      boolean answers =
-          !update.resources().isEmpty()
-              || !update.heartbeats().isEmpty()
-              || update.replaceAll()
-              || update.complete();
-      Set<String> removed = new HashSet<>(update.removed());
-      Set<String> left = new HashSet<>(saved.names());
-      update.resources().forEach(resource -> left.remove(resource.name()));
-      left.removeAll(update.heartbeats());
-      left.removeAll(update.forgotten());
-      if (answers || saved.answered()) {
-        left.removeAll(update.removed());
-      } else {
-        removed.removeAll(saved.names());
-      }
-      if (update.replaceAll()) {
-        left.clear(); // the update drops what it does not resend
-      } else if (update.complete()) {
-        // A complete answer names every resource the upstream has: a saved one it leaves out is
-        // gone.
-        removed.addAll(left);
-        left.clear();
-      }
-      result.add(
-          removed.equals(update.removed())
-              ? update
-              : new ResourceUpdate(
-                  update.type(),
-                  update.resources(),
-                  removed,
-                  update.forgotten(),
-                  update.heartbeats(),
-                  update.replaceAll(),
-                  update.complete()));
-      if (left.isEmpty()) {
-        remaining.remove(update.type());
-      } else {
-        remaining.put(
-            update.type(),
-            new Provisional(saved.savedAt(), Set.copyOf(left), answers || saved.answered()));
-        if (answers && !saved.answered()) {
-          confirmLater(update.type());
-        }
-      }
+    if (!closed) {
+      apply(List.of(ResourceUpdate.partial(type, List.of(), names, false)), ticker.nanos(), true);
     }
-    provisional = Map.copyOf(remaining);
-    return result;
-  }
-
-  /**
-   * "Knowing When a Requested Resource Does Not Exist", for saved resources: once the upstream has
-   * answered their type, those it has not named within the not-found timeout are taken not to
-   * exist.
-   */
-  private void confirmLater(TypeUrl type) {
-    timer.schedule(
-        () ->
-            executor.execute(
-                () -> {
-                  Provisional unconfirmed = provisional.get(type);
-                  if (closed || unconfirmed == null) {
-                    return;
-                  }
-                  Map<TypeUrl, Provisional> remaining = new HashMap<>(provisional);
-                  remaining.remove(type);
-                  provisional = Map.copyOf(remaining);
-                  LogFields.NONE
-                      .group(key)
-                      .type(type)
-                      .addTo(log.atInfo())
-                      .log(
-                          "group {}: the upstream has answered {} but not sent the saved {} within"
-                              + " {}; they are taken not to exist",
-                          key,
-                          type.shortName(),
-                          new java.util.TreeSet<>(unconfirmed.names()),
-                          saved.confirmTimeout());
-                  apply(
-                      List.of(ResourceUpdate.partial(type, List.of(), unconfirmed.names(), false)),
-                      ticker.nanos(),
-                      true);
-                }),
-        saved.confirmTimeout().toMillis(),
-        TimeUnit.MILLISECONDS);
   }
 
   /**
@@ -472,7 +334,7 @@ public final class NodeGroup {
       saved.changed(this, updates);
     }
     List<TypeSnapshot> published = List.copyOf(changed);
-    watchers.forEach(
+    interest.forEachWatcher(
         (watcher, wanted) -> {
           List<TypeSnapshot> relevant = wantedOf(published, wanted);
           if (!relevant.isEmpty()) {
@@ -543,70 +405,10 @@ public final class NodeGroup {
     executor.execute(
         () -> {
           closed = true;
-          watchers.clear();
+          interest.clear();
           if (session != null) {
             session.close();
           }
         });
-  }
-
-  /**
-   * What is left of one type's saved state.
-   *
-   * @param savedAt when it was saved
-   * @param names the saved resources the upstream has not named yet
-   * @param answered whether the upstream has answered the type since
-   */
-  private record Provisional(Instant savedAt, Set<String> names, boolean answered) {}
-
-  /**
-   * How many streams want each name, so the union is updated in O(change) as streams come and go,
-   * and rebuilt only when a name or the wildcard gains its first stream or loses its last. Streams
-   * that subscribe alike hold one interned {@link Interest}, so streams are counted per interest
-   * instance, and names per instance that wants them: a newcomer whose interest some stream holds
-   * already costs a count, not one per name of what can be thousands.
-   */
-  private static final class InterestCount {
-    private final Map<Interest, Integer> holders = new java.util.IdentityHashMap<>();
-    private int wildcards;
-    private final Map<String, Integer> names = new HashMap<>();
-    private Interest cached = Interest.NONE;
-
-    void add(Interest interest) {
-      if (interest.isEmpty() || holders.merge(interest, 1, Integer::sum) > 1) {
-        return;
-      }
-      if (interest.wildcard() && wildcards++ == 0) {
-        cached = null;
-      }
-      for (String name : interest.names()) {
-        if (names.merge(name, 1, Integer::sum) == 1) {
-          cached = null;
-        }
-      }
-    }
-
-    /** Takes away {@code interest}, the same instance {@link #add} was given. */
-    void remove(Interest interest) {
-      if (interest.isEmpty()
-          || holders.computeIfPresent(interest, (i, c) -> c == 1 ? null : c - 1) != null) {
-        return;
-      }
-      if (interest.wildcard() && --wildcards == 0) {
-        cached = null;
-      }
-      for (String name : interest.names()) {
-        if (names.computeIfPresent(name, (n, c) -> c == 1 ? null : c - 1) == null) {
-          cached = null;
-        }
-      }
-    }
-
-    Interest interest() {
-      if (cached == null) {
-        cached = new Interest(wildcards > 0, names.keySet());
-      }
-      return cached;
-    }
   }
 }

@@ -122,7 +122,7 @@ public final class NodeGroups implements AutoCloseable {
                   return null;
                 }
                 Node upstreamNode = upstreamNodes.of(k, node);
-                group = new NodeGroup(k, upstreamNode, shared);
+                group = new NodeGroup(k, upstreamNode, tenant, limits, shared);
                 openedBy.put(k, tenant);
                 openedPerTenant.merge(tenant, 1, Integer::sum);
                 LogFields.NONE
@@ -204,7 +204,8 @@ public final class NodeGroups implements AutoCloseable {
   }
 
   /**
-   * A node group is not opened, or not joined, for a limit.
+   * A node group is not opened, or not joined, or not asked for more upstream ({@link
+   * NodeGroup#subscribe}), for a limit.
    *
    * @param limit the limit's name, as {@code xds_downstream_limited_total} counts it
    * @param flag the flag that sets it

@@ -15,8 +15,11 @@ public interface UpstreamSource extends AutoCloseable {
    * Opens the session of one node group. Updates reach {@code listener} on the source's threads.
    *
    * @param node the node the upstream sees for this group
+   * @param tenant who opened the group ({@link VerifiedIdentity#tenant}): the session's streams
+   *     take that tenant's turns when they wait to start, so that one tenant's flood of groups
+   *     delays no other's
    */
-  UpstreamSession open(NodeGroupKey group, Node node, UpstreamListener listener);
+  UpstreamSession open(NodeGroupKey group, Node node, String tenant, UpstreamListener listener);
 
   /** Where the resources come from, for the log line at start and for status pages. */
   String describe();

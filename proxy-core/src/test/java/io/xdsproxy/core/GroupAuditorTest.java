@@ -72,7 +72,7 @@ class GroupAuditorTest {
     for (String id : ids) {
       group = groups.acquire(node(id, cluster));
     }
-    group.subscribe(snapshots -> {}, TypeUrl.CLUSTER, WILDCARD);
+    group.subscribe(new io.xdsproxy.core.testing.TestWatcher(), TypeUrl.CLUSTER, WILDCARD);
     upstream.send(
         new NodeGroupKey(cluster), ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(SERVED)));
     return group;

@@ -11,10 +11,12 @@ import io.xdsproxy.core.UpstreamSource.UpstreamListener;
 import io.xdsproxy.core.UpstreamSource.UpstreamSession;
 import io.xdsproxy.core.testing.FakeClock;
 import io.xdsproxy.core.testing.TestGroups;
+import io.xdsproxy.core.testing.TestWatcher;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -124,9 +126,9 @@ class NodeGroupsTest {
     List<Interest> asked = upstream.sessions.get(0).interests;
     Interest ab = new Interest(false, java.util.Set.of("a", "b"));
     Interest bc = new Interest(false, java.util.Set.of("b", "c"));
-    GroupWatcher first = snapshots -> {};
-    GroupWatcher second = snapshots -> {};
-    GroupWatcher third = snapshots -> {};
+    GroupWatcher first = new TestWatcher();
+    GroupWatcher second = new TestWatcher();
+    GroupWatcher third = new TestWatcher();
 
     group.subscribe(first, TypeUrl.CLUSTER, ab);
     group.subscribe(second, TypeUrl.CLUSTER, ab); // the same instance, as interned ones are
@@ -143,13 +145,53 @@ class NodeGroupsTest {
     assertThat(asked.get(asked.size() - 1).isEmpty()).isTrue();
   }
 
+  @Test
+  void aSubscriptionThatWouldTakeTheGroupPastItsNameBytesIsRefusedWholeAndTheOthersStand()
+      throws Exception {
+    // Names of 8 characters take 10 bytes in a request (a tag and a length): 3 of them fit in 35.
+    GroupLimits limits = new GroupLimits(100, 100, 100, 35);
+    NodeGroup group = groups.acquire(NODE, VerifiedIdentity.anonymous("192.0.2.1"), limits);
+    FakeSession session = upstream.sessions.get(0);
+    assertThat(session.tenant).isEqualTo("address 192.0.2.1");
+    TestWatcher modest = new TestWatcher();
+    TestWatcher greedy = new TestWatcher();
+
+    group.subscribe(modest, TypeUrl.ROUTE, new Interest(false, Set.of("route-01", "route-02")));
+    group.subscribe(
+        greedy, TypeUrl.ROUTE, new Interest(false, Set.of("route-02", "route-03", "route-04")));
+
+    assertThat(greedy.refusals).hasSize(1);
+    assertThat(greedy.refusals.get(0).limit()).isEqualTo("upstream_names_bytes");
+    assertThat(greedy.refusals.get(0).flag()).isEqualTo("--max-upstream-names-bytes-per-group");
+    assertThat(greedy.refusals.get(0).getMessage())
+        .contains(
+            "node group fleet",
+            "40 bytes of envoy.config.route.v3.RouteConfiguration names",
+            "more than the 35");
+    assertThat(session.interests)
+        .as("what the upstream was asked for: none of the refused change")
+        .containsExactly(new Interest(false, Set.of("route-01", "route-02")));
+    assertThat(modest.refusals).isEmpty();
+
+    group.subscribe(greedy, TypeUrl.ROUTE, new Interest(false, Set.of("route-02", "route-03")));
+    group.subscribe(greedy, TypeUrl.CLUSTER, new Interest(false, Set.of("cluster1", "cluster2")));
+    assertThat(greedy.refusals).as("within the bound, of each type").hasSize(1);
+    assertThat(session.interests.get(session.interests.size() - 2).names())
+        .containsExactlyInAnyOrder("route-01", "route-02", "route-03");
+    group.leave(modest);
+    group.subscribe(
+        greedy, TypeUrl.ROUTE, new Interest(false, Set.of("route-02", "route-03", "route-04")));
+    assertThat(greedy.refusals).as("room the modest stream left").hasSize(1);
+  }
+
   /** An upstream that sends nothing by itself: the test speaks for it through each listener. */
   private static final class FakeUpstream implements UpstreamSource {
     final List<FakeSession> sessions = new ArrayList<>();
 
     @Override
-    public UpstreamSession open(NodeGroupKey group, Node node, UpstreamListener listener) {
-      FakeSession session = new FakeSession(listener);
+    public UpstreamSession open(
+        NodeGroupKey group, Node node, String tenant, UpstreamListener listener) {
+      FakeSession session = new FakeSession(listener, tenant);
       sessions.add(session);
       return session;
     }
@@ -170,11 +212,13 @@ class NodeGroupsTest {
 
   private static final class FakeSession implements UpstreamSession {
     final UpstreamListener listener;
+    final String tenant;
     final List<Interest> interests = new ArrayList<>();
     boolean closed;
 
-    FakeSession(UpstreamListener listener) {
+    FakeSession(UpstreamListener listener, String tenant) {
       this.listener = listener;
+      this.tenant = tenant;
     }
 
     @Override

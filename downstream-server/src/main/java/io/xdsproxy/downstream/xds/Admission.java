@@ -111,11 +111,19 @@ record Admission(Limits limits, Access access, Clients clients, NodeGroups group
       throw new Refused(
           Kind.UNGROUPABLE, null, Status.FAILED_PRECONDITION.withDescription(e.getMessage()));
     } catch (NodeGroups.GroupFullException e) {
-      throw Refused.limit(
-          e.limit(),
-          Status.RESOURCE_EXHAUSTED,
-          e.getMessage() + " (node '" + node.getId() + "'; " + e.flag() + ")");
+      throw groupFull(e, node.getId());
     }
+  }
+
+  /**
+   * A stream of {@code nodeId} refused for a limit of its group: opening or joining it, or asking
+   * more of its upstream ({@link io.xdsproxy.core.GroupWatcher#onRefused}).
+   */
+  static Refused groupFull(NodeGroups.GroupFullException e, String nodeId) {
+    return Refused.limit(
+        e.limit(),
+        Status.RESOURCE_EXHAUSTED,
+        e.getMessage() + " (node '" + nodeId + "'; " + e.flag() + ")");
   }
 
   /** Checks that a client with {@code identity} may be served resources of {@code type}. */

@@ -10,6 +10,7 @@ import io.xdsproxy.core.ClientStrings;
 import io.xdsproxy.core.GroupWatcher;
 import io.xdsproxy.core.LogFields;
 import io.xdsproxy.core.NodeGroup;
+import io.xdsproxy.core.NodeGroups;
 import io.xdsproxy.core.SerialExecutor;
 import io.xdsproxy.core.TypeSnapshot;
 import io.xdsproxy.core.TypeUrl;
@@ -324,6 +325,20 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
   @Override
   public final void onSnapshots(List<TypeSnapshot> snapshots) {
     executor.signal();
+  }
+
+  /**
+   * The group refused a subscription of this stream, which would take what it asks of its upstream
+   * past its bound: the stream ends, on its executor.
+   */
+  @Override
+  public final void onRefused(NodeGroups.GroupFullException refusal) {
+    executor.execute(
+        () -> {
+          if (!closed) {
+            member.refused(refusal);
+          }
+        });
   }
 
   /**

@@ -25,6 +25,10 @@ package io.xdsproxy.downstream.xds;
  *     open one more is ended with RESOURCE_EXHAUSTED
  * @param maxNodeGroupsPerClient the node groups the clients of one certificate identity (or one
  *     address, without certificates) may have opened, idle ones too
+ * @param maxUpstreamNameBytesPerGroup the bytes the resource names of one type a node group asks
+ *     its upstream for may take in one request, as the request carries them (each name's UTF-8
+ *     bytes, tag and length); a stream whose subscription would take its group past it is ended
+ *     with RESOURCE_EXHAUSTED, and the group asks nothing of that subscription upstream
  * @param maxNodeBytes the largest client {@code Node}, serialized: everything a stream keeps of its
  *     client for as long as it is open, and a group of its members and its upstream node ({@link
  *     NodeLimits}); past it, RESOURCE_EXHAUSTED
@@ -46,10 +50,23 @@ public record Limits(
     int requestsPerSecond,
     int maxNodeGroups,
     int maxNodeGroupsPerClient,
+    int maxUpstreamNameBytesPerGroup,
     int maxNodeBytes,
     int maxNodeMetadataBytes,
     int maxNodeMetadataDepth,
     int maxNodeStringLength) {
+
+  /**
+   * Safely under the 4 MiB a control plane takes in one request (gRPC's default limit on an inbound
+   * message, which istiod, go-control-plane and java-control-plane keep). A SotW request carries
+   * its type's names (at most this), the group's node (at most {@code --max-node-bytes}) and a few
+   * short fields. A Delta stream's first request after a reconnect carries the names, and in {@code
+   * initial_resource_versions} each name held again with its version: about twice this plus the
+   * versions, which at every control plane modelled are shorter than the names; 2.5 MiB for names
+   * of 60 characters. 1 MiB is about 16,000 such names, a large mesh's assignments asked for by
+   * name.
+   */
+  static final int DEFAULT_UPSTREAM_NAME_BYTES_PER_GROUP = 1024 * 1024;
 
   /**
    * Generous for real fleets: a mesh of 20,000 services asks for 20,000 names, Envoy opens one ADS
@@ -74,6 +91,7 @@ public record Limits(
           100,
           10_000,
           100,
+          DEFAULT_UPSTREAM_NAME_BYTES_PER_GROUP,
           256 * 1024,
           64 * 1024,
           16,
@@ -94,6 +112,7 @@ public record Limits(
           0,
           Integer.MAX_VALUE,
           Integer.MAX_VALUE,
+          Integer.MAX_VALUE,
           DEFAULTS.maxNodeBytes,
           DEFAULTS.maxNodeMetadataBytes,
           DEFAULTS.maxNodeMetadataDepth,
@@ -109,6 +128,7 @@ public record Limits(
         || requestsPerSecond < 0
         || maxNodeGroups < 1
         || maxNodeGroupsPerClient < 1
+        || maxUpstreamNameBytesPerGroup < 1
         || maxNodeBytes < 1
         || maxNodeMetadataBytes < 1
         || maxNodeMetadataDepth < 1
@@ -154,6 +174,10 @@ public record Limits(
     return edit(b -> b.maxNodeGroupsPerClient = value);
   }
 
+  public Limits withMaxUpstreamNameBytesPerGroup(int value) {
+    return edit(b -> b.maxUpstreamNameBytesPerGroup = value);
+  }
+
   public Limits withMaxNodeBytes(int value) {
     return edit(b -> b.maxNodeBytes = value);
   }
@@ -173,7 +197,7 @@ public record Limits(
   /** The limits on node groups, as {@link io.xdsproxy.core.NodeGroups} applies them. */
   public io.xdsproxy.core.GroupLimits groups() {
     return new io.xdsproxy.core.GroupLimits(
-        maxStreamsPerGroup, maxNodeGroups, maxNodeGroupsPerClient);
+        maxStreamsPerGroup, maxNodeGroups, maxNodeGroupsPerClient, maxUpstreamNameBytesPerGroup);
   }
 
   /** A copy with the change {@code change} makes. */
@@ -194,6 +218,7 @@ public record Limits(
     int requestsPerSecond;
     int maxNodeGroups;
     int maxNodeGroupsPerClient;
+    int maxUpstreamNameBytesPerGroup;
     int maxNodeBytes;
     int maxNodeMetadataBytes;
     int maxNodeMetadataDepth;
@@ -209,6 +234,7 @@ public record Limits(
       requestsPerSecond = from.requestsPerSecond;
       maxNodeGroups = from.maxNodeGroups;
       maxNodeGroupsPerClient = from.maxNodeGroupsPerClient;
+      maxUpstreamNameBytesPerGroup = from.maxUpstreamNameBytesPerGroup;
       maxNodeBytes = from.maxNodeBytes;
       maxNodeMetadataBytes = from.maxNodeMetadataBytes;
       maxNodeMetadataDepth = from.maxNodeMetadataDepth;
@@ -226,6 +252,7 @@ public record Limits(
           requestsPerSecond,
           maxNodeGroups,
           maxNodeGroupsPerClient,
+          maxUpstreamNameBytesPerGroup,
           maxNodeBytes,
           maxNodeMetadataBytes,
           maxNodeMetadataDepth,

@@ -256,6 +256,25 @@ public final class RestDiscovery {
       executor.execute(() -> answerIfChanged(group.snapshot(type)));
     }
 
+    /** The poll's names would take what its group asks of its upstream past the bound. */
+    @Override
+    public void onRefused(NodeGroups.GroupFullException refusal) {
+      String nodeId = request.getNode().getId();
+      String why = refusal.getMessage() + " (node '" + nodeId + "'; " + refusal.flag() + ")";
+      executor.execute(
+          () -> {
+            if (!done) {
+              refusals.log(
+                  LogFields.NONE.node(nodeId).type(type).peer(exchange.getRemoteAddress()),
+                  "refused REST {} poll from {}: {}",
+                  type.shortName(),
+                  exchange.getRemoteAddress(),
+                  why);
+              finish(429, why + "\n");
+            }
+          });
+    }
+
     private void answerIfChanged(TypeSnapshot snapshot) {
       if (done) {
         return;

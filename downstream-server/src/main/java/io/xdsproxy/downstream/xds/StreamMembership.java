@@ -4,6 +4,7 @@ import io.envoyproxy.envoy.config.core.v3.Node;
 import io.grpc.Status;
 import io.xdsproxy.core.ClientStrings;
 import io.xdsproxy.core.NodeGroup;
+import io.xdsproxy.core.NodeGroups;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.core.VerifiedIdentity;
 import java.util.Collection;
@@ -123,6 +124,14 @@ final class StreamMembership {
       refuse(e);
       return false;
     }
+  }
+
+  /**
+   * The group refused a subscription of the stream ({@link NodeGroups.GroupFullException}): the
+   * stream ends, counted and logged as past that limit.
+   */
+  void refused(NodeGroups.GroupFullException refusal) {
+    refuse(Admission.groupFull(refusal, nodeId));
   }
 
   /** Ends the stream as {@code refused} says, counted and logged, in one line, by its kind. */

@@ -58,7 +58,8 @@ public final class StreamMetrics {
           "node_bytes",
           "node_metadata_bytes",
           "node_metadata_depth",
-          "node_string_length");
+          "node_string_length",
+          "upstream_names_bytes");
 
   /**
    * The values of {@code xds_downstream_denied_total}'s {@code reason} label: why a client was

@@ -20,7 +20,7 @@ class AdmissionTest {
   /** At most 3 names a request, 8 characters a name, 1 stream a node, 16 characters a node id. */
   private final Admission admission =
       new Admission(
-          new Limits(1024, 3, 8, 100, 100, 1, 0, 10, 10, 512, 256, 4, 16),
+          new Limits(1024, 3, 8, 100, 100, 1, 0, 10, 10, 1024, 512, 256, 4, 16),
           new Access(Optional.of(new NodeIdPattern("{san}")), true, false),
           new Clients(),
           null);

@@ -16,7 +16,8 @@ final class FuzzedXds {
 
   /** Small limits, so that the fuzzer runs into them. */
   static final Limits LIMITS =
-      new Limits(64 * 1024, 6, 16, 100, 3, 0, 0, 1000, 1000, 256 * 1024, 64 * 1024, 16, 1024);
+      new Limits(
+          64 * 1024, 6, 16, 100, 3, 0, 0, 1000, 1000, 64 * 1024, 256 * 1024, 64 * 1024, 16, 1024);
 
   static final List<TypeUrl> STORED =
       List.of(TypeUrl.CLUSTER, TypeUrl.LISTENER, TypeUrl.ENDPOINT, TypeUrl.ROUTE);

@@ -87,7 +87,8 @@ final class MemoryUpstream implements UpstreamSource {
   }
 
   @Override
-  public UpstreamSession open(NodeGroupKey group, Node node, UpstreamListener listener) {
+  public UpstreamSession open(
+      NodeGroupKey group, Node node, String tenant, UpstreamListener listener) {
     Session session = new Session(listener);
     sessions.add(session);
     return session;

@@ -42,7 +42,8 @@ public class ScriptedUpstream implements UpstreamSource {
   }
 
   @Override
-  public UpstreamSession open(NodeGroupKey group, Node node, UpstreamListener listener) {
+  public UpstreamSession open(
+      NodeGroupKey group, Node node, String tenant, UpstreamListener listener) {
     listeners.put(group, listener);
     return new UpstreamSession() {
       @Override

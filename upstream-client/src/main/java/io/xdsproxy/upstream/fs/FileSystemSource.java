@@ -104,7 +104,8 @@ public final class FileSystemSource implements UpstreamSource {
   }
 
   @Override
-  public UpstreamSession open(NodeGroupKey group, Node node, UpstreamListener listener) {
+  public UpstreamSession open(
+      NodeGroupKey group, Node node, String tenant, UpstreamListener listener) {
     Session session = new Session(listener);
     thread.execute(
         () -> {

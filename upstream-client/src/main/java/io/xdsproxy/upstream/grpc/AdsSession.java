@@ -137,6 +137,10 @@ abstract class AdsSession<Q, R, S extends AdsSession.SubscriptionState> implemen
   private final AdsCall<Q, R> call;
 
   final Node node;
+
+  /** Who opened the group: whose turns its streams take at {@link StreamStarts}. */
+  private final String tenant;
+
   private final Context context;
 
   /** Where the current or next stream goes: an index into the context's targets. */
@@ -178,12 +182,14 @@ abstract class AdsSession<Q, R, S extends AdsSession.SubscriptionState> implemen
   AdsSession(
       NodeGroupKey group,
       Node node,
+      String tenant,
       UpstreamListener listener,
       Context context,
       AdsCall<Q, R> call) {
     this.call = call;
     this.group = group;
     this.node = node;
+    this.tenant = tenant;
     this.target = context.targets().get(0);
     this.context = context;
     this.listener = listener;
@@ -499,13 +505,13 @@ abstract class AdsSession<Q, R, S extends AdsSession.SubscriptionState> implemen
 
   /**
    * Opens a new stream when its turn comes ({@link StreamStarts}): a session's first and every
-   * reconnect wait their turn, the last good state served meanwhile.
+   * reconnect wait their turn, its tenant's, the last good state served meanwhile.
    */
   private void openStream() {
     if (closed || waitingToStart != null) {
       return;
     }
-    waitingToStart = context.starts().start(() -> executor.execute(this::startStream));
+    waitingToStart = context.starts().start(tenant, () -> executor.execute(this::startStream));
   }
 
   private void startStream() {

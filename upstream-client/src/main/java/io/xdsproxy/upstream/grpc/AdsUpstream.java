@@ -235,11 +235,12 @@ public final class AdsUpstream implements UpstreamSource {
   }
 
   @Override
-  public UpstreamSession open(NodeGroupKey group, Node node, UpstreamListener listener) {
+  public UpstreamSession open(
+      NodeGroupKey group, Node node, String tenant, UpstreamListener listener) {
     Node announcing = announcingWhatTheProxyReads(node);
     return switch (protocol) {
-      case SOTW -> new SotwUpstreamSession(group, announcing, listener, context);
-      case DELTA -> new DeltaUpstreamSession(group, announcing, listener, context);
+      case SOTW -> new SotwUpstreamSession(group, announcing, tenant, listener, context);
+      case DELTA -> new DeltaUpstreamSession(group, announcing, tenant, listener, context);
     };
   }
 

@@ -50,8 +50,9 @@ final class DeltaUpstreamSession
     }
   }
 
-  DeltaUpstreamSession(NodeGroupKey group, Node node, UpstreamListener listener, Context context) {
-    super(group, node, listener, context, AdsCall.DELTA);
+  DeltaUpstreamSession(
+      NodeGroupKey group, Node node, String tenant, UpstreamListener listener, Context context) {
+    super(group, node, tenant, listener, context, AdsCall.DELTA);
   }
 
   @Override
@@ -62,6 +63,10 @@ final class DeltaUpstreamSession
   @Override
   void streamOpened(Iterable<DeltaSubscriptionState> types) {
     for (DeltaSubscriptionState state : types) {
+      // initial_resource_versions names only what the new stream subscribes to and was sent: what
+      // left the wire went from the store (forgetWhatLeftTheWire), and a name the group no longer
+      // asks for would make the first request larger than what the group asks for.
+      state.held.keySet().retainAll(state.received);
       state.requestedOnStream = false;
       state.wildcardOnStream = false;
       state.namesOnStream.clear();

@@ -44,8 +44,9 @@ final class SotwUpstreamSession
     }
   }
 
-  SotwUpstreamSession(NodeGroupKey group, Node node, UpstreamListener listener, Context context) {
-    super(group, node, listener, context, AdsCall.SOTW);
+  SotwUpstreamSession(
+      NodeGroupKey group, Node node, String tenant, UpstreamListener listener, Context context) {
+    super(group, node, tenant, listener, context, AdsCall.SOTW);
   }
 
   @Override

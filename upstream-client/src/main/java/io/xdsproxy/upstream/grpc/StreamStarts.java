@@ -6,6 +6,8 @@ import io.micrometer.core.instrument.Timer;
 import io.xdsproxy.core.SerialExecutor;
 import io.xdsproxy.core.Ticker;
 import java.util.ArrayDeque;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.Queue;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
@@ -18,15 +20,22 @@ import java.util.concurrent.atomic.AtomicInteger;
  * --upstream-max-new-sessions-per-second}): a token bucket holding one second's worth, so a replica
  * with a handful of node groups starts them all at once, but a fleet of group sessions starting or
  * reconnecting together (the proxy restarted, the control plane restarted, a zone failed over)
- * reaches the control plane at the rate, first asked first started. A control plane protects itself
- * from such storms by refusing what comes too fast (istiod admits {@code
- * PILOT_MAX_REQUESTS_PER_SECOND} new streams a second, 25 before 1.21 and on a 2-core istiod since,
- * and ends with RESOURCE_EXHAUSTED a stream it cannot admit within a second): a refused stream is a
- * failed attempt, backed off and tried again, where one that waits here starts at its turn.
+ * reaches the control plane at the rate. A control plane protects itself from such storms by
+ * refusing what comes too fast (istiod admits {@code PILOT_MAX_REQUESTS_PER_SECOND} new streams a
+ * second, 25 before 1.21 and on a 2-core istiod since, and ends with RESOURCE_EXHAUSTED a stream it
+ * cannot admit within a second): a refused stream is a failed attempt, backed off and tried again,
+ * where one that waits here starts at its turn.
  *
  * <p>Every stream start takes a token, a session's first and every reconnect: to the control plane
  * they are the same, a new stream, and a reconnect storm after a control-plane restart is exactly
  * the storm it rate-limits. Meanwhile the group's clients are served from the store.
+ *
+ * <p>The turns are shared fairly between tenants (DESIGN invariant 12): each start waits in the
+ * queue of the tenant that opened its group ({@link io.xdsproxy.core.VerifiedIdentity#tenant}), and
+ * tokens go round the tenants that have starts waiting, one each in turn, first asked first started
+ * within a tenant. So one client's flood of new groups delays another tenant's first start by at
+ * most one turn per tenant waiting, not by the flood's length; and after a control-plane restart
+ * every tenant's groups reconnect at the same pace whoever has the most.
  *
  * <p>Shared by the sessions of one upstream: the queue and the bucket are confined to an executor
  * of their own on the pool; a session only enqueues, and hears back on its own executor. Time comes
@@ -40,12 +49,14 @@ final class StreamStarts {
     private static final int STARTED = 1;
     private static final int WITHDRAWN = 2;
 
+    private final String tenant;
     private final Runnable start;
     private final long since;
     private final AtomicInteger state = new AtomicInteger(WAITING);
     private final StreamStarts owner;
 
-    private Waiting(Runnable start, long since, StreamStarts owner) {
+    private Waiting(String tenant, Runnable start, long since, StreamStarts owner) {
+      this.tenant = tenant;
       this.start = start;
       this.since = since;
       this.owner = owner;
@@ -78,7 +89,12 @@ final class StreamStarts {
   private final Timer waited;
 
   // Confined to the executor.
-  private final Queue<Waiting> queue = new ArrayDeque<>();
+  /** The starts waiting, per tenant, in the order asked; a tenant with none is not kept. */
+  private final Map<String, Queue<Waiting>> queues = new HashMap<>();
+
+  /** The tenants with starts waiting, whose turn is next first. */
+  private final Queue<String> turns = new ArrayDeque<>();
+
   private double tokens;
   private long tokensAt;
   private boolean wakeScheduled;
@@ -115,11 +131,15 @@ final class StreamStarts {
   }
 
   /**
-   * Runs {@code start} when a token is there: now if one is, else from the timer, after every start
-   * asked for before it. {@code start} should only hand the work to its session's executor.
+   * Runs {@code start} when a token is there and it is {@code tenant}'s turn: now if both are, else
+   * from the timer, after every start {@code tenant} asked for before it, and in turn with the
+   * other tenants' starts. {@code start} should only hand the work to its session's executor.
+   *
+   * @param tenant who opened the group whose stream starts ({@link
+   *     io.xdsproxy.core.VerifiedIdentity#tenant})
    */
-  Waiting start(Runnable start) {
-    Waiting ticket = new Waiting(start, ticker.nanos(), this);
+  Waiting start(String tenant, Runnable start) {
+    Waiting ticket = new Waiting(tenant, start, ticker.nanos(), this);
     waiting.incrementAndGet();
     if (rate == 0) {
       begin(ticket);
@@ -127,18 +147,36 @@ final class StreamStarts {
     }
     executor.execute(
         () -> {
-          queue.add(ticket);
+          queues
+              .computeIfAbsent(
+                  ticket.tenant,
+                  t -> {
+                    turns.add(t);
+                    return new ArrayDeque<>();
+                  })
+              .add(ticket);
           drain();
         });
     return ticket;
   }
 
+  /**
+   * Starts what the tokens allow, a tenant's next each in turn: the tenant whose turn it is goes to
+   * the back of the turns once it started one, and leaves them once it has none waiting.
+   */
   private void drain() {
     executor.assertCurrent();
     long now = ticker.nanos();
     tokens = Math.min(rate, tokens + (now - tokensAt) * rate / 1e9);
     tokensAt = now;
-    for (Waiting next = queue.peek(); next != null; next = queue.peek()) {
+    for (String tenant = turns.peek(); tenant != null; tenant = turns.peek()) {
+      Queue<Waiting> queue = queues.get(tenant);
+      Waiting next = queue.peek();
+      if (next == null) {
+        turns.poll();
+        queues.remove(tenant);
+        continue;
+      }
       if (next.state.get() == Waiting.WITHDRAWN) {
         queue.poll();
         continue;
@@ -150,6 +188,7 @@ final class StreamStarts {
       queue.poll();
       if (begin(next)) {
         tokens -= 1;
+        turns.add(turns.poll());
       }
     }
   }

@@ -6,12 +6,13 @@
  * io.xdsproxy.upstream.grpc.DeltaUpstreamSession}) over what both share ({@link
  * io.xdsproxy.upstream.grpc.AdsSession}: reconnect with {@link io.xdsproxy.upstream.grpc.Backoff},
  * ACK/NACK, the not-found timeout), every stream started at the rate {@link
- * io.xdsproxy.upstream.grpc.StreamStarts} allows. Resource events go to the group as {@link
- * io.xdsproxy.core.ResourceUpdate}s; interest comes back as {@link io.xdsproxy.core.Interest}. The
- * group audit's one-shot streams ({@link io.xdsproxy.upstream.grpc.AuditSession}) ask the control
- * plane what it sends one member node, beside the groups' sessions, and feed no store. The TLS
- * files of both sides ({@link io.xdsproxy.upstream.grpc.TlsFiles}) are here because the control
- * plane's client was their first user; the xDS port uses them too.
+ * io.xdsproxy.upstream.grpc.StreamStarts} allows, in turn with the other tenants' groups. Resource
+ * events go to the group as {@link io.xdsproxy.core.ResourceUpdate}s; interest comes back as {@link
+ * io.xdsproxy.core.Interest}. The group audit's one-shot streams ({@link
+ * io.xdsproxy.upstream.grpc.AuditSession}) ask the control plane what it sends one member node,
+ * beside the groups' sessions, and feed no store. The TLS files of both sides ({@link
+ * io.xdsproxy.upstream.grpc.TlsFiles}) are here because the control plane's client was their first
+ * user; the xDS port uses them too.
  *
  * <p>Depends on {@code proxy-core} only, never on the downstream side or the application: a session
  * knows nothing of the streams its group serves.

@@ -49,7 +49,10 @@ class FileSystemSourceTest {
   private UpstreamSession open() throws Exception {
     source = new FileSystemSource(dir);
     return source.open(
-        new NodeGroupKey("g"), Node.newBuilder().setId("n").setCluster("g").build(), this::record);
+        new NodeGroupKey("g"),
+        Node.newBuilder().setId("n").setCluster("g").build(),
+        "address 192.0.2.1",
+        this::record);
   }
 
   private void record(ResourceUpdate update) {
@@ -207,6 +210,7 @@ class FileSystemSourceTest {
     source.open(
         new NodeGroupKey("g2"),
         Node.getDefaultInstance(),
+        "address 192.0.2.1",
         update -> second.put(update.type(), update.resources()));
 
     await().atMost(WAIT).until(() -> second.containsKey(TypeUrl.CLUSTER));

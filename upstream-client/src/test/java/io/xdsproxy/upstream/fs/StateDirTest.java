@@ -78,7 +78,11 @@ class StateDirTest {
     }
     Map<TypeUrl, List<XdsResource>> served = new ConcurrentHashMap<>();
     try (FileSystemSource source = new FileSystemSource(generations.get(0))) {
-      source.open(FLEET, NODE, update -> served.put(update.type(), update.resources()));
+      source.open(
+          FLEET,
+          NODE,
+          "address 192.0.2.1",
+          update -> served.put(update.type(), update.resources()));
       await().until(() -> served.containsKey(TypeUrl.CLUSTER));
     }
     assertThat(served.get(TypeUrl.CLUSTER))

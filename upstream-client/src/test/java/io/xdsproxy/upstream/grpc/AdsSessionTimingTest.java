@@ -41,6 +41,10 @@ class AdsSessionTimingTest {
   private static final Backoff BACKOFF =
       new Backoff(Duration.ofMillis(100), Duration.ofMillis(800), 2.0, 0.2);
   private static final Executor CALLING_THREAD = Runnable::run;
+
+  /** Whom the group was opened by: the tenant its streams start as. */
+  private static final String TENANT = "address 192.0.2.1";
+
   private static final Node NODE = Node.newBuilder().setId("envoy-1").setCluster("fleet").build();
 
   /**
@@ -82,7 +86,8 @@ class AdsSessionTimingTest {
             MIDDLE,
             meters,
             new StreamStarts(0, time.ticker(), CALLING_THREAD, time.scheduler(), meters));
-    session = new SotwUpstreamSession(new NodeGroupKey("fleet"), NODE, updates::add, context);
+    session =
+        new SotwUpstreamSession(new NodeGroupKey("fleet"), NODE, TENANT, updates::add, context);
   }
 
   @AfterEach

@@ -41,6 +41,10 @@ class DeltaUpstreamSessionTest {
   private static final Duration WAIT = Duration.ofSeconds(10);
   private static final Backoff FAST =
       new Backoff(Duration.ofMillis(50), Duration.ofMillis(200), 2.0, 0.2);
+
+  /** Whom the group was opened by: the tenant its streams start as. */
+  private static final String TENANT = "address 192.0.2.1";
+
   private static final Node NODE =
       Node.newBuilder().setId("first-client").setCluster("fleet").build();
 
@@ -71,7 +75,7 @@ class DeltaUpstreamSessionTest {
             pool,
             timer,
             new SimpleMeterRegistry());
-    session = upstream.open(new NodeGroupKey("fleet"), NODE, updates::add);
+    session = upstream.open(new NodeGroupKey("fleet"), NODE, TENANT, updates::add);
   }
 
   @AfterEach
@@ -209,7 +213,8 @@ class DeltaUpstreamSessionTest {
               timer,
               new SimpleMeterRegistry());
       try {
-        UpstreamSession named = toScripted.open(new NodeGroupKey("other"), NODE, updates::add);
+        UpstreamSession named =
+            toScripted.open(new NodeGroupKey("other"), NODE, TENANT, updates::add);
         named.updateInterest(TypeUrl.ENDPOINT, new Interest(false, Set.of("a")));
         scripted.nextDeltaRequest(WAIT);
         Resource.Builder uncacheable =

@@ -42,6 +42,10 @@ class SotwUpstreamSessionTest {
   private static final Duration WAIT = Duration.ofSeconds(10);
   private static final Backoff FAST =
       new Backoff(Duration.ofMillis(50), Duration.ofMillis(200), 2.0, 0.2);
+
+  /** Whom the group was opened by: the tenant its streams start as. */
+  private static final String TENANT = "address 192.0.2.1";
+
   private static final Node NODE =
       Node.newBuilder().setId("first-client").setCluster("fleet").build();
 
@@ -82,7 +86,7 @@ class SotwUpstreamSessionTest {
     } catch (java.io.IOException plaintextReadsNoFile) {
       throw new java.io.UncheckedIOException(plaintextReadsNoFile);
     }
-    return upstream.open(new NodeGroupKey("fleet"), NODE, updates::add);
+    return upstream.open(new NodeGroupKey("fleet"), NODE, TENANT, updates::add);
   }
 
   private static Snapshot clusters(String version, String... names) {
@@ -257,7 +261,8 @@ class SotwUpstreamSessionTest {
               pool,
               timer,
               new SimpleMeterRegistry());
-      UpstreamSession session = upstream.open(new NodeGroupKey("fleet"), NODE, updates::add);
+      UpstreamSession session =
+          upstream.open(new NodeGroupKey("fleet"), NODE, TENANT, updates::add);
 
       session.updateInterest(TypeUrl.CLUSTER, new Interest(true, Set.of()));
 

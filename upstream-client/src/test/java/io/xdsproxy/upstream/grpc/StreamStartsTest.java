@@ -29,8 +29,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * {@code --upstream-max-new-sessions-per-second}: the streams of many node groups reach the control
- * plane at the rate, first asked first started, on a fake clock; a session closed while it waits
- * never starts, and a reconnect waits its turn as a new session does.
+ * plane at the rate, first asked first started within one tenant and in turn across tenants, on a
+ * fake clock; a session closed while it waits never starts, and a reconnect waits its turn as a new
+ * session does.
  */
 class StreamStartsTest {
 
@@ -96,7 +97,8 @@ class StreamStartsTest {
     List<UpstreamSession> sessions = new ArrayList<>();
     for (int i = 0; i < 20; i++) {
       Node node = Node.newBuilder().setId("envoy-" + i).setCluster(group(i)).build();
-      UpstreamSession session = upstream.open(new NodeGroupKey(group(i)), node, update -> {});
+      UpstreamSession session =
+          upstream.open(new NodeGroupKey(group(i)), node, "address 192.0.2.1", update -> {});
       session.updateInterest(TypeUrl.CLUSTER, new Interest(true, Set.of()));
       sessions.add(session);
     }
@@ -146,6 +148,46 @@ class StreamStartsTest {
         .isEqualTo(14 * 200);
   }
 
+  /**
+   * Tenant 192.0.2.1 floods the queue with ten starts (new groups, or its groups reconnecting after
+   * a control-plane restart: to the queue they are alike); 192.0.2.2's one start, asked after all
+   * ten, waits one turn of the flood's, not nine, and 192.0.2.3's start after its withdrawn one
+   * takes the next turn without the withdrawn one taking a token.
+   */
+  @Test
+  void aTenantsFloodDelaysAnotherTenantsStartByOneTurnNotByTheFloodsLength() {
+    StreamStarts starts =
+        new StreamStarts(1, time.ticker(), CALLING_THREAD, time.scheduler(), meters);
+    List<String> started = new java.util.concurrent.CopyOnWriteArrayList<>();
+    for (int i = 0; i < 10; i++) {
+      String flood = "flood-" + i;
+      starts.start("address 192.0.2.1", () -> started.add(flood));
+    }
+    starts.start("address 192.0.2.2", () -> started.add("other"));
+    StreamStarts.Waiting withdrawn =
+        starts.start("address 192.0.2.3", () -> started.add("withdrawn"));
+    starts.start("address 192.0.2.3", () -> started.add("third"));
+    withdrawn.withdraw();
+    assertThat(started).as("a second's worth at once").containsExactly("flood-0");
+    assertThat(waiting()).isEqualTo(11);
+
+    List<String> expected = new ArrayList<>(List.of("flood-0"));
+    List<String> turns = new ArrayList<>(List.of("flood-1", "other", "third"));
+    for (int i = 2; i < 10; i++) {
+      turns.add("flood-" + i);
+    }
+    for (String turn : turns) {
+      time.forwardTime(Duration.ofMillis(999));
+      assertThat(started).as("1 ms before %s's turn", turn).containsExactlyElementsOf(expected);
+      time.forwardTime(Duration.ofMillis(1));
+      expected.add(turn);
+      assertThat(started).as("at %s's turn", turn).containsExactlyElementsOf(expected);
+    }
+    assertThat(waiting()).isZero();
+    time.forwardTime(Duration.ofSeconds(10));
+    assertThat(started).as("the withdrawn start never runs").doesNotContain("withdrawn");
+  }
+
   /** A SotW session to {@code controlPlane} whose streams start at one a second. */
   private SotwUpstreamSession oneStartASecond(ScriptedControlPlane controlPlane) {
     ManagedChannel channel =
@@ -166,6 +208,7 @@ class StreamStartsTest {
         new SotwUpstreamSession(
             new NodeGroupKey("fleet"),
             Node.newBuilder().setId("envoy-1").setCluster("fleet").build(),
+            "address 192.0.2.1",
             update -> {},
             context);
     add(session::close);
