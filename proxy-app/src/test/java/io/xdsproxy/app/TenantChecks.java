@@ -1,6 +1,7 @@
 package io.xdsproxy.app;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import com.google.protobuf.Any;
 import com.google.protobuf.InvalidProtocolBufferException;
@@ -171,6 +172,15 @@ final class TenantChecks {
               CART.spiffeId(), TELLER.namespace(), denied, claimsAnother.transcript())
           .isEqualTo(Status.Code.PERMISSION_DENIED);
       assertThat(claimsAnother.poll()).as("what it was sent").isEmpty();
+      // What XdsProxyClientsDenied (deploy/kubernetes/prometheusrule.yaml) counts.
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () ->
+                  assertThat(DeploymentChecks.httpGet(proxy, "/metrics").body())
+                      .as("the denial counted")
+                      .containsPattern(
+                          "(?m)^xds_downstream_denied_total\\{[^}]*reason=\"identity\"[^}]*\\} 1\\.0$"));
 
       var anonymous = opened.add(client(opened, proxy, mesh.withoutCertificate(), serviceName));
       anonymous.send(clusters(CART.node()));
