@@ -52,8 +52,31 @@ app.kubernetes.io/component: xds-cache
 {{- end }}
 
 {{/*
-The config file: .Values.config with the TLS file keys pointing at the mounted files. Its text is
-both the ConfigMap's data and, through its checksum, the pods' annotation.
+The xDS port's TLS sources, tls.server and tls.clientCa, as a dict (server, clientCa); with
+tls.plaintext, empty ones.
+*/}}
+{{- define "xds-proxy.xdsTls" -}}
+{{- if .Values.tls.plaintext }}
+{{- toYaml (dict "server" (dict "secretName" "") "clientCa" (dict "secretName" "" "configMapName" "" "key" "ca.crt")) }}
+{{- else }}
+{{- toYaml (dict "server" .Values.tls.server "clientCa" .Values.tls.clientCa) }}
+{{- end }}
+{{- end }}
+
+{{/* The upstream node template file: its text is the ConfigMap's data and, by checksum, the pods' annotation. */}}
+{{- define "xds-proxy.upstreamNode" -}}
+{{- toYaml .Values.upstreamNode }}
+{{ end }}
+
+{{/* Where the upstream node template is, in the config's ConfigMap. */}}
+{{- define "xds-proxy.upstreamNodePath" -}}
+/etc/xds-proxy/upstream-node.yaml
+{{- end }}
+
+{{/*
+The config file: .Values.config with the TLS file keys pointing at the mounted files, and
+upstream-node at upstreamNode's file. Its text is both the ConfigMap's data and, through its
+checksum, the pods' annotation.
 */}}
 {{- define "xds-proxy.config" -}}
 {{- $config := deepCopy .Values.config }}
@@ -62,14 +85,18 @@ both the ConfigMap's data and, through its checksum, the pods' annotation.
 {{- fail (printf "config.%s is set from tls.* (the mounted Secret's file); do not set it in config" $key) }}
 {{- end }}
 {{- end }}
-{{- with .Values.tls }}
-{{- if .server.secretName }}
+{{- $xdsTls := include "xds-proxy.xdsTls" . | fromYaml }}
+{{- if $xdsTls.server.secretName }}
 {{- $_ := set $config "tls-cert" (printf "%s/tls.crt" (include "xds-proxy.tlsDir" "server")) }}
 {{- $_ := set $config "tls-key" (printf "%s/tls.key" (include "xds-proxy.tlsDir" "server")) }}
 {{- end }}
-{{- if or .clientCa.secretName .clientCa.configMapName }}
+{{- if or $xdsTls.clientCa.secretName $xdsTls.clientCa.configMapName }}
+{{- if not $xdsTls.server.secretName }}
+{{- fail "tls.clientCa needs tls.server: mutual TLS is TLS first" }}
+{{- end }}
 {{- $_ := set $config "tls-client-ca" (printf "%s/ca.crt" (include "xds-proxy.tlsDir" "client-ca")) }}
 {{- end }}
+{{- with .Values.tls }}
 {{- if or .upstreamCa.secretName .upstreamCa.configMapName }}
 {{- $_ := set $config "upstream-ca" (printf "%s/ca.crt" (include "xds-proxy.tlsDir" "upstream-ca")) }}
 {{- end }}
@@ -77,6 +104,25 @@ both the ConfigMap's data and, through its checksum, the pods' annotation.
 {{- $_ := set $config "upstream-cert" (printf "%s/tls.crt" (include "xds-proxy.tlsDir" "upstream-client")) }}
 {{- $_ := set $config "upstream-key" (printf "%s/tls.key" (include "xds-proxy.tlsDir" "upstream-client")) }}
 {{- end }}
+{{- end }}
+{{- /* A san: part is proven by a client certificate: without mutual TLS no client could be grouped. */}}
+{{- if not (hasKey $config "tls-client-ca") }}
+{{- $parts := index $config "node-group-key" | default list }}
+{{- if not (kindIs "slice" $parts) }}{{ $parts = list $parts }}{{ end }}
+{{- range $part := $parts }}
+{{- if contains "san:" (toString $part) }}
+{{- fail (printf "config.node-group-key part %s needs client certificates, and the xDS port has none (tls.plaintext, or no tls.clientCa): give parts clients choose, such as metadata:NAMESPACE and metadata:SERVICE_ACCOUNT, knowing that any client then chooses its group" $part) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- if hasKey $config "upstream-node" }}
+{{- fail "config.upstream-node is set from upstreamNode (the ConfigMap's upstream-node.yaml); give the node there" }}
+{{- end }}
+{{- if .Values.upstreamNode }}
+{{- if hasKey $config "upstream-node-id" }}
+{{- fail "config.upstream-node-id and upstreamNode are both given: give the id in upstreamNode.id, or set upstreamNode: {}" }}
+{{- end }}
+{{- $_ := set $config "upstream-node" (include "xds-proxy.upstreamNodePath" .) }}
 {{- end }}
 {{- range $key := list "state-dir" "state-include-secrets" }}
 {{- if hasKey $config $key }}
@@ -111,21 +157,22 @@ both the ConfigMap's data and, through its checksum, the pods' annotation.
 {{- end }}
 {{- end }}
 
-{{/* A CA bundle's volume, from a Secret or a ConfigMap, its key mounted as ca.crt. */}}
+{{/*
+A CA bundle's volume, its key mounted as ca.crt: from the ConfigMap if one is named (so that naming
+one replaces a default Secret), else from the Secret.
+*/}}
 {{- define "xds-proxy.caVolume" -}}
-{{- if and .source.secretName .source.configMapName }}
-{{- fail (printf "%s: give secretName or configMapName, not both" .name) }}
+{{- if .source.configMapName }}
+- name: {{ .name }}
+  configMap:
+    name: {{ .source.configMapName }}
+    items:
+      - key: {{ .source.key }}
+        path: ca.crt
 {{- else if .source.secretName }}
 - name: {{ .name }}
   secret:
     secretName: {{ .source.secretName }}
-    items:
-      - key: {{ .source.key }}
-        path: ca.crt
-{{- else if .source.configMapName }}
-- name: {{ .name }}
-  configMap:
-    name: {{ .source.configMapName }}
     items:
       - key: {{ .source.key }}
         path: ca.crt

@@ -1,7 +1,6 @@
 package io.xdsproxy.app;
 
 import static io.xdsproxy.app.DeploymentChecks.httpGet;
-import static io.xdsproxy.app.testing.XdsTestClient.node;
 import static io.xdsproxy.app.testing.Yamls.cast;
 import static io.xdsproxy.app.testing.Yamls.documents;
 import static io.xdsproxy.app.testing.Yamls.get;
@@ -23,6 +22,7 @@ import io.envoyproxy.envoy.service.cluster.v3.ClusterDiscoveryServiceGrpc;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
+import io.grpc.ChannelCredentials;
 import io.xdsproxy.app.testing.XdsTestClient;
 import io.xdsproxy.app.testing.Yamls;
 import io.xdsproxy.core.TypeUrl;
@@ -66,6 +66,9 @@ class DeployManifestsTest {
 
   private static final Path DEPLOY = Path.of("..", "deploy");
   private static final Path KUBERNETES = DEPLOY.resolve("kubernetes");
+
+  /** Optional kustomize Components: each a directory, applied by an operator's overlay. */
+  private static final Path COMPONENTS = KUBERNETES.resolve("components");
 
   /**
    * prometheus-adapter's rules: Helm values for the adapter's own release, not a manifest of ours.
@@ -186,7 +189,10 @@ class DeployManifestsTest {
    */
   private static final List<Manifest> manifests = new ArrayList<>();
 
-  /** Every file the kustomization, and the kustomizations it includes, read. */
+  /** Every object the optional components add, with the file it comes from. */
+  private static final List<Manifest> componentManifests = new ArrayList<>();
+
+  /** Every file the kustomization, the kustomizations it includes and the components read. */
   private static final Set<Path> kustomizationFiles = new TreeSet<>();
 
   private record Manifest(Path file, Map<String, Object> object) {
@@ -201,34 +207,46 @@ class DeployManifestsTest {
 
   @TempDir Path dir;
 
-  /** The pod the Deployment makes, with the generated ConfigMap mounted; one per test. */
+  /**
+   * The pod the Deployment makes, with the generated ConfigMap and the Secret of its mesh's
+   * certificates mounted; one per test.
+   */
   private DeployedPod pod;
+
+  /** The mesh's CA, the proxy's Secret and the workloads' certificates; one per test. */
+  private MeshCertificates mesh;
 
   @BeforeAll
   static void readTheKustomization() throws IOException {
-    read(KUBERNETES);
+    read(KUBERNETES, manifests);
+    try (Stream<Path> components = Files.list(COMPONENTS)) {
+      for (Path component : components.sorted().toList()) {
+        read(component, componentManifests);
+      }
+    }
   }
 
   /**
-   * Reads the kustomization in {@code directory} as kustomize would: its resources, files or
-   * kustomizations of their own, and its configMapGenerators' ConfigMaps.
+   * Reads the kustomization (or Component) in {@code directory} as kustomize would, into {@code
+   * into}: its resources, files or kustomizations of their own, and its configMapGenerators'
+   * ConfigMaps.
    */
-  private static void read(Path directory) throws IOException {
+  private static void read(Path directory, List<Manifest> into) throws IOException {
     Path file = directory.resolve("kustomization.yaml");
     Map<String, Object> kustomization = documents(Files.readString(file), file.toString()).get(0);
-    manifests.add(new Manifest(file, kustomization));
+    into.add(new Manifest(file, kustomization));
     kustomizationFiles.add(file.normalize());
     for (Object resource :
         kustomization.containsKey("resources") ? list(kustomization, "resources") : List.of()) {
       Path path = directory.resolve((String) resource);
       if (Files.isDirectory(path)) {
-        read(path);
+        read(path, into);
         continue;
       }
       assertThat(path).as("a resource of %s", file).isRegularFile();
       kustomizationFiles.add(path.normalize());
       for (Map<String, Object> object : documents(Files.readString(path), path.toString())) {
-        manifests.add(new Manifest(path, object));
+        into.add(new Manifest(path, object));
       }
     }
     for (Object item :
@@ -252,7 +270,7 @@ class DeployManifestsTest {
       Map<String, Object> metadata = new LinkedHashMap<>();
       metadata.put("name", get(item, "name"));
       metadata.put("labels", options.getOrDefault("labels", Map.of()));
-      manifests.add(
+      into.add(
           new Manifest(
               source,
               Map.of("apiVersion", "v1", "kind", "ConfigMap", "metadata", metadata, "data", data)));
@@ -263,11 +281,12 @@ class DeployManifestsTest {
   void everyObjectIsAKubernetesObjectWithoutANamespaceAndEveryFileIsTheKustomizations()
       throws IOException {
     Map<String, String> apiVersions = new LinkedHashMap<>();
-    for (Manifest manifest : manifests) {
+    for (Manifest manifest :
+        Stream.concat(manifests.stream(), componentManifests.stream()).toList()) {
       Map<String, Object> object = manifest.object();
       assertThat(object).as("%s", manifest.file()).containsKeys("apiVersion", "kind");
       apiVersions.put(manifest.kind(), (String) object.get("apiVersion"));
-      if (manifest.kind().equals("Kustomization")) {
+      if (manifest.kind().equals("Kustomization") || manifest.kind().equals("Component")) {
         continue;
       }
       assertThat(manifest.name()).as("%s: metadata.name", manifest.file()).isNotBlank();
@@ -290,14 +309,22 @@ class DeployManifestsTest {
                 "NetworkPolicy", "networking.k8s.io/v1",
                 "ServiceMonitor", "monitoring.coreos.com/v1",
                 "PrometheusRule", "monitoring.coreos.com/v1",
-                "Kustomization", "kustomize.config.k8s.io/v1beta1"));
+                "Kustomization", "kustomize.config.k8s.io/v1beta1"))
+        .containsEntry("Component", "kustomize.config.k8s.io/v1alpha1")
+        .containsEntry("Certificate", "cert-manager.io/v1");
 
-    // A file under deploy/kubernetes that the kustomization does not read would never be applied.
+    // A file under deploy/kubernetes that neither the kustomization nor a component reads would
+    // never be applied.
     Set<Path> files;
-    try (Stream<Path> list = Files.list(KUBERNETES)) {
-      files = list.map(Path::normalize).collect(Collectors.toCollection(TreeSet::new));
+    try (Stream<Path> walk = Files.walk(KUBERNETES)) {
+      files =
+          walk.filter(Files::isRegularFile)
+              .map(Path::normalize)
+              .collect(Collectors.toCollection(TreeSet::new));
     }
-    assertThat(kustomizationFiles).as("the files the kustomization reads").containsAll(files);
+    assertThat(kustomizationFiles)
+        .as("the files the kustomization and its components read")
+        .containsAll(files);
   }
 
   /**
@@ -397,16 +424,106 @@ class DeployManifestsTest {
             .isEqualTo(entry.getValue());
       }
     }
-    DeployedPod builtPod = new DeployedPod(objects, Map.of(), dir.resolve("built"));
+    DeployedPod builtPod = new DeployedPod(objects, secrets(), dir.resolve("built"));
     assertThat(
             str(builtPod.volume((String) builtPod.configMount().get("name")), "configMap", "name"))
         .as("the ConfigMap the built Deployment mounts at --config")
         .isEqualTo(hashed.substring("ConfigMap/".length()));
     // Each pod's files are laid out under a directory of its own: the state directory's too.
     assertThat(builtPod.config().stateDir()).hasValue(builtPod.file("/var/lib/xds-proxy/state"));
-    assertThat(builtPod.config().withStateDir(pod().file("/var/lib/xds-proxy/state")))
-        .as("the built pod's config")
-        .isEqualTo(pod().config());
+    assertThat(builtPod.configKeys()).as("the built pod's config").isEqualTo(pod().configKeys());
+  }
+
+  /**
+   * An operator's overlay of the kustomization with the cert-manager component, as kustomize (where
+   * kubectl is installed) builds it: the kustomization's objects in the overlay's namespace, and
+   * the component's Certificate.
+   */
+  @Test
+  void kubectlKustomizeOfAnOverlayWithTheCertManagerComponentAddsItsCertificate() throws Exception {
+    Path overlay = Files.createDirectories(dir.resolve("overlay"));
+    String base = overlay.toAbsolutePath().relativize(KUBERNETES.toAbsolutePath()).toString();
+    Files.writeString(
+        overlay.resolve("kustomization.yaml"),
+        """
+        apiVersion: kustomize.config.k8s.io/v1beta1
+        kind: Kustomization
+        namespace: xds
+        resources:
+          - %s
+        components:
+          - %s/components/cert-manager
+        """
+            .formatted(base, base));
+    Optional<String> output = kubectlKustomize(overlay);
+    Assumptions.assumeTrue(
+        output.isPresent(), "kubectl is not installed: kustomize's own output is not checked");
+    List<Map<String, Object>> objects = documents(output.get(), "kubectl kustomize " + overlay);
+
+    assertThat(objects)
+        .as("the overlay's objects")
+        .allSatisfy(object -> assertThat(map(object, "metadata")).containsEntry("namespace", "xds"))
+        .hasSize(
+            (int)
+                    manifests.stream()
+                        .filter(manifest -> !manifest.kind().equals("Kustomization"))
+                        .count()
+                + 1);
+    Map<String, Object> certificate =
+        objects.stream()
+            .filter(object -> object.get("kind").equals("Certificate"))
+            .findFirst()
+            .orElseThrow();
+    assertThat(map(certificate, "spec")).isEqualTo(map(certificate().object(), "spec"));
+  }
+
+  /**
+   * The component's Certificate makes the Secret the Deployment mounts, for the Service's names,
+   * with a key the proxy reads, renewed before the certificate alert fires.
+   */
+  @Test
+  void theCertManagerComponentsCertificateIsForTheServicesNamesAndTheSecretThePodsMount()
+      throws Exception {
+    Map<String, Object> spec = map(certificate().object(), "spec");
+    Set<String> mounted = new TreeSet<>();
+    for (Object item : list(pod().pod(), "spec", "volumes")) {
+      if (Yamls.has(item, "secret")) {
+        mounted.add(str(item, "secret", "secretName"));
+      }
+    }
+    assertThat(mounted).as("the Secrets the pods mount").containsExactly(str(spec, "secretName"));
+    String service = one("Service").name();
+    String namespace = certificateNamespace();
+    assertThat(strings(spec, "dnsNames"))
+        .as("the names clients reach the Service by")
+        .contains(
+            service,
+            service + "." + namespace + ".svc",
+            service + "." + namespace + ".svc.cluster.local");
+    assertThat(map(spec, "privateKey")).containsEntry("encoding", "PKCS8");
+    assertThat(strings(spec, "usages")).contains("server auth");
+    assertThat(map(spec, "issuerRef")).containsKeys("name", "kind");
+    assertThat(Duration.parse("PT" + str(spec, "renewBefore").toUpperCase(Locale.ROOT)))
+        .as("renewed before XdsProxyCertificateExpiring warns, 14 days ahead")
+        .isGreaterThan(Duration.ofDays(14));
+  }
+
+  /**
+   * The secure default, against a real proxy started from the ConfigMap's files and the Secret's
+   * certificates: each workload is served its own group by its SPIFFE certificate, the control
+   * plane sees the group's node from upstream-node.yaml, and clients without a certificate or whose
+   * node claims another namespace are refused.
+   */
+  @Test
+  void theConfigMapsSecureDefaultServesEachWorkloadItsOwnGroupAndRefusesTheRest() throws Exception {
+    ProxyConfig config = pod().config();
+    assertThat(config.tls().clientCa()).as("mutual TLS").isPresent();
+    assertThat(config.tenancy().allowClientChosenGroups()).isFalse();
+    assertThat(config.tenancy().secretsToUnverifiedClients()).isFalse();
+    DeploymentChecks.tlsFilesFromVolumesWithoutSubPath(pod());
+
+    TenantChecks.eachWorkloadIsServedItsOwnGroupAndOthersAreRefused(
+        config, mesh(), one("Service").name() + "." + certificateNamespace() + ".svc");
   }
 
   @Test
@@ -426,7 +543,7 @@ class DeployManifestsTest {
       assertThat(metrics.statusCode()).as("GET %s", metricsPath).isEqualTo(200);
       assertThat(metrics.body()).contains("xds_");
 
-      serveOneClient(proxy);
+      serveOneClient(proxy, mesh());
       // A collection, so that the GC pause timer has had a pause to record.
       System.gc();
       await()
@@ -444,7 +561,7 @@ class DeployManifestsTest {
     try (ScriptedControlPlane controlPlane = new ScriptedControlPlane();
         XdsProxy proxy =
             XdsProxy.start(config.withUpstream(controlPlane.target()).withPorts(0, 0, 0));
-        var client = XdsTestClient.sotwAds(proxy.xdsPort())) {
+        var client = XdsTestClient.sotwAds(proxy.xdsPort(), cartCredentials())) {
       client.send(
           DiscoveryRequest.newBuilder()
               .setNode(clientNode())
@@ -593,11 +710,13 @@ class DeployManifestsTest {
                 .withUpstream()
                 .withResourcesDir(DEPLOY.resolve("examples/resources"))
                 .withPorts(0, 0, 0))) {
-      try (var sotwAds = XdsTestClient.sotwAds(proxy.xdsPort());
-          var deltaAds = XdsTestClient.deltaAds(proxy.xdsPort());
+      try (var sotwAds = XdsTestClient.sotwAds(proxy.xdsPort(), cartCredentials());
+          var deltaAds = XdsTestClient.deltaAds(proxy.xdsPort(), cartCredentials());
           var sotwCds =
               new XdsTestClient<>(
-                  proxy.xdsPort(), ClusterDiscoveryServiceGrpc.getStreamClustersMethod())) {
+                  proxy.xdsPort(),
+                  cartCredentials(),
+                  ClusterDiscoveryServiceGrpc.getStreamClustersMethod())) {
         DiscoveryRequest clusters =
             DiscoveryRequest.newBuilder()
                 .setNode(clientNode())
@@ -730,12 +849,49 @@ class DeployManifestsTest {
 
   // The ConfigMap, the Deployment and the files they name.
 
-  private DeployedPod pod() {
+  private DeployedPod pod() throws IOException {
     if (pod == null) {
       List<Map<String, Object>> objects = manifests.stream().map(Manifest::object).toList();
-      pod = new DeployedPod(objects, Map.of(), dir.resolve("pod"));
+      pod = new DeployedPod(objects, secrets(), dir.resolve("pod"));
     }
     return pod;
+  }
+
+  /** The credentials of {@link #clientNode()}'s workload. */
+  private ChannelCredentials cartCredentials() throws IOException {
+    return mesh().workload(TenantChecks.CART.namespace(), TenantChecks.CART.serviceAccount());
+  }
+
+  private MeshCertificates mesh() {
+    if (mesh == null) {
+      mesh = new MeshCertificates(dir);
+    }
+    return mesh;
+  }
+
+  /** The Secret the cert-manager component's Certificate makes, as cert-manager would write it. */
+  private Map<String, Map<String, String>> secrets() throws IOException {
+    Map<String, Object> spec = map(certificate().object(), "spec");
+    return Map.of(str(spec, "secretName"), mesh().tlsSecret(strings(spec, "dnsNames")));
+  }
+
+  private static Manifest certificate() {
+    List<Manifest> found =
+        componentManifests.stream().filter(m -> m.kind().equals("Certificate")).toList();
+    assertThat(found).as("Certificates of %s", COMPONENTS).hasSize(1);
+    return found.get(0);
+  }
+
+  /** The namespace the Certificate's names are for (the README's; an operator changes it). */
+  private static String certificateNamespace() {
+    Pattern serviceName =
+        Pattern.compile(Pattern.quote(one("Service").name()) + "\\.([^.]+)\\.svc");
+    return strings(certificate().object(), "spec", "dnsNames").stream()
+        .map(serviceName::matcher)
+        .filter(Matcher::matches)
+        .map(found -> found.group(1))
+        .findFirst()
+        .orElseThrow(() -> new AssertionError("no <service>.<namespace>.svc among the dnsNames"));
   }
 
   private static Map<String, Object> kustomization(Path directory) {
@@ -860,11 +1016,15 @@ class DeployManifestsTest {
   // The running proxy.
 
   /**
-   * A client, placed by most node-group rules (cluster, locality, an Istio-style id), that ACKs the
-   * clusters and NACKs the endpoints it is sent.
+   * A client with a workload's SPIFFE certificate and its Istio sidecar's node (placed by most
+   * node-group rules too: cluster, locality, an Istio-style id) that ACKs the clusters and NACKs
+   * the endpoints it is sent.
    */
-  private static void serveOneClient(XdsProxy proxy) {
-    try (var client = XdsTestClient.sotwAds(proxy.xdsPort())) {
+  private static void serveOneClient(XdsProxy proxy, MeshCertificates mesh) throws IOException {
+    try (var client =
+        XdsTestClient.sotwAds(
+            proxy.xdsPort(),
+            mesh.workload(TenantChecks.CART.namespace(), TenantChecks.CART.serviceAccount()))) {
       client.send(
           DiscoveryRequest.newBuilder()
               .setNode(clientNode())
@@ -904,8 +1064,7 @@ class DeployManifestsTest {
   }
 
   private static Node clientNode() {
-    return node("sidecar~10.0.0.1~client-0.default~default.svc.cluster.local", "example")
-        .toBuilder()
+    return TenantChecks.CART.node().toBuilder()
         .setLocality(
             Locality.newBuilder().setRegion("region").setZone("zone-a").setSubZone("rack-1"))
         .build();

@@ -102,6 +102,44 @@ final class DeploymentChecks {
         .containsAllEntriesOf(map(pod.deployment(), "spec", "selector", "matchLabels"));
   }
 
+  /**
+   * Each TLS file the config file names is in a Secret's or ConfigMap's volume mounted read-only as
+   * a directory, never with subPath: the kubelet updates a mounted volume's files when its Secret
+   * is renewed (a subPath's never), and the proxy re-reads them.
+   */
+  static void tlsFilesFromVolumesWithoutSubPath(DeployedPod pod) {
+    Map<String, Object> keys = pod.configKeys();
+    for (String key :
+        List.of(
+            "tls-cert",
+            "tls-key",
+            "tls-client-ca",
+            "upstream-ca",
+            "upstream-cert",
+            "upstream-key")) {
+      if (!keys.containsKey(key)) {
+        continue;
+      }
+      String file = String.valueOf(keys.get(key));
+      Map<String, Object> holding = null;
+      for (Object item : list(pod.container(), "volumeMounts")) {
+        Map<String, Object> mount = cast(item);
+        if (file.startsWith(mount.get("mountPath") + "/")) {
+          holding = mount;
+        }
+      }
+      assertThat(holding).as("the volume mount holding %s %s", key, file).isNotNull();
+      assertThat(holding)
+          .as("the mount of %s: read-only, without subPath, so that renewals reach the proxy", key)
+          .containsEntry("readOnly", true)
+          .doesNotContainKey("subPath");
+      Map<String, Object> volume = pod.volume((String) holding.get("name"));
+      assertThat(volume.containsKey("secret") || volume.containsKey("configMap"))
+          .as("%s's volume %s: a Secret's or a ConfigMap's", key, volume)
+          .isTrue();
+    }
+  }
+
   /** The Prometheus annotations, where the pod has them, name the monitoring port's /metrics. */
   static void scrapeAnnotations(DeployedPod pod, ProxyConfig config) {
     assertThat(map(pod.pod(), "metadata", "annotations"))

@@ -12,11 +12,10 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import com.marcnuri.helm.Helm;
 import com.marcnuri.helm.LintResult;
 import com.marcnuri.helm.TemplateCommand;
-import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.grpc.TlsChannelCredentials;
 import io.xdsproxy.app.testing.XdsTestClient;
-import io.xdsproxy.core.TypeUrl;
+import io.xdsproxy.app.testing.Yamls;
 import io.xdsproxy.upstream.testing.TestCertificates;
 import io.xdsproxy.upstream.testing.TestCertificates.Ca;
 import io.xdsproxy.upstream.testing.TestCertificates.Issued;
@@ -33,13 +32,15 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.yaml.snakeyaml.Yaml;
 
 /**
  * The Helm chart (deploy/helm/xds-proxy) against the program, as DeployManifestsTest holds the
- * kustomization: helm lints it, renders it with its default values and with every toggle on, and
- * the rendered pod's config file, with the files its volumes mount, is parsed as {@code --config}
- * is and started as a real proxy that answers the rendered probes; with TLS, a client trusting the
- * mounted certificate's CA, with a certificate of the mounted client CA, is served.
+ * kustomization: helm lints it, renders it with its default values, with every toggle on and
+ * plaintext, and the rendered pod's config file, with the files its volumes mount (the Secrets made
+ * from certificates of the test's mesh), is parsed as {@code --config} is and started as a real
+ * proxy that answers the rendered probes and serves each workload its own group by its certificate,
+ * refusing the rest.
  */
 class HelmChartTest {
 
@@ -64,16 +65,31 @@ class HelmChartTest {
   void theDefaultValuesRenderThePodOfTheKustomizationWhoseConfigStartsARealProxy()
       throws Exception {
     List<Map<String, Object>> objects = template(null);
-    DeployedPod pod = new DeployedPod(objects, Map.of(), dir.resolve("pod"));
+    MeshCertificates mesh = new MeshCertificates(dir);
+    String fullname = str(one(objects, "Service"), "metadata", "name");
+    // The Secret the chart's Certificate would make (tls.certificate.create), for its names.
+    DeployedPod pod =
+        new DeployedPod(
+            objects,
+            Map.of(
+                "xds-proxy-tls",
+                mesh.tlsSecret(
+                    List.of(
+                        fullname,
+                        fullname + ".xds",
+                        fullname + ".xds.svc",
+                        fullname + ".xds.svc.cluster.local"))),
+            dir.resolve("pod"));
     ProxyConfig config = pod.config();
 
-    assertThat(config)
+    // The pod's paths (its mounts) are the chart's; what the files say is the kustomization's.
+    assertThat(pod.configKeys())
         .as("the chart's default config, against the kustomization's xds-proxy.yaml")
-        .isEqualTo(
-            ProxyConfig.parse(
-                    new String[] {"--config", KUBERNETES.resolve("xds-proxy.yaml").toString()})
-                // The state directory's path, as the pod's files are laid out under the test's.
-                .withStateDir(pod.file("/var/lib/xds-proxy/state")));
+        .isEqualTo(yaml(KUBERNETES.resolve("xds-proxy.yaml")));
+    assertThat(cast(new Yaml().load(str(pod.configMap(), "data", "upstream-node.yaml"))))
+        .as("the chart's upstream node, against the kustomization's upstream-node.yaml")
+        .isEqualTo(yaml(KUBERNETES.resolve("upstream-node.yaml")));
+    DeploymentChecks.tlsFilesFromVolumesWithoutSubPath(pod);
     DeploymentChecks.portsProbesAndDrain(pod, config);
     assertThat(DeploymentChecks.stateVolume(pod, config)).containsKey("emptyDir");
     DeploymentChecks.scrapeAnnotations(pod, config);
@@ -83,7 +99,9 @@ class HelmChartTest {
     DeploymentChecks.podDisruptionBudget(pod, one(objects, "PodDisruptionBudget"));
     assertThat(map(pod.pod(), "metadata", "annotations"))
         .as("the pods' annotations")
-        .containsEntry("checksum/config", sha256(pod.configText()));
+        .containsEntry("checksum/config", sha256(pod.configText()))
+        .containsEntry(
+            "checksum/upstream-node", sha256(str(pod.configMap(), "data", "upstream-node.yaml")));
     assertThat(str(pod.container(), "image"))
         .isEqualTo("xds-proxy:" + str(chartYaml(), "appVersion"));
     assertThat(map(pod.deployment(), "spec"))
@@ -96,7 +114,7 @@ class HelmChartTest {
             "objects off by default (they need CRDs, a CNI that enforces policies, Grafana's sidecar)")
         .noneMatch(
             object ->
-                List.of("NetworkPolicy", "ServiceMonitor", "PrometheusRule")
+                List.of("NetworkPolicy", "ServiceMonitor", "PrometheusRule", "Certificate")
                     .contains(object.get("kind")))
         .filteredOn(object -> object.get("kind").equals("ConfigMap"))
         .hasSize(1);
@@ -117,6 +135,56 @@ class HelmChartTest {
                 .withPorts(0, 0, 0))) {
       DeploymentChecks.probesAnswer(pod, proxy);
     }
+    TenantChecks.eachWorkloadIsServedItsOwnGroupAndOthersAreRefused(
+        config, mesh, fullname + ".xds.svc");
+  }
+
+  /**
+   * Plaintext is asked for, and the node-group key with it: the rendering refuses a key the
+   * clients' certificates decide when there are none, naming the part and what to give; with parts
+   * the clients choose, the port serves plaintext clients, each the group its node names.
+   */
+  @Test
+  void plaintextNeedsANodeGroupKeyTheClientsChooseAndThenServesWhatTheyName() throws Exception {
+    assertThatThrownBy(() -> template("tls: {plaintext: true}"))
+        .hasMessageContaining("config.node-group-key part metadata:NAMESPACE=san:")
+        .hasMessageContaining("needs client certificates")
+        .hasMessageContaining("metadata:NAMESPACE and metadata:SERVICE_ACCOUNT");
+
+    List<Map<String, Object>> objects =
+        template(
+            """
+        tls:
+          plaintext: true
+        config:
+          node-group-key: ['metadata:NAMESPACE', 'metadata:SERVICE_ACCOUNT']
+        """);
+    DeployedPod pod = new DeployedPod(objects, Map.of(), dir.resolve("pod"));
+    ProxyConfig config = pod.config();
+    assertThat(config.tls().enabled()).as("TLS on the xDS port").isFalse();
+    assertThat(list(pod.pod(), "spec", "volumes"))
+        .as("the pod's volumes: no Secret of the xDS port's TLS")
+        .noneMatch(volume -> Yamls.has(volume, "secret"));
+
+    try (XdsProxy proxy =
+            XdsProxy.start(
+                config
+                    .withUpstream()
+                    .withResourcesDir(Path.of("../deploy/examples/resources"))
+                    .withPorts(0, 0, 0));
+        var client = XdsTestClient.sotwAds(proxy.xdsPort());
+        var claimsAnother = XdsTestClient.sotwAds(proxy.xdsPort())) {
+      client.send(TenantChecks.clusters(TenantChecks.CART.node()));
+      assertThat(client.next(WAIT).getResourcesCount())
+          .as("clusters served in plaintext: %s", client.transcript())
+          .isPositive();
+      // What plaintext gives up: any client names any group, and is served it.
+      claimsAnother.send(
+          TenantChecks.clusters(TenantChecks.CART.node(TenantChecks.TELLER.namespace())));
+      assertThat(claimsAnother.next(WAIT).getResourcesCount())
+          .as("a client naming another namespace: %s", claimsAnother.transcript())
+          .isPositive();
+    }
   }
 
   @Test
@@ -126,8 +194,10 @@ class HelmChartTest {
     Ca serverCa = TestCertificates.ca("xds", dir);
     Ca clientCa = TestCertificates.ca("clients", dir);
     Ca controlPlaneCa = TestCertificates.ca("control-plane", dir);
-    Issued server = serverCa.issue("edge-xds");
-    Issued client = clientCa.issue("envoy");
+    List<String> serviceNames =
+        List.of("edge-xds", "edge-xds.xds", "edge-xds.xds.svc", "edge-xds.xds.svc.cluster.local");
+    Issued server = serverCa.issueForHosts("edge-xds", serviceNames);
+    Issued client = clientCa.issue("envoy", TenantChecks.CART.spiffeId());
     Issued upstreamClient = TestCertificates.ca("proxies", dir).issue("edge-xds-client");
     Map<String, Map<String, String>> external =
         Map.of(
@@ -150,6 +220,7 @@ class HelmChartTest {
           clientCa: {configMapName: xds-clients-bundle, key: bundle.pem}
           upstreamCa: {secretName: istiod-ca}
           upstreamClient: {secretName: xds-proxy-client-tls}
+          certificate: {create: true, issuerRef: {name: mesh-ca}}
         monitoring:
           serviceMonitor: {enabled: true, labels: {release: prometheus}}
           prometheusRule: {enabled: true}
@@ -209,6 +280,16 @@ class HelmChartTest {
                 .get("checksum/config"));
     assertThat(str(pod.container(), "image")).isEqualTo("xds-proxy@" + digest);
 
+    Map<String, Object> certificate = one(objects, "Certificate");
+    assertThat(map(certificate, "spec"))
+        .as("the Certificate of the server Secret")
+        .containsEntry("secretName", "xds-server-tls")
+        .containsEntry("dnsNames", serviceNames)
+        .containsEntry(
+            "issuerRef",
+            Map.of("name", "mesh-ca", "kind", "ClusterIssuer", "group", "cert-manager.io"));
+    DeploymentChecks.tlsFilesFromVolumesWithoutSubPath(pod);
+
     Map<String, Object> service = one(objects, "Service");
     Map<String, Integer> servicePorts = DeploymentChecks.service(pod, config, service);
     DeploymentChecks.serviceMonitor(config, service, servicePorts, one(objects, "ServiceMonitor"));
@@ -254,11 +335,7 @@ class HelmChartTest {
               .keyManager(client.cert().toFile(), client.key().toFile())
               .build();
       try (var xds = XdsTestClient.sotwAds(proxy.xdsPort(), credentials)) {
-        xds.send(
-            DiscoveryRequest.newBuilder()
-                .setNode(XdsTestClient.node("envoy-1", "example"))
-                .setTypeUrl(TypeUrl.CLUSTER.url())
-                .build());
+        xds.send(TenantChecks.clusters(TenantChecks.CART.node()));
         DiscoveryResponse clusters = xds.next(WAIT);
         assertThat(clusters.getResourcesCount())
             .as("clusters served over the mounted TLS: %s", xds.transcript())
@@ -268,7 +345,7 @@ class HelmChartTest {
   }
 
   @Test
-  void aTlsFileKeyGivenInTheConfigIsRefusedForTheTlsValuesSetIt() {
+  void aFileKeyGivenInTheConfigIsRefusedForTheValuesThatSetIt() {
     assertThatThrownBy(
             () ->
                 template(
@@ -277,6 +354,16 @@ class HelmChartTest {
           tls-cert: /somewhere/tls.crt
         """))
         .hasMessageContaining("config.tls-cert is set from tls.*");
+    assertThatThrownBy(
+            () ->
+                template(
+                    """
+        config:
+          upstream-node: /somewhere/node.yaml
+        """))
+        .hasMessageContaining("config.upstream-node is set from upstreamNode");
+    assertThatThrownBy(() -> template("tls: {certificate: {create: true}}"))
+        .hasMessageContaining("tls.certificate.create needs tls.certificate.issuerRef.name");
   }
 
   // Rendering.
@@ -300,6 +387,10 @@ class HelmChartTest {
         objects.stream().filter(object -> kind.equals(object.get("kind"))).toList();
     assertThat(found).as("rendered objects of kind %s", kind).hasSize(1);
     return found.get(0);
+  }
+
+  private static Map<String, Object> yaml(Path file) throws IOException {
+    return cast(new Yaml().load(Files.readString(file)));
   }
 
   private static Map<String, Object> chartYaml() throws IOException {

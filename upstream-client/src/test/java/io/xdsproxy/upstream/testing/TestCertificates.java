@@ -111,6 +111,18 @@ public final class TestCertificates {
 
     /** {@link #issue(String, String...)}, the leaf made as {@code made} says. */
     public Issued issue(String name, Leaf made, String... uriSans) {
+      return issue(name, made, List.of(), uriSans);
+    }
+
+    /**
+     * A server's leaf for {@code name}, with {@code dnsNames} (a Kubernetes Service's names)
+     * besides {@code localhost} and 127.0.0.1.
+     */
+    public Issued issueForHosts(String name, List<String> dnsNames) {
+      return issue(name, Leaf.DEFAULT, dnsNames);
+    }
+
+    private Issued issue(String name, Leaf made, List<String> dnsNames, String... uriSans) {
       KeyPair leafKeys = made.keyAlgorithm().equals("RSA") ? rsaKeys() : ecKeys();
       JcaX509v3CertificateBuilder builder =
           builder(
@@ -121,6 +133,9 @@ public final class TestCertificates {
       List<GeneralName> names = new ArrayList<>();
       names.add(new GeneralName(GeneralName.dNSName, "localhost"));
       names.add(new GeneralName(GeneralName.iPAddress, "127.0.0.1"));
+      for (String dns : dnsNames) {
+        names.add(new GeneralName(GeneralName.dNSName, dns));
+      }
       for (String uri : uriSans) {
         names.add(new GeneralName(GeneralName.uniformResourceIdentifier, uri));
       }
