@@ -53,9 +53,12 @@ public final class StreamMetrics {
 
   /**
    * The values of {@code xds_downstream_denied_total}'s {@code reason} label: why a client was
-   * refused what its identity does not entitle it to ({@link Access}).
+   * refused what its identity does not entitle it to ({@link Access}); {@code client_status}: a
+   * client status (CSDS) call whose caller nothing entitles to any stream's status ({@link
+   * ClientStatusAccess}).
    */
-  static final List<String> DENIALS = List.of("node_id", "identity", "upstream_node", "secrets");
+  static final List<String> DENIALS =
+      List.of("node_id", "identity", "upstream_node", "secrets", "client_status");
 
   private final MeterRegistry meters;
   private final Map<String, AtomicInteger> open = new ConcurrentHashMap<>();
