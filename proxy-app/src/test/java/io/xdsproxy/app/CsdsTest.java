@@ -5,7 +5,6 @@ import static io.xdsproxy.app.testing.XdsTestClient.node;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.google.protobuf.Any;
 import com.google.rpc.Status;
@@ -31,17 +30,11 @@ import io.grpc.netty.NettyChannelBuilder;
 import io.grpc.stub.StreamObserver;
 import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.app.testing.Resources;
-import io.xdsproxy.app.testing.TcpBalancer;
 import io.xdsproxy.app.testing.XdsTestClient;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.upstream.testing.ScriptedControlPlane;
-import java.net.Inet4Address;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
-import java.net.NetworkInterface;
 import java.time.Duration;
 import java.util.List;
-import java.util.Optional;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -57,10 +50,9 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * NACKed them, and a Delta client with a cluster it ACKed, one the upstream does not have, and
  * endpoints the upstream has not answered for.
  *
- * <p>The port is plaintext: a caller from 127.0.0.1, the pod itself (as {@code kubectl
- * port-forward}), is told of every stream, as the admin port shows every group; a caller from
- * anywhere else is refused, since without a certificate nothing proves which streams are its own.
- * What callers with certificates are told is CsdsTenancyTest's.
+ * <p>The port is plaintext and the caller connects from 127.0.0.1, the pod itself (as {@code
+ * kubectl port-forward}), so it is told of every stream, as the admin port shows every group. Who
+ * else is told what: CsdsWithoutCertificateTest, CsdsTenancyTest.
  */
 class CsdsTest {
 
@@ -159,86 +151,6 @@ class CsdsTest {
     channel.shutdownNow();
   }
 
-  /**
-   * Asks from {@code channel}, which does not reach the proxy from 127.0.0.1 or ::1, by fetch and
-   * by stream, and checks that both are refused naming the flags, counted and told nothing.
-   */
-  private void assertRefused(ManagedChannel elsewhere) throws Exception {
-    try {
-      assertThatThrownBy(
-              () ->
-                  ClientStatusDiscoveryServiceGrpc.newBlockingStub(elsewhere)
-                      .withDeadlineAfter(10, TimeUnit.SECONDS)
-                      .fetchClientStatus(ClientStatusRequest.getDefaultInstance()))
-          .isInstanceOfSatisfying(
-              StatusRuntimeException.class,
-              e -> {
-                assertThat(e.getStatus().getCode())
-                    .isEqualTo(io.grpc.Status.Code.PERMISSION_DENIED);
-                assertThat(e.getStatus().getDescription())
-                    .contains("without a client certificate")
-                    .contains("--tls-client-ca")
-                    .contains("--client-status-admin");
-              });
-      BlockingQueue<ClientStatusResponse> responses = new LinkedBlockingQueue<>();
-      CompletableFuture<io.grpc.Status> end = new CompletableFuture<>();
-      ClientStatusDiscoveryServiceGrpc.newStub(elsewhere)
-          .streamClientStatus(observer(responses, end))
-          .onNext(matching(StringMatcher.newBuilder().setExact("acking-1").build()));
-      assertThat(end.get(WAIT.toMillis(), TimeUnit.MILLISECONDS).getCode())
-          .isEqualTo(io.grpc.Status.Code.PERMISSION_DENIED);
-      assertThat(responses).isEmpty();
-      assertThat(fixture.scrape())
-          .contains("xds_downstream_denied_total{reason=\"client_status\"} 2.0");
-    } finally {
-      elsewhere.shutdownNow();
-    }
-  }
-
-  /**
-   * A sidecar relays every inbound connection from the loopback, Istio's from 127.0.0.6: a caller
-   * so relayed is not the pod's operator.
-   */
-  @Test
-  void aPlaintextCallerRelayedFromAnotherLoopbackAddressIsRefusedNamingTheFlags() throws Exception {
-    TcpBalancer sidecar =
-        fixture.add(
-            new TcpBalancer(
-                List.of(new InetSocketAddress("127.0.0.1", proxy.xdsPort())),
-                InetAddress.getByName("127.0.0.6")));
-
-    assertRefused(
-        NettyChannelBuilder.forAddress("127.0.0.1", sidecar.port()).usePlaintext().build());
-  }
-
-  /** A caller from another host, as near as one test machine gets: another of its addresses. */
-  @Test
-  void aPlaintextCallerFromANetworkAddressIsRefused() throws Exception {
-    Optional<InetAddress> network = networkAddress();
-    assumeTrue(network.isPresent(), "this machine has no address but the loopback");
-
-    assertRefused(
-        NettyChannelBuilder.forAddress(new InetSocketAddress(network.get(), proxy.xdsPort()))
-            .usePlaintext()
-            .build());
-  }
-
-  /** An address of this machine's that is not a loopback one (the proxy listens on all). */
-  private static Optional<InetAddress> networkAddress() throws Exception {
-    return NetworkInterface.networkInterfaces()
-        .filter(
-            network -> {
-              try {
-                return network.isUp() && !network.isLoopback();
-              } catch (java.net.SocketException e) {
-                return false;
-              }
-            })
-        .flatMap(NetworkInterface::inetAddresses)
-        .filter(address -> address instanceof Inet4Address && !address.isLinkLocalAddress())
-        .findFirst();
-  }
-
   private ClientStatusResponse fetch(ClientStatusRequest request) {
     return ClientStatusDiscoveryServiceGrpc.newBlockingStub(channel)
         .withDeadlineAfter(10, TimeUnit.SECONDS)
@@ -252,27 +164,23 @@ class CsdsTest {
   private StreamObserver<ClientStatusRequest> stream(
       BlockingQueue<ClientStatusResponse> responses, CompletableFuture<io.grpc.Status> end) {
     return ClientStatusDiscoveryServiceGrpc.newStub(channel)
-        .streamClientStatus(observer(responses, end));
-  }
+        .streamClientStatus(
+            new StreamObserver<>() {
+              @Override
+              public void onNext(ClientStatusResponse response) {
+                responses.add(response);
+              }
 
-  private static StreamObserver<ClientStatusResponse> observer(
-      BlockingQueue<ClientStatusResponse> responses, CompletableFuture<io.grpc.Status> end) {
-    return new StreamObserver<>() {
-      @Override
-      public void onNext(ClientStatusResponse response) {
-        responses.add(response);
-      }
+              @Override
+              public void onError(Throwable t) {
+                end.complete(io.grpc.Status.fromThrowable(t));
+              }
 
-      @Override
-      public void onError(Throwable t) {
-        end.complete(io.grpc.Status.fromThrowable(t));
-      }
-
-      @Override
-      public void onCompleted() {
-        end.complete(io.grpc.Status.OK);
-      }
-    };
+              @Override
+              public void onCompleted() {
+                end.complete(io.grpc.Status.OK);
+              }
+            });
   }
 
   private static ClientStatusRequest matching(StringMatcher nodeId) {
