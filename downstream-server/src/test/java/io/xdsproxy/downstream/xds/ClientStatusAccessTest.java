@@ -14,7 +14,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The rule of whose streams a client status caller is told of, by what its connection proved and
- * where it connects from; the proxy-app tests check it over real connections (CsdsTenancyTest).
+ * where it connects from; the proxy-app tests check it over real connections (CsdsTenancyTest,
+ * CsdsWithoutCertificateTest).
  */
 class ClientStatusAccessTest {
 
