@@ -20,6 +20,7 @@ import io.xdsproxy.core.GroupAuditor;
 import io.xdsproxy.core.NodeGroup;
 import io.xdsproxy.core.NodeGroupKey;
 import io.xdsproxy.core.NodeGroups;
+import io.xdsproxy.core.Redaction;
 import io.xdsproxy.core.TypeSnapshot;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.core.XdsResource;
@@ -44,8 +45,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * {@code GET /config_dump}: the node groups' stores as JSON, for an operator asking what the proxy
- * would serve, narrowed by the query ({@link ConfigDumpFilter}). Secrets are redacted: their names
- * and versions are shown, never their contents.
+ * would serve, narrowed by the query ({@link ConfigDumpFilter}). Every resource is shown
+ * {@linkplain Redaction redacted}, as Envoy's admin shows its config dump: a Secret's name, version
+ * and certificate chain, never its private key, nor a key inlined in a Listener or Cluster.
  *
  * <p>A proxy's stores may hold many thousands of resources: the dump is written group by group,
  * type by type and resource by resource to the response as it is read, never made whole in memory.
@@ -210,15 +212,14 @@ final class ConfigDump implements HttpHandler {
     json.name("resources").beginArray();
     for (XdsResource resource : new TreeMap<>(snapshot.resources()).values()) {
       if (filter.includesName(resource.name())) {
-        resource(json, snapshot.type(), resource);
+        resource(json, resource);
       }
     }
     json.endArray();
     json.endObject();
   }
 
-  private static void resource(JsonWriter json, TypeUrl type, XdsResource resource)
-      throws IOException {
+  private static void resource(JsonWriter json, XdsResource resource) throws IOException {
     json.beginObject();
     json.name("name").value(resource.name());
     json.name("version").value(resource.version());
@@ -236,23 +237,27 @@ final class ConfigDump implements HttpHandler {
       json.name("do_not_cache").value(true);
     }
     json.name("resource");
-    if (type.equals(TypeUrl.SECRET)) {
-      json.value("[redacted]");
-    } else {
-      GSON.toJson(body(resource.body()), json);
-    }
+    GSON.toJson(body(Redaction.redact(resource.body())), json);
     json.endObject();
   }
 
-  /** The body in proto3 JSON; a type the proxy has no schema for, as its bytes. */
+  /**
+   * The (redacted) body in proto3 JSON; one the proxy cannot print, as its bytes: a type it has no
+   * schema for inside it (whose own bytes redaction hid), or a type it has none for, whose bytes
+   * are hidden altogether.
+   */
   private static JsonElement body(Any body) {
     try {
       return JsonParser.parseString(PROTO3_JSON.print(body));
     } catch (InvalidProtocolBufferException e) {
       JsonObject opaque = new JsonObject();
       opaque.addProperty("@type", body.getTypeUrl());
-      opaque.addProperty(
-          "value_base64", Base64.getEncoder().encodeToString(body.getValue().toByteArray()));
+      if (body.getValue().toStringUtf8().equals(Redaction.REDACTED)) {
+        opaque.addProperty("value", Redaction.REDACTED);
+      } else {
+        opaque.addProperty(
+            "value_base64", Base64.getEncoder().encodeToString(body.getValue().toByteArray()));
+      }
       return opaque;
     }
   }

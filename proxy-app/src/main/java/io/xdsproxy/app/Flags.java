@@ -359,6 +359,23 @@ final class Flags {
                           .tenancy()
                           .withSecretsToUnverifiedClients(
                               trueOrFalse(setting, "secrets-to-unverified-clients")))),
+          list(
+              "client-status-admin",
+              "NAME",
+              "",
+              "a client certificate URI or DNS name, exactly, whose holder client status (CSDS) on the xDS port tells of"
+                  + " every stream; give the flag once per name. Other certificates are told of the streams of their own"
+                  + " names; callers without one, of all from 127.0.0.1 or ::1, else refused",
+              (config, setting) -> {
+                if (setting.values().stream().anyMatch(String::isBlank)) {
+                  throw new ConfigException(
+                      setting.where()
+                          + ": client-status-admin is given an empty name: give a client"
+                          + " certificate's URI or DNS name");
+                }
+                return config.withTenancy(
+                    config.tenancy().withClientStatusAdmins(setting.values()));
+              }),
           single(
               "not-found-timeout",
               "D",

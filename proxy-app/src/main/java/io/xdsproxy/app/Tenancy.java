@@ -8,12 +8,14 @@ import io.xdsproxy.app.ProxyConfig.ConfigException;
 import io.xdsproxy.core.NodeGroupRule;
 import io.xdsproxy.core.UpstreamNodes;
 import io.xdsproxy.downstream.xds.Access;
+import io.xdsproxy.downstream.xds.ClientStatusAccess;
 import io.xdsproxy.downstream.xds.NodeIdPattern;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 import org.yaml.snakeyaml.LoaderOptions;
 import org.yaml.snakeyaml.Yaml;
 import org.yaml.snakeyaml.constructor.SafeConstructor;
@@ -35,24 +37,33 @@ import org.yaml.snakeyaml.constructor.SafeConstructor;
  *     no certificate binds stand, so that a client may join any group it names
  * @param secretsToUnverifiedClients serve Secrets to clients whose group is not bound to a verified
  *     certificate too
+ * @param clientStatusAdmins certificate names whose holders client status (CSDS) on the xDS port
+ *     tells of every stream, not only of their own ({@link ClientStatusAccess})
  */
 public record Tenancy(
     List<String> nodeGroupKey,
     Optional<String> upstreamNodeId,
     Optional<Path> upstreamNode,
     boolean allowClientChosenGroups,
-    boolean secretsToUnverifiedClients) {
+    boolean secretsToUnverifiedClients,
+    List<String> clientStatusAdmins) {
 
   public static final Tenancy DEFAULTS =
-      new Tenancy(List.of("cluster"), Optional.empty(), Optional.empty(), false, false);
+      new Tenancy(List.of("cluster"), Optional.empty(), Optional.empty(), false, false, List.of());
 
   public Tenancy {
     nodeGroupKey = List.copyOf(nodeGroupKey);
+    clientStatusAdmins = List.copyOf(clientStatusAdmins);
   }
 
   public Tenancy withNodeGroupKey(List<String> parts) {
     return new Tenancy(
-        parts, upstreamNodeId, upstreamNode, allowClientChosenGroups, secretsToUnverifiedClients);
+        parts,
+        upstreamNodeId,
+        upstreamNode,
+        allowClientChosenGroups,
+        secretsToUnverifiedClients,
+        clientStatusAdmins);
   }
 
   public Tenancy withUpstreamNodeId(String template) {
@@ -61,7 +72,8 @@ public record Tenancy(
         Optional.of(template),
         upstreamNode,
         allowClientChosenGroups,
-        secretsToUnverifiedClients);
+        secretsToUnverifiedClients,
+        clientStatusAdmins);
   }
 
   public Tenancy withUpstreamNode(Path file) {
@@ -70,16 +82,38 @@ public record Tenancy(
         upstreamNodeId,
         Optional.of(file),
         allowClientChosenGroups,
-        secretsToUnverifiedClients);
+        secretsToUnverifiedClients,
+        clientStatusAdmins);
   }
 
   public Tenancy withClientChosenGroups(boolean allow) {
     return new Tenancy(
-        nodeGroupKey, upstreamNodeId, upstreamNode, allow, secretsToUnverifiedClients);
+        nodeGroupKey,
+        upstreamNodeId,
+        upstreamNode,
+        allow,
+        secretsToUnverifiedClients,
+        clientStatusAdmins);
   }
 
   public Tenancy withSecretsToUnverifiedClients(boolean serve) {
-    return new Tenancy(nodeGroupKey, upstreamNodeId, upstreamNode, allowClientChosenGroups, serve);
+    return new Tenancy(
+        nodeGroupKey,
+        upstreamNodeId,
+        upstreamNode,
+        allowClientChosenGroups,
+        serve,
+        clientStatusAdmins);
+  }
+
+  public Tenancy withClientStatusAdmins(List<String> names) {
+    return new Tenancy(
+        nodeGroupKey,
+        upstreamNodeId,
+        upstreamNode,
+        allowClientChosenGroups,
+        secretsToUnverifiedClients,
+        names);
   }
 
   public NodeGroupRule rule() {
@@ -106,6 +140,12 @@ public record Tenancy(
           "upstream-node and upstream-node-id are both given: the template's id is the one the"
               + " upstream sees, so give the id there");
     }
+    if (!clientStatusAdmins.isEmpty() && tls.clientCa().isEmpty()) {
+      throw new ConfigException(
+          "client-status-admin names client certificates, yet without tls-client-ca no client"
+              + " presents one: give tls-client-ca, or reach client status from the pod itself"
+              + " (127.0.0.1 or ::1, kubectl port-forward)");
+    }
     if (tls.clientCa().isEmpty() || allowClientChosenGroups) {
       return;
     }
@@ -128,6 +168,11 @@ public record Tenancy(
         tls.nodeIdPattern().map(NodeIdPattern::new),
         tls.clientCa().isPresent() && claimedParts(tls).isEmpty(),
         secretsToUnverifiedClients);
+  }
+
+  /** Whose streams a caller of client status (CSDS) on the xDS port is told of. */
+  ClientStatusAccess clientStatusAccess() {
+    return new ClientStatusAccess(Set.copyOf(clientStatusAdmins));
   }
 
   /**

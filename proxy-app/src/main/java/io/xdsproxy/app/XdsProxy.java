@@ -290,11 +290,21 @@ public final class XdsProxy implements AutoCloseable {
       // server's connections and calls (channelz). These, unlike xDS, run on the workers.
       List.of(
               health.getHealthService().bindService(),
-              new ClientStatusDiscovery(clients).bindService(),
               ProtoReflectionServiceV1.newInstance().bindService(),
               ProtoReflectionService.newInstance().bindService(),
               ChannelzService.newInstance(CHANNELZ_PAGE_SIZE).bindService())
           .forEach(service -> builder.addService(OnWorkers.intercept(service, pool)));
+      // Client status tells a caller what its connection entitles it to: the peer interceptor,
+      // outermost, puts what the connection proved into the call's context as the call starts on
+      // its event loop, and OnWorkers carries that context to each callback on the workers.
+      builder.addService(
+          ServerInterceptors.intercept(
+              OnWorkers.intercept(
+                  new ClientStatusDiscovery(
+                          clients, config.tenancy().clientStatusAccess(), streamMetrics)
+                      .bindService(),
+                  pool),
+              peers));
       builder.addStreamTracerFactory(streamMetrics.endedStreams(xds));
       if (endsBeforeKeepalive(config.maxConnectionAge())) {
         // gRPC's server pings a silent client after two hours (its default keepalive time); a

@@ -23,13 +23,15 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * {@code GET /config_dump}: each group's store as JSON, secrets redacted, narrowed by the query's
- * {@code group}, {@code type} and {@code name_regex}, written as it is read.
+ * {@code GET /config_dump}: each group's store as JSON, every sensitive field redacted (a Secret's
+ * key, a key inlined in a Listener), narrowed by the query's {@code group}, {@code type} and {@code
+ * name_regex}, written as it is read.
  */
 class ConfigDumpTest {
 
   private static final Duration WAIT = Duration.ofSeconds(10);
   private static final String PRIVATE_KEY = "-----BEGIN PRIVATE KEY-----not-for-your-eyes";
+  private static final String CERTIFICATE = "-----BEGIN CERTIFICATE-----for-all-to-see";
 
   @RegisterExtension final ProxyFixture fixture = new ProxyFixture();
 
@@ -79,6 +81,98 @@ class ConfigDumpTest {
     JsonObject shop = clusters.getAsJsonArray("resources").get(0).getAsJsonObject();
     assertThat(shop.get("name").getAsString()).isEqualTo("shop");
     assertThat(shop.getAsJsonObject("resource").get("type").getAsString()).isEqualTo("EDS");
+    // As Envoy's admin shows a Secret: its name, version and certificate, its key redacted.
+    JsonObject secret = resourceOf(group, TypeUrl.SECRET);
+    assertThat(secret.get("name").getAsString()).isEqualTo("shop-cert");
+    assertThat(secret.get("version").getAsString()).isNotEmpty();
+    JsonObject certificate = secret.getAsJsonObject("resource").getAsJsonObject("tlsCertificate");
+    assertThat(certificate.getAsJsonObject("certificateChain").get("inlineString").getAsString())
+        .isEqualTo(CERTIFICATE);
+    assertThat(certificate.getAsJsonObject("privateKey").get("inlineString").getAsString())
+        .isEqualTo("[redacted]");
+  }
+
+  /**
+   * A private key inlined in a Listener's filter chain, in its transport socket's typed_config, is
+   * redacted as a Secret's is; the rest of the Listener, the HTTP connection manager's config
+   * inside another typed_config included, is shown.
+   */
+  @Test
+  void aKeyInlinedInAListenersFilterChainIsRedactedAndTheRestShown() throws Exception {
+    Files.writeString(
+        resources.resolve("listeners.yaml"),
+        """
+        resources:
+        - "@type": type.googleapis.com/envoy.config.listener.v3.Listener
+          name: ingress
+          filter_chains:
+          - filters:
+            - name: envoy.filters.network.http_connection_manager
+              typed_config:
+                "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+                stat_prefix: ingress_http
+            transport_socket:
+              name: envoy.transport_sockets.tls
+              typed_config:
+                "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext
+                common_tls_context:
+                  tls_certificates:
+                  - certificate_chain: { inline_string: "%s" }
+                    private_key: { inline_string: "%s" }
+        """
+            .formatted(CERTIFICATE, PRIVATE_KEY));
+    XdsProxy proxy = fixture.proxy(serving(resources));
+    var client = fixture.sotwAds();
+    client.send(
+        DiscoveryRequest.newBuilder()
+            .setNode(node("n1", "edge"))
+            .setTypeUrl(TypeUrl.LISTENER.url())
+            .build());
+    assertThat(client.next(WAIT).getResourcesCount()).as(client.transcript()).isEqualTo(1);
+
+    HttpResponse<String> response = dump(proxy, "?type=listeners");
+
+    assertThat(response.statusCode()).isEqualTo(200);
+    assertThat(response.body())
+        .doesNotContain(PRIVATE_KEY)
+        .contains(CERTIFICATE)
+        .contains("ingress_http");
+    JsonObject chain =
+        resourceOf(
+                JsonParser.parseString(response.body())
+                    .getAsJsonObject()
+                    .getAsJsonArray("groups")
+                    .get(0)
+                    .getAsJsonObject(),
+                TypeUrl.LISTENER)
+            .getAsJsonObject("resource")
+            .getAsJsonArray("filterChains")
+            .get(0)
+            .getAsJsonObject();
+    assertThat(
+            chain
+                .getAsJsonObject("transportSocket")
+                .getAsJsonObject("typedConfig")
+                .getAsJsonObject("commonTlsContext")
+                .getAsJsonArray("tlsCertificates")
+                .get(0)
+                .getAsJsonObject()
+                .getAsJsonObject("privateKey")
+                .get("inlineString")
+                .getAsString())
+        .isEqualTo("[redacted]");
+  }
+
+  /** The first resource of {@code type} in a dumped {@code group}. */
+  private static JsonObject resourceOf(JsonObject group, TypeUrl type) {
+    return group.getAsJsonArray("types").asList().stream()
+        .map(JsonElement::getAsJsonObject)
+        .filter(t -> t.get("type_url").getAsString().equals(type.url()))
+        .findFirst()
+        .orElseThrow(() -> new AssertionError("no " + type.shortName() + " in " + group))
+        .getAsJsonArray("resources")
+        .get(0)
+        .getAsJsonObject();
   }
 
   /**
@@ -293,8 +387,9 @@ class ConfigDumpTest {
         - "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret
           name: shop-cert
           tls_certificate:
+            certificate_chain: { inline_string: "%s" }
             private_key: { inline_string: "%s" }
         """
-            .formatted(PRIVATE_KEY));
+            .formatted(CERTIFICATE, PRIVATE_KEY));
   }
 }

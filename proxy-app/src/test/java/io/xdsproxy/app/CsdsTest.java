@@ -49,6 +49,10 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * clients of a proxy fed by a scripted control plane: one client that ACKed its clusters, one that
  * NACKed them, and a Delta client with a cluster it ACKed, one the upstream does not have, and
  * endpoints the upstream has not answered for.
+ *
+ * <p>The port is plaintext and the caller connects from 127.0.0.1, the pod itself (as {@code
+ * kubectl port-forward}), so it is told of every stream, as the admin port shows every group. Who
+ * else is told what: CsdsWithoutCertificateTest, CsdsTenancyTest.
  */
 class CsdsTest {
 

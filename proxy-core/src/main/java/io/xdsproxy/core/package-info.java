@@ -5,9 +5,10 @@
  * one {@link io.xdsproxy.core.ResourceStore} (the shared cache), one upstream session (invariant 1)
  * and its streams' {@link io.xdsproxy.core.Interest}. The upstream is reached only through {@link
  * io.xdsproxy.core.UpstreamSource}, the streams only through {@link io.xdsproxy.core.GroupWatcher};
- * the type registry ({@link io.xdsproxy.core.TypeUrl}), versions, subscriptions and resource
- * decoding live here too, and how a client's strings are cut and escaped wherever they are shown
- * ({@link io.xdsproxy.core.ClientStrings}: logs, statuses, metric labels).
+ * the type registry ({@link io.xdsproxy.core.TypeUrl}), versions, subscriptions, resource decoding
+ * and the redaction of what a resource shows outside its stream ({@link
+ * io.xdsproxy.core.Redaction}) live here too, and how a client's strings are cut and escaped
+ * wherever they are shown ({@link io.xdsproxy.core.ClientStrings}: logs, statuses, metric labels).
  *
  * <p>Depends on no other module of the proxy, and does no networking: no gRPC transport, no
  * sockets. The upstream and downstream modules depend on it, never the other way round.

@@ -11,12 +11,19 @@ import io.envoyproxy.envoy.service.status.v3.ClientStatusResponse;
 import io.grpc.Status;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
+import io.xdsproxy.core.LimitedLog;
+import io.xdsproxy.core.LogFields;
+import io.xdsproxy.core.Redaction;
+import io.xdsproxy.downstream.xds.ClientStatusAccess.Refused;
+import io.xdsproxy.downstream.xds.ClientStatusAccess.Scope;
+import java.net.SocketAddress;
 import java.time.Instant;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Predicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.slf4j.event.Level;
 
 /**
  * Client status (CSDS, {@code envoy.service.status.v3.ClientStatusDiscoveryService}): the proxy's
@@ -24,21 +31,40 @@ import org.slf4j.LoggerFactory;
  * client subscribed to as a {@link GenericXdsConfig}: what the proxy last sent it, and whether the
  * client ACKed or NACKed it. Each stream tells its own status on its own executor; nothing here
  * blocks a thread while the streams answer.
+ *
+ * <p>A caller is told only of the streams {@link ClientStatusAccess} lets it see, from what its own
+ * connection proved, read on the call's thread when the call starts ({@link PeerInterceptor}); node
+ * matchers narrow that further. Resource contents are shown {@linkplain Redaction redacted}, to
+ * every caller, the node itself included: client status is a debugging view, and a private key
+ * leaves the proxy only on the stream entitled to it.
  */
 public final class ClientStatusDiscovery extends ClientStatusDiscoveryServiceImplBase {
 
   private static final Logger log = LoggerFactory.getLogger(ClientStatusDiscovery.class);
 
-  private final Clients clients;
+  /** A caller refused in a loop must not flood the log. */
+  private static final LimitedLog refusals = LimitedLog.of(log, Level.WARN);
 
-  public ClientStatusDiscovery(Clients clients) {
+  private final Clients clients;
+  private final ClientStatusAccess access;
+  private final StreamMetrics metrics;
+
+  /**
+   * @param access whose streams each caller is told of
+   * @param metrics where a refused caller is counted ({@code
+   *     xds_downstream_denied_total{reason="client_status"}})
+   */
+  public ClientStatusDiscovery(Clients clients, ClientStatusAccess access, StreamMetrics metrics) {
     this.clients = clients;
+    this.access = access;
+    this.metrics = metrics;
   }
 
   @Override
   public void fetchClientStatus(
       ClientStatusRequest request, StreamObserver<ClientStatusResponse> responses) {
-    Optional<CompletableFuture<ClientStatusResponse>> answer = answer(request, responses);
+    Optional<CompletableFuture<ClientStatusResponse>> answer =
+        answer(request, callerScope(), responses);
     answer.ifPresent(
         future ->
             future.whenComplete(
@@ -60,6 +86,8 @@ public final class ClientStatusDiscovery extends ClientStatusDiscoveryServiceImp
       StreamObserver<ClientStatusResponse> responseObserver) {
     ServerCallStreamObserver<ClientStatusResponse> responses =
         (ServerCallStreamObserver<ClientStatusResponse>) responseObserver;
+    // What the connection proved is in the call's context on the thread that starts the call.
+    Scope scope = callerScope();
     // One request at a time, so a client that floods requests queues nothing in the proxy.
     responses.disableAutoRequest();
     responses.setOnCancelHandler(() -> {});
@@ -72,7 +100,11 @@ public final class ClientStatusDiscovery extends ClientStatusDiscoveryServiceImp
 
       @Override
       public void onNext(ClientStatusRequest request) {
-        Optional<CompletableFuture<ClientStatusResponse>> answer = answer(request, responses);
+        if (refused) {
+          return;
+        }
+        Optional<CompletableFuture<ClientStatusResponse>> answer =
+            answer(request, scope, responses);
         if (answer.isEmpty()) {
           refused = true;
           return;
@@ -113,11 +145,36 @@ public final class ClientStatusDiscovery extends ClientStatusDiscoveryServiceImp
   }
 
   /**
-   * The response to {@code request}, when every stream has told its status; empty when the request
-   * was refused on {@code responses} for a matcher the proxy cannot apply.
+   * Which streams the caller of the call being started on this thread is told of, and if it is
+   * refused, its refusal counted and logged.
+   */
+  private Scope callerScope() {
+    SocketAddress peer = PeerInterceptor.currentPeer();
+    Scope scope = access.scope(PeerInterceptor.currentIdentity(), peer);
+    if (scope instanceof Refused refusal) {
+      metrics.denied("client_status");
+      refusals.log(
+          LogFields.NONE.peer(peer),
+          "refused client status to {} ({}): {}",
+          peer,
+          escaped(PeerInterceptor.currentIdentity().toString()),
+          refusal.why());
+    }
+    return scope;
+  }
+
+  /**
+   * The response to {@code request}, of the streams {@code scope} shows, when every stream has told
+   * its status; empty when the request was refused on {@code responses}: the caller may be told of
+   * nothing, or a matcher is one the proxy cannot apply.
    */
   private Optional<CompletableFuture<ClientStatusResponse>> answer(
-      ClientStatusRequest request, StreamObserver<ClientStatusResponse> responses) {
+      ClientStatusRequest request, Scope scope, StreamObserver<ClientStatusResponse> responses) {
+    if (scope instanceof Refused refusal) {
+      responses.onError(
+          Status.PERMISSION_DENIED.withDescription(refusal.why()).asRuntimeException());
+      return Optional.empty();
+    }
     Predicate<Node> matches;
     try {
       matches = NodeMatchers.of(request.getNodeMatchersList());
@@ -134,6 +191,7 @@ public final class ClientStatusDiscovery extends ClientStatusDiscoveryServiceImp
                 all -> {
                   ClientStatusResponse.Builder response = ClientStatusResponse.newBuilder();
                   all.stream()
+                      .filter(client -> scope.shows(client.identity()))
                       .filter(client -> matches.test(client.node()))
                       .forEach(client -> response.addConfig(config(client, withContents)));
                   return response.build();
@@ -160,7 +218,7 @@ public final class ClientStatusDiscovery extends ClientStatusDiscoveryServiceImp
           .savedAt(resource.type(), resource.name())
           .ifPresent(at -> entry.setIsStaticResource(true).setLastUpdated(timestamp(at)));
       if (withContents) {
-        resource.resource().ifPresent(entry::setXdsConfig);
+        resource.resource().map(Redaction::redact).ifPresent(entry::setXdsConfig);
       }
       resource
           .rejection()
@@ -173,6 +231,24 @@ public final class ClientStatusDiscovery extends ClientStatusDiscoveryServiceImp
                           .setLastUpdateAttempt(timestamp(nack.at()))));
     }
     return config.build();
+  }
+
+  /**
+   * A client's text (a certificate's names) for a log line: control characters escaped, so that it
+   * stays one line and forges none.
+   */
+  private static String escaped(String text) {
+    StringBuilder escaped = new StringBuilder(text.length());
+    text.codePoints()
+        .forEach(
+            c -> {
+              if (Character.isISOControl(c)) {
+                escaped.append(String.format("\\u%04x", c));
+              } else {
+                escaped.appendCodePoint(c);
+              }
+            });
+    return escaped.toString();
   }
 
   private static Timestamp timestamp(Instant at) {

@@ -63,9 +63,12 @@ public final class StreamMetrics {
 
   /**
    * The values of {@code xds_downstream_denied_total}'s {@code reason} label: why a client was
-   * refused what its identity does not entitle it to ({@link Access}).
+   * refused what its identity does not entitle it to ({@link Access}); {@code client_status}: a
+   * client status (CSDS) call whose caller nothing entitles to any stream's status ({@link
+   * ClientStatusAccess}).
    */
-  static final List<String> DENIALS = List.of("node_id", "identity", "upstream_node", "secrets");
+  static final List<String> DENIALS =
+      List.of("node_id", "identity", "upstream_node", "secrets", "client_status");
 
   /**
    * The opaque types that get series of their own: a client may name any well-formed type URL, one

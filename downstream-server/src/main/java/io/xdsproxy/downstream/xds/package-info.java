@@ -12,7 +12,8 @@
  * {@link io.xdsproxy.downstream.xds.RequestPacer} (its request rate), {@link
  * io.xdsproxy.downstream.xds.PushScheduler} (what it writes when, under flow control) and {@link
  * io.xdsproxy.downstream.xds.StreamEvents} (its metrics and log lines). Also here: REST-JSON
- * polling, client status (CSDS, {@code /clients}), the limits on what one client may ask, and the
+ * polling, client status (CSDS, {@code /clients}; what each CSDS caller is told of, {@link
+ * io.xdsproxy.downstream.xds.ClientStatusAccess}), the limits on what one client may ask, and the
  * node id check against a client's certificate.
  *
  * <p>Depends on {@code proxy-core} and gRPC (API, stubs, protobuf), never on {@code

@@ -23,6 +23,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  * connection closes the other. Backends may be added while it runs; a connection goes to the next
  * backend of the list as it is when the connection comes.
  *
+ * <p>It connects to the backends from the loopback address the system chooses, or from one the test
+ * gives, as a service mesh's sidecar relays inbound connections from its own (Istio's from
+ * 127.0.0.6).
+ *
  * <p>A thread per direction per connection: a test has tens of connections, not thousands.
  */
 public final class TcpBalancer implements AutoCloseable {
@@ -32,6 +36,9 @@ public final class TcpBalancer implements AutoCloseable {
 
   private final ServerSocket listener;
   private final List<InetSocketAddress> backends = new CopyOnWriteArrayList<>();
+
+  /** Where relayed connections leave from; null: where the system chooses. */
+  private final InetAddress source;
 
   /** Connections relayed to each backend so far, and open now. */
   private final Map<InetSocketAddress, AtomicInteger> routed = new ConcurrentHashMap<>();
@@ -43,6 +50,13 @@ public final class TcpBalancer implements AutoCloseable {
   private volatile boolean closed;
 
   public TcpBalancer(List<InetSocketAddress> initialBackends) throws IOException {
+    this(initialBackends, null);
+  }
+
+  /** A balancer whose connections to the backends leave from {@code source}. */
+  public TcpBalancer(List<InetSocketAddress> initialBackends, InetAddress source)
+      throws IOException {
+    this.source = source;
     initialBackends.forEach(this::addBackend);
     listener = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
     acceptor = new Thread(this::accept, "tcp-balancer-accept-" + listener.getLocalPort());
@@ -116,6 +130,9 @@ public final class TcpBalancer implements AutoCloseable {
     try {
       client.setTcpNoDelay(true);
       server.setTcpNoDelay(true);
+      if (source != null) {
+        server.bind(new InetSocketAddress(source, 0));
+      }
       server.connect(backend, CONNECT_TIMEOUT_MILLIS);
     } catch (IOException e) {
       // The backend refused: the client sees its connection closed, as with a real L4 balancer.
