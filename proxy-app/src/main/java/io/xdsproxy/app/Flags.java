@@ -1,25 +1,28 @@
 package io.xdsproxy.app;
 
+import static io.xdsproxy.app.FlagValues.count;
+import static io.xdsproxy.app.FlagValues.duration;
+import static io.xdsproxy.app.FlagValues.max;
+import static io.xdsproxy.app.FlagValues.port;
+import static io.xdsproxy.app.FlagValues.trueOrFalse;
+import static io.xdsproxy.app.Flags.Flag.commandLine;
+import static io.xdsproxy.app.Flags.Flag.list;
+import static io.xdsproxy.app.Flags.Flag.single;
+
 import io.xdsproxy.app.ProxyConfig.ConfigException;
 import io.xdsproxy.app.ProxyConfig.LogFormat;
 import io.xdsproxy.app.ProxyConfig.Setting;
 import io.xdsproxy.app.logging.Logs;
-import io.xdsproxy.core.NodeGroupRule;
 import io.xdsproxy.downstream.xds.Limits;
-import io.xdsproxy.downstream.xds.NodeIdPattern;
 import io.xdsproxy.upstream.grpc.AdsUpstream;
 import io.xdsproxy.upstream.grpc.Backoff;
-import io.xdsproxy.upstream.grpc.TlsFiles;
-import io.xdsproxy.upstream.grpc.UpstreamTls;
-import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.BiFunction;
 import java.util.function.ToIntFunction;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
+import java.util.stream.Stream;
 
 /**
  * Every flag of the proxy, in one table: {@code --help}, the config file's keys and the README's
@@ -73,59 +76,60 @@ final class Flags {
     boolean isKey() {
       return kind != Kind.COMMAND_LINE;
     }
+
+    static Flag single(String name, String syntax, String shownDefault, String help, Apply apply) {
+      return new Flag(name, syntax, shownDefault, help, Kind.SINGLE, apply);
+    }
+
+    /**
+     * A flag setting one of the {@link Limits}, a whole number at least {@code least}; its default
+     * is {@link Limits#DEFAULTS}'.
+     */
+    static Flag limit(
+        String name,
+        String help,
+        int least,
+        ToIntFunction<Limits> current,
+        BiFunction<Limits, Integer, Limits> with) {
+      return single(
+          name,
+          "N",
+          String.valueOf(current.applyAsInt(Limits.DEFAULTS)),
+          help,
+          (config, setting) ->
+              config.withLimits(with.apply(config.limits(), FlagValues.count(setting, least))));
+    }
+
+    /**
+     * A flag setting one of the {@link TransportLimits}, a whole number, 0 for no limit; its
+     * default is {@link TransportLimits#DEFAULTS}'.
+     */
+    static Flag transportLimit(
+        String name,
+        String help,
+        ToIntFunction<TransportLimits> current,
+        BiFunction<TransportLimits, Integer, TransportLimits> with) {
+      return single(
+          name,
+          "N",
+          String.valueOf(current.applyAsInt(TransportLimits.DEFAULTS)),
+          help,
+          (config, setting) ->
+              config.withTransportLimits(
+                  with.apply(config.transportLimits(), FlagValues.count(setting, 0))));
+    }
+
+    static Flag list(String name, String syntax, String shownDefault, String help, Apply apply) {
+      return new Flag(name, syntax, shownDefault, help, Kind.LIST, apply);
+    }
+
+    static Flag commandLine(String name, String syntax, String help) {
+      return new Flag(name, syntax, "", help, Kind.COMMAND_LINE, null);
+    }
   }
 
-  private static Flag single(
-      String name, String syntax, String shownDefault, String help, Apply apply) {
-    return new Flag(name, syntax, shownDefault, help, Kind.SINGLE, apply);
-  }
-
-  /**
-   * A flag setting one of the {@link Limits}, a whole number at least {@code least}; its default is
-   * {@link Limits#DEFAULTS}'.
-   */
-  private static Flag limit(
-      String name,
-      String help,
-      int least,
-      ToIntFunction<Limits> current,
-      BiFunction<Limits, Integer, Limits> with) {
-    return single(
-        name,
-        "N",
-        String.valueOf(current.applyAsInt(Limits.DEFAULTS)),
-        help,
-        (config, setting) -> config.withLimits(with.apply(config.limits(), count(setting, least))));
-  }
-
-  /**
-   * A flag setting one of the {@link TransportLimits}, a whole number, 0 for no limit; its default
-   * is {@link TransportLimits#DEFAULTS}'.
-   */
-  private static Flag transportLimit(
-      String name,
-      String help,
-      ToIntFunction<TransportLimits> current,
-      BiFunction<TransportLimits, Integer, TransportLimits> with) {
-    return single(
-        name,
-        "N",
-        String.valueOf(current.applyAsInt(TransportLimits.DEFAULTS)),
-        help,
-        (config, setting) ->
-            config.withTransportLimits(with.apply(config.transportLimits(), count(setting, 0))));
-  }
-
-  private static Flag list(
-      String name, String syntax, String shownDefault, String help, Apply apply) {
-    return new Flag(name, syntax, shownDefault, help, Kind.LIST, apply);
-  }
-
-  private static Flag commandLine(String name, String syntax, String help) {
-    return new Flag(name, syntax, "", help, Kind.COMMAND_LINE, null);
-  }
-
-  static final List<Flag> ALL =
+  /** What the proxy connects to, listens on and logs. */
+  private static final List<Flag> GENERAL =
       List.of(
           commandLine(
               "config",
@@ -302,80 +306,11 @@ final class Flags {
                   }
                 }
                 return config.withLogLevels(setting.values());
-              }),
-          list(
-              "node-group-key",
-              "PART",
-              "cluster",
-              "a part of the node-group key, given once per part, in order: cluster, locality, id:<regex with a capture"
-                  + " group>, metadata:<dotted.path> (chosen by the client); san:<regex with a capture group> (read from"
-                  + " its certificate's URI and DNS names); <part>=san:<regex> (the certificate's, which the node's claim"
-                  + " must equal)",
-              (config, setting) -> {
-                try {
-                  NodeGroupRule.of(setting.values());
-                } catch (IllegalArgumentException e) {
-                  throw new ConfigException(setting.where() + ": " + e.getMessage());
-                }
-                return config.withNodeGroupKey(setting.values());
-              }),
-          single(
-              "upstream-node-id",
-              "T",
-              "",
-              "the upstream sees each group's first client's node with this id; {group} and {id} are replaced; without"
-                  + " it, the node unchanged",
-              (config, setting) -> config.withUpstreamNodeId(setting.value())),
-          single(
-              "upstream-node",
-              "FILE",
-              "",
-              "the node the upstream sees for each group, YAML or JSON, {group} and {1}, {2}, ... (the key's parts)"
-                  + " replaced in its strings; without it, the group's first client's node, which every other member's"
-                  + " cluster, locality and metadata must equal",
-              (config, setting) ->
-                  config.withTenancy(config.tenancy().withUpstreamNode(readable(setting)))),
-          single(
-              "allow-client-chosen-groups",
-              "true|false",
-              "false",
-              "with tls-client-ca: let node-group key parts no certificate binds stand, so that any client may join"
-                  + " any group it names",
-              (config, setting) ->
-                  config.withTenancy(
-                      config
-                          .tenancy()
-                          .withClientChosenGroups(
-                              trueOrFalse(setting, "allow-client-chosen-groups")))),
-          single(
-              "secrets-to-unverified-clients",
-              "true|false",
-              "false",
-              "serve Secrets (private keys) also to clients whose node group no verified certificate decides: to"
-                  + " anyone who names the group",
-              (config, setting) ->
-                  config.withTenancy(
-                      config
-                          .tenancy()
-                          .withSecretsToUnverifiedClients(
-                              trueOrFalse(setting, "secrets-to-unverified-clients")))),
-          list(
-              "client-status-admin",
-              "NAME",
-              "",
-              "a client certificate URI or DNS name, exactly, whose holder client status (CSDS) on the xDS port tells of"
-                  + " every stream; give the flag once per name. Other certificates are told of the streams of their own"
-                  + " names; callers without one, of all from 127.0.0.1 or ::1, else refused",
-              (config, setting) -> {
-                if (setting.values().stream().anyMatch(String::isBlank)) {
-                  throw new ConfigException(
-                      setting.where()
-                          + ": client-status-admin is given an empty name: give a client"
-                          + " certificate's URI or DNS name");
-                }
-                return config.withTenancy(
-                    config.tenancy().withClientStatusAdmins(setting.values()));
-              }),
+              }));
+
+  /** Node groups' lifetimes, the not-found rule, draining and the client connections. */
+  private static final List<Flag> LIFETIMES =
+      List.of(
           single(
               "not-found-timeout",
               "D",
@@ -420,208 +355,11 @@ final class Flags {
               "true: clients may keep gRPC's default HPACK table of their request headers; false: the xDS"
                   + " port asks them to keep none, about 1 KiB less heap per connection",
               (config, setting) ->
-                  config.withXdsHpackTable(trueOrFalse(setting, "xds-hpack-table"))),
-          single(
-              "tls-cert",
-              "FILE",
-              "",
-              "TLS on the xDS port: the server's certificate chain (PEM); with --tls-key, both or neither",
-              (config, setting) -> {
-                ServerTls tls = config.tls();
-                return config.withTls(tls.withCert(certificates(setting)));
-              }),
-          single(
-              "tls-key",
-              "FILE",
-              "",
-              "its private key (PEM: PKCS#8, PKCS#1 RSA or SEC1 EC)",
-              (config, setting) -> {
-                ServerTls tls = config.tls();
-                return config.withTls(tls.withKey(privateKey(setting)));
-              }),
-          single(
-              "tls-client-ca",
-              "FILE",
-              "",
-              "mTLS: clients must present a certificate of these CAs (PEM)",
-              (config, setting) -> {
-                ServerTls tls = config.tls();
-                return config.withTls(tls.withClientCa(certificates(setting)));
-              }),
-          single(
-              "tls-node-id-pattern",
-              "P",
-              "",
-              "with mTLS, a regex the node id must match, where {san} is one of the client certificate's URI or DNS names"
-                  + " (a SPIFFE id)",
-              (config, setting) -> {
-                try {
-                  new NodeIdPattern(setting.value());
-                } catch (IllegalArgumentException e) {
-                  throw new ConfigException(setting.where() + ": " + e.getMessage());
-                }
-                ServerTls tls = config.tls();
-                return config.withTls(tls.withNodeIdPattern(setting.value()));
-              }),
-          single(
-              "upstream-tls",
-              "true|false",
-              "false",
-              "true: TLS to the control plane, trusting the JVM's trust store",
-              (config, setting) ->
-                  trueOrFalse(setting, "upstream-tls")
-                      ? config.withUpstreamTls(config.upstreamTls().withTls())
-                      : config),
-          single(
-              "upstream-ca",
-              "FILE",
-              "",
-              "TLS to the control plane, trusting these CAs (PEM)",
-              (config, setting) -> {
-                UpstreamTls tls = config.upstreamTls();
-                return config.withUpstreamTls(tls.withCa(certificates(setting)));
-              }),
-          single(
-              "upstream-cert",
-              "FILE",
-              "",
-              "mTLS to the control plane: the proxy's certificate chain (PEM); with --upstream-key, both or neither",
-              (config, setting) -> {
-                UpstreamTls tls = config.upstreamTls();
-                return config.withUpstreamTls(tls.withTls().withCert(certificates(setting)));
-              }),
-          single(
-              "upstream-key",
-              "FILE",
-              "",
-              "its private key (PEM, as --tls-key)",
-              (config, setting) -> {
-                UpstreamTls tls = config.upstreamTls();
-                return config.withUpstreamTls(tls.withKey(privateKey(setting)));
-              }),
-          single(
-              "upstream-authority",
-              "NAME",
-              "",
-              "the name the control plane's certificate must carry, sent as :authority; without it, the host of"
-                  + " --upstream",
-              (config, setting) -> {
-                if (setting.value().isBlank() || setting.value().contains("/")) {
-                  throw new ConfigException(
-                      setting.where()
-                          + ": upstream-authority '"
-                          + setting.value()
-                          + "' is not a host name");
-                }
-                UpstreamTls tls = config.upstreamTls();
-                return config.withUpstreamTls(tls.withAuthority(setting.value()));
-              }),
-          limit(
-              "max-request-bytes",
-              "the largest request a client may send",
-              1,
-              Limits::maxRequestBytes,
-              Limits::withMaxRequestBytes),
-          limit(
-              "max-names-per-request",
-              "the most resource names in one request, and subscribed to of one type on one stream",
-              1,
-              Limits::maxNamesPerRequest,
-              Limits::withMaxNamesPerRequest),
-          limit(
-              "max-name-length",
-              "the longest resource name, in characters",
-              1,
-              Limits::maxNameLength,
-              Limits::withMaxNameLength),
-          limit(
-              "max-streams-per-connection",
-              "streams one client connection may have open",
-              1,
-              Limits::maxStreamsPerConnection,
-              Limits::withMaxStreamsPerConnection),
-          limit(
-              "max-node-groups",
-              "node groups the proxy may have open, idle ones too",
-              1,
-              Limits::maxNodeGroups,
-              Limits::withMaxNodeGroups),
-          limit(
-              "max-node-groups-per-client",
-              "node groups the clients of one certificate identity (or one address, without one) may have opened,"
-                  + " idle ones too",
-              1,
-              Limits::maxNodeGroupsPerClient,
-              Limits::withMaxNodeGroupsPerClient),
-          limit(
-              "max-upstream-names-bytes-per-group",
-              "the bytes the resource names of one type that a node group asks its upstream for may take in one"
-                  + " request; a client whose subscription would pass it is refused",
-              1,
-              Limits::maxUpstreamNameBytesPerGroup,
-              Limits::withMaxUpstreamNameBytesPerGroup),
-          limit(
-              "max-streams-per-group",
-              "streams one node group may have open",
-              1,
-              Limits::maxStreamsPerGroup,
-              Limits::withMaxStreamsPerGroup),
-          limit(
-              "max-streams-per-node",
-              "streams one node id may have open, 0 for no limit",
-              0,
-              Limits::maxStreamsPerNode,
-              Limits::withMaxStreamsPerNode),
-          limit(
-              "max-requests-per-second",
-              "the rate a stream's requests are read at, at most; 0 for no limit",
-              0,
-              Limits::requestsPerSecond,
-              Limits::withRequestsPerSecond),
-          transportLimit(
-              "max-connections",
-              "connections the xDS port holds at once; one more is closed as it is accepted; 0 for no"
-                  + " limit",
-              TransportLimits::maxConnections,
-              TransportLimits::withMaxConnections),
-          transportLimit(
-              "max-connections-per-address",
-              "connections one client address may hold on the xDS port; one more is closed as it is"
-                  + " accepted; 0 for no limit",
-              TransportLimits::maxConnectionsPerAddress,
-              TransportLimits::withMaxConnectionsPerAddress),
-          transportLimit(
-              "max-stream-resets-per-connection",
-              "streams one client connection may reset in "
-                  + TransportLimits.RESET_WINDOW.toSeconds()
-                  + "s (RST_STREAM); past it, GOAWAY ENHANCE_YOUR_CALM and the connection is"
-                  + " closed; 0 for no limit",
-              TransportLimits::maxStreamResetsPerConnection,
-              TransportLimits::withMaxStreamResetsPerConnection),
-          limit(
-              "max-node-bytes",
-              "the largest node a client may name, serialized, in bytes",
-              1,
-              Limits::maxNodeBytes,
-              Limits::withMaxNodeBytes),
-          limit(
-              "max-node-metadata-bytes",
-              "the largest node.metadata, serialized, in bytes",
-              1,
-              Limits::maxNodeMetadataBytes,
-              Limits::withMaxNodeMetadataBytes),
-          limit(
-              "max-node-metadata-depth",
-              "the deepest nesting of structs and lists in node.metadata",
-              1,
-              Limits::maxNodeMetadataDepth,
-              Limits::withMaxNodeMetadataDepth),
-          limit(
-              "max-node-string-length",
-              "the longest node id, cluster, user agent or locality, in characters",
-              1,
-              Limits::maxNodeStringLength,
-              Limits::withMaxNodeStringLength),
+                  config.withXdsHpackTable(trueOrFalse(setting, "xds-hpack-table"))));
+
+  /** HTTP/2 keepalive to the control plane. */
+  private static final List<Flag> KEEPALIVE =
+      List.of(
           single(
               "upstream-keepalive-time",
               "D",
@@ -648,6 +386,11 @@ final class Flags {
                           config.upstreamKeepalive().time(), duration(setting)))),
           commandLine("help", "", "prints these flags"),
           commandLine("version", "", "prints the version and the git revision it was built from"));
+
+  static final List<Flag> ALL =
+      Stream.of(GENERAL, TenancyFlags.ALL, LIFETIMES, TlsFlags.ALL, LimitFlags.ALL, KEEPALIVE)
+          .flatMap(List::stream)
+          .toList();
 
   /**
    * The config-file keys, which are also the flags {@link ProxyConfig#parse} takes besides {@code
@@ -711,110 +454,4 @@ final class Flags {
         .append("  D is a duration: 500ms, 15s, 5m, 1h.")
         .toString();
   }
-
-  /** The PEM certificate file a setting names, checked to hold certificates. */
-  private static Path certificates(Setting setting) throws ConfigException {
-    Path file = Path.of(setting.value());
-    try {
-      TlsFiles.certificates(file);
-    } catch (IOException e) {
-      throw new ConfigException(setting.where() + ": " + e.getMessage());
-    }
-    return file;
-  }
-
-  /**
-   * The PEM private key file a setting names, checked to hold a key the proxy reads (see
-   * TlsFiles#privateKey).
-   */
-  /** A file that exists and can be read. */
-  private static Path readable(Setting setting) throws ConfigException {
-    Path file = Path.of(setting.value());
-    if (!java.nio.file.Files.isReadable(file)) {
-      throw new ConfigException(setting.where() + ": cannot read " + file);
-    }
-    return file;
-  }
-
-  private static Path privateKey(Setting setting) throws ConfigException {
-    Path file = Path.of(setting.value());
-    try {
-      TlsFiles.privateKey(file);
-    } catch (IOException e) {
-      throw new ConfigException(setting.where() + ": " + e.getMessage());
-    }
-    return file;
-  }
-
-  private static Duration max(Duration a, Duration b) {
-    return a.compareTo(b) >= 0 ? a : b;
-  }
-
-  /** The value of {@code key}'s setting, which must be {@code true} or {@code false}. */
-  private static boolean trueOrFalse(Setting setting, String key) throws ConfigException {
-    return switch (setting.value()) {
-      case "true" -> true;
-      case "false" -> false;
-      default ->
-          throw new ConfigException(
-              setting.where()
-                  + ": "
-                  + key
-                  + " '"
-                  + setting.value()
-                  + "' is neither true nor false");
-    };
-  }
-
-  private static int port(Setting setting) throws ConfigException {
-    try {
-      int port = Integer.parseInt(setting.value());
-      if (port >= 0 && port <= 65535) {
-        return port;
-      }
-    } catch (NumberFormatException e) {
-      // falls through to the error below
-    }
-    throw new ConfigException(
-        setting.where() + ": '" + setting.value() + "' is not a port number (0-65535)");
-  }
-
-  /** A whole number of at least {@code least} (a limit: 0 means none where a limit allows it). */
-  private static int count(Setting setting, int least) throws ConfigException {
-    try {
-      int count = Integer.parseInt(setting.value());
-      if (count >= least) {
-        return count;
-      }
-    } catch (NumberFormatException e) {
-      // falls through to the error below
-    }
-    throw new ConfigException(
-        setting.where() + ": '" + setting.value() + "' is not a whole number of at least " + least);
-  }
-
-  private static Duration duration(Setting setting) throws ConfigException {
-    Matcher matcher = DURATION.matcher(setting.value());
-    if (!matcher.matches()) {
-      throw new ConfigException(
-          setting.where()
-              + ": '"
-              + setting.value()
-              + "' is not a duration such as 500ms, 15s, 5m or 1h");
-    }
-    long amount = Long.parseLong(matcher.group(1));
-    Duration duration =
-        switch (matcher.group(2)) {
-          case "ms" -> Duration.ofMillis(amount);
-          case "s" -> Duration.ofSeconds(amount);
-          case "m" -> Duration.ofMinutes(amount);
-          default -> Duration.ofHours(amount);
-        };
-    if (duration.isZero()) {
-      throw new ConfigException(setting.where() + ": the duration must be more than zero");
-    }
-    return duration;
-  }
-
-  private static final Pattern DURATION = Pattern.compile("(\\d{1,9})(ms|s|m|h)");
 }
