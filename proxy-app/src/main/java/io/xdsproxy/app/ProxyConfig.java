@@ -6,8 +6,6 @@ import io.xdsproxy.upstream.grpc.Backoff;
 import io.xdsproxy.upstream.grpc.TlsFiles;
 import io.xdsproxy.upstream.grpc.UpstreamTls;
 import java.io.IOException;
-import java.io.Reader;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -15,13 +13,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import org.yaml.snakeyaml.LoaderOptions;
-import org.yaml.snakeyaml.Yaml;
-import org.yaml.snakeyaml.nodes.MappingNode;
-import org.yaml.snakeyaml.nodes.Node;
-import org.yaml.snakeyaml.nodes.NodeTuple;
-import org.yaml.snakeyaml.nodes.ScalarNode;
-import org.yaml.snakeyaml.nodes.SequenceNode;
 
 /**
  * How the proxy is configured: command-line flags, and a YAML file ({@code --config}) whose keys
@@ -397,7 +388,7 @@ public record ProxyConfig(
     }
     Map<String, Setting> settings = new LinkedHashMap<>();
     if (file.isPresent()) {
-      settings.putAll(readFile(file.get()));
+      settings.putAll(ConfigFile.read(file.get(), KEYS, LIST_KEYS));
     }
     flags.forEach((name, values) -> settings.put(name, new Setting(values, "flag --" + name)));
     ProxyConfig config = DEFAULTS;
@@ -510,66 +501,6 @@ public record ProxyConfig(
     String value() {
       return values.get(values.size() - 1);
     }
-  }
-
-  private static Map<String, Setting> readFile(Path file) throws ConfigException {
-    Node root;
-    try (Reader reader = Files.newBufferedReader(file)) {
-      root = new Yaml(new LoaderOptions()).compose(reader);
-    } catch (IOException e) {
-      throw new ConfigException("cannot read config file " + file + ": " + e.getMessage());
-    } catch (RuntimeException e) {
-      throw new ConfigException(
-          "config file " + file + " is not valid YAML: " + e.getMessage().replace('\n', ' '));
-    }
-    Map<String, Setting> settings = new LinkedHashMap<>();
-    if (root == null) {
-      return settings;
-    }
-    if (!(root instanceof MappingNode mapping)) {
-      throw new ConfigException(file + ": the config file must be a mapping of keys to values");
-    }
-    for (NodeTuple tuple : mapping.getValue()) {
-      int line = tuple.getKeyNode().getStartMark().getLine() + 1;
-      String where = file + " line " + line;
-      if (!(tuple.getKeyNode() instanceof ScalarNode key) || !KEYS.contains(key.getValue())) {
-        throw new ConfigException(
-            where
-                + ": unknown key "
-                + describe(tuple.getKeyNode())
-                + " (known: "
-                + String.join(", ", KEYS)
-                + ")");
-      }
-      List<String> values = new ArrayList<>();
-      if (tuple.getValueNode() instanceof ScalarNode value) {
-        values.add(value.getValue());
-      } else if (tuple.getValueNode() instanceof SequenceNode list
-          && LIST_KEYS.contains(key.getValue())) {
-        for (Node item : list.getValue()) {
-          if (!(item instanceof ScalarNode scalar)) {
-            throw new ConfigException(
-                where + ": the items of " + key.getValue() + " must be single values");
-          }
-          values.add(scalar.getValue());
-        }
-      } else {
-        throw new ConfigException(
-            where
-                + ": key "
-                + key.getValue()
-                + " needs a single value"
-                + (LIST_KEYS.contains(key.getValue()) ? " or a list" : ""));
-      }
-      settings.put(key.getValue(), new Setting(values, where + " (" + key.getValue() + ")"));
-    }
-    return settings;
-  }
-
-  private static String describe(Node node) {
-    return node instanceof ScalarNode scalar
-        ? "'" + scalar.getValue() + "'"
-        : "of kind " + node.getNodeId();
   }
 
   /** A configuration error; its message is the one line the proxy prints before exiting. */

@@ -14,21 +14,9 @@ import io.grpc.protobuf.services.ChannelzService;
 import io.grpc.protobuf.services.HealthStatusManager;
 import io.grpc.protobuf.services.ProtoReflectionService;
 import io.grpc.protobuf.services.ProtoReflectionServiceV1;
-import io.micrometer.core.instrument.FunctionCounter;
-import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
-import io.micrometer.core.instrument.binder.BaseUnits;
-import io.micrometer.core.instrument.binder.jvm.ClassLoaderMetrics;
-import io.micrometer.core.instrument.binder.jvm.ExecutorServiceMetrics;
-import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
-import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
-import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
-import io.micrometer.core.instrument.binder.system.FileDescriptorMetrics;
-import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
-import io.micrometer.core.instrument.binder.system.UptimeMetrics;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
-import io.netty.util.internal.PlatformDependent;
 import io.xdsproxy.core.GroupAuditor;
 import io.xdsproxy.core.NodeGroups;
 import io.xdsproxy.core.SavedStates;
@@ -117,15 +105,6 @@ public final class XdsProxy implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(XdsProxy.class);
 
-  /** The least time between the starts of two group audits, over all groups. */
-  static final Duration AUDIT_MIN_GAP = Duration.ofSeconds(1);
-
-  /**
-   * How long one audit's session may take beyond the not-found timeout, which bounds its wait for
-   * answers: connecting, and closing.
-   */
-  static final Duration AUDIT_SLACK = Duration.ofSeconds(10);
-
   private final ThreadPoolExecutor pool;
   private final WorkLanes lanes;
   private final ScheduledExecutorService timer;
@@ -173,36 +152,7 @@ public final class XdsProxy implements AutoCloseable {
     pool =
         new ThreadPoolExecutor(
             workers, workers, 0, TimeUnit.MILLISECONDS, lanes, threads("xds-proxy-worker"));
-    List.of(
-            new JvmMemoryMetrics(),
-            new JvmGcMetrics(),
-            new JvmThreadMetrics(),
-            new ClassLoaderMetrics(),
-            new ProcessorMetrics(),
-            new UptimeMetrics(),
-            new FileDescriptorMetrics(),
-            // Queued tasks that grow on the worker pool mean the proxy is behind on its streams.
-            new ExecutorServiceMetrics(pool, "xds-proxy-worker", List.of()),
-            new ExecutorServiceMetrics(timer, "xds-proxy-timer", List.of()))
-        .forEach(binder -> binder.bindTo(meters));
-    bindProcessMeters(meters);
-    Gauge.builder("xds.worker.queued.tasks", lanes, WorkLanes::initialQueued)
-        .description(
-            "Tasks waiting for a worker, by lane: newcomers' first states (initial) and everything"
-                + " else, updates to the streams already served first (change)")
-        .tag("lane", "initial")
-        .register(meters);
-    Gauge.builder("xds.worker.queued.tasks", lanes, WorkLanes::changeQueued)
-        .description(
-            "Tasks waiting for a worker, by lane: newcomers' first states (initial) and everything"
-                + " else, updates to the streams already served first (change)")
-        .tag("lane", "change")
-        .register(meters);
-    FunctionCounter.builder("xds.worker.initial.held", lanes, WorkLanes::heldByGate)
-        .description(
-            "Times a worker had newcomers' work to do and left it, because the xDS port's event"
-                + " loops lagged (xds_server_event_loop_lag_seconds)")
-        .register(meters);
+    ProxyMeters.bind(meters, pool, timer, lanes);
     try {
       upstream =
           !config.upstream().isEmpty()
@@ -251,7 +201,7 @@ public final class XdsProxy implements AutoCloseable {
             config.groupIdleGrace(),
             meters,
             stateDir.<SavedStates>map(dir -> dir).orElse(SavedStates.NONE));
-    auditor = auditor(config, upstream, groups, pool, timer, meters);
+    auditor = Audits.auditor(config, upstream, groups, pool, timer, meters);
     clients = new Clients();
     Access access = config.tenancy().access(config.tls());
     StreamMetrics streamMetrics = new StreamMetrics(meters);
@@ -412,47 +362,6 @@ public final class XdsProxy implements AutoCloseable {
   }
 
   /**
-   * The group audit, if {@code --group-audit-interval} asks for it and the upstream is a control
-   * plane: a directory serves every node the same files, so no group of it can mix configurations.
-   */
-  private static Optional<GroupAuditor> auditor(
-      ProxyConfig config,
-      UpstreamSource upstream,
-      NodeGroups groups,
-      ThreadPoolExecutor pool,
-      ScheduledExecutorService timer,
-      MeterRegistry meters) {
-    if (config.groupAuditInterval().isEmpty()) {
-      return Optional.empty();
-    }
-    if (!upstream.auditable()) {
-      log.warn(
-          "--group-audit-interval is ignored: {} serves every node the same resources, so no group"
-              + " can mix nodes entitled to different configuration",
-          upstream.describe());
-      return Optional.empty();
-    }
-    Duration interval = config.groupAuditInterval().get();
-    log.info(
-        "node groups are audited every {}: a member other than the upstream node is asked about at {}",
-        interval,
-        upstream.describe());
-    return Optional.of(
-        new GroupAuditor(
-                groups,
-                upstream,
-                pool,
-                timer,
-                Ticker.SYSTEM,
-                Clock.systemUTC(),
-                interval,
-                AUDIT_MIN_GAP,
-                config.notFoundTimeout().plus(AUDIT_SLACK),
-                meters)
-            .start());
-  }
-
-  /**
    * Ready: listening, not shutting down, and the upstream reached at least once (a directory always
    * is) or a state saved before a restart found in the state directory, so a load balancer sends
    * clients only to a replica that can serve them. Fail-static is the point of the state directory:
@@ -480,32 +389,6 @@ public final class XdsProxy implements AutoCloseable {
         + "s ago, at "
         + saved.get()
         + "); the upstream has not been reached yet";
-  }
-
-  /**
-   * The build this is ({@code xds_proxy_build_info}, 1, its version and revision as labels, to join
-   * on), and the direct memory Netty counts: every buffer it allocates outside the heap, for any
-   * allocator, the arenas of the pooled allocator grpc-netty uses included. Those arenas keep what
-   * they once took, so the value follows the peak traffic, not the current; with its maximum
-   * ({@code -XX:MaxDirectMemorySize}, by default the heap's maximum) an alert can tell a pod that
-   * will soon fail to allocate.
-   */
-  private static void bindProcessMeters(MeterRegistry meters) {
-    Gauge.builder("xds.proxy.build.info", () -> 1)
-        .description(
-            "The build of the proxy: its version and the git revision it was built from, as labels")
-        .tag("version", BuildInfo.CURRENT.version())
-        .tag("revision", BuildInfo.CURRENT.revision())
-        .register(meters);
-    Gauge.builder("netty.direct.memory.used", PlatformDependent::usedDirectMemory)
-        .description(
-            "Direct memory Netty allocated and has not freed, its pooled allocators' arenas included")
-        .baseUnit(BaseUnits.BYTES)
-        .register(meters);
-    Gauge.builder("netty.direct.memory.max", PlatformDependent::maxDirectMemory)
-        .description("The most direct memory Netty may allocate")
-        .baseUnit(BaseUnits.BYTES)
-        .register(meters);
   }
 
   private AdminServer http(
