@@ -28,6 +28,7 @@ import io.grpc.ManagedChannel;
 import io.grpc.TlsChannelCredentials;
 import io.grpc.netty.NettyChannelBuilder;
 import io.grpc.stub.StreamObserver;
+import io.xdsproxy.app.testing.ClientStatusStreams;
 import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.app.testing.Resources;
 import io.xdsproxy.app.testing.XdsTestClient;
@@ -195,25 +196,7 @@ class CsdsTenancyTest {
       ManagedChannel channel, ClientStatusRequest... requests) throws Exception {
     BlockingQueue<ClientStatusResponse> responses = new LinkedBlockingQueue<>();
     CompletableFuture<io.grpc.Status> end = new CompletableFuture<>();
-    StreamObserver<ClientStatusRequest> stream =
-        ClientStatusDiscoveryServiceGrpc.newStub(channel)
-            .streamClientStatus(
-                new StreamObserver<>() {
-                  @Override
-                  public void onNext(ClientStatusResponse response) {
-                    responses.add(response);
-                  }
-
-                  @Override
-                  public void onError(Throwable t) {
-                    end.complete(io.grpc.Status.fromThrowable(t));
-                  }
-
-                  @Override
-                  public void onCompleted() {
-                    end.complete(io.grpc.Status.OK);
-                  }
-                });
+    StreamObserver<ClientStatusRequest> stream = ClientStatusStreams.open(channel, responses, end);
     List<ClientStatusResponse> answered = new ArrayList<>();
     for (ClientStatusRequest request : requests) {
       stream.onNext(request);

@@ -28,6 +28,7 @@ import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
 import io.grpc.netty.NettyChannelBuilder;
 import io.grpc.stub.StreamObserver;
+import io.xdsproxy.app.testing.ClientStatusStreams;
 import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.app.testing.Resources;
 import io.xdsproxy.app.testing.XdsTestClient;
@@ -163,24 +164,7 @@ class CsdsTest {
    */
   private StreamObserver<ClientStatusRequest> stream(
       BlockingQueue<ClientStatusResponse> responses, CompletableFuture<io.grpc.Status> end) {
-    return ClientStatusDiscoveryServiceGrpc.newStub(channel)
-        .streamClientStatus(
-            new StreamObserver<>() {
-              @Override
-              public void onNext(ClientStatusResponse response) {
-                responses.add(response);
-              }
-
-              @Override
-              public void onError(Throwable t) {
-                end.complete(io.grpc.Status.fromThrowable(t));
-              }
-
-              @Override
-              public void onCompleted() {
-                end.complete(io.grpc.Status.OK);
-              }
-            });
+    return ClientStatusStreams.open(channel, responses, end);
   }
 
   private static ClientStatusRequest matching(StringMatcher nodeId) {

@@ -15,7 +15,7 @@ import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.netty.NettyChannelBuilder;
-import io.grpc.stub.StreamObserver;
+import io.xdsproxy.app.testing.ClientStatusStreams;
 import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.app.testing.TcpBalancer;
 import io.xdsproxy.core.TypeUrl;
@@ -89,24 +89,7 @@ class CsdsWithoutCertificateTest {
             });
     List<ClientStatusResponse> responses = new java.util.concurrent.CopyOnWriteArrayList<>();
     CompletableFuture<Status> end = new CompletableFuture<>();
-    ClientStatusDiscoveryServiceGrpc.newStub(elsewhere)
-        .streamClientStatus(
-            new StreamObserver<>() {
-              @Override
-              public void onNext(ClientStatusResponse response) {
-                responses.add(response);
-              }
-
-              @Override
-              public void onError(Throwable t) {
-                end.complete(Status.fromThrowable(t));
-              }
-
-              @Override
-              public void onCompleted() {
-                end.complete(Status.OK);
-              }
-            })
+    ClientStatusStreams.open(elsewhere, responses, end)
         .onNext(ClientStatusRequest.getDefaultInstance());
     assertThat(end.get(WAIT.toMillis(), TimeUnit.MILLISECONDS).getCode())
         .isEqualTo(Status.Code.PERMISSION_DENIED);

@@ -17,13 +17,11 @@ import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.envoyproxy.envoy.service.secret.v3.SecretDiscoveryServiceGrpc;
-import io.grpc.Attributes;
 import io.grpc.ChannelCredentials;
-import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.TlsChannelCredentials;
-import io.grpc.netty.NettyChannelBuilder;
 import io.xdsproxy.app.ProxyConfig.ConfigException;
+import io.xdsproxy.app.testing.LoopbackChannels;
 import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.app.testing.Resources;
 import io.xdsproxy.app.testing.RestPolls;
@@ -35,8 +33,6 @@ import io.xdsproxy.upstream.testing.TestCertificates;
 import io.xdsproxy.upstream.testing.TestCertificates.Ca;
 import io.xdsproxy.upstream.testing.TestCertificates.Issued;
 import java.io.IOException;
-import java.net.InetSocketAddress;
-import java.net.SocketAddress;
 import java.net.http.HttpClient;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
@@ -45,7 +41,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -350,22 +345,10 @@ class TenantIsolationTest {
 
   /** A SotW ADS client whose connection comes from {@code address}, a loopback address. */
   private XdsTestClient<DiscoveryRequest, DiscoveryResponse> from(String address, int port) {
-    ManagedChannel channel =
-        NettyChannelBuilder.forAddress("127.0.0.1", port)
-            .usePlaintext()
-            .localSocketPicker(
-                new NettyChannelBuilder.LocalSocketPicker() {
-                  @Override
-                  public SocketAddress createSocketAddress(
-                      SocketAddress remote, Attributes attributes) {
-                    return new InetSocketAddress(address, 0);
-                  }
-                })
-            .build();
-    fixture.add(() -> channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS));
     return fixture.add(
         new XdsTestClient<>(
-            channel, AggregatedDiscoveryServiceGrpc.getStreamAggregatedResourcesMethod()));
+            LoopbackChannels.from(fixture, address, port),
+            AggregatedDiscoveryServiceGrpc.getStreamAggregatedResourcesMethod()));
   }
 
   @Test

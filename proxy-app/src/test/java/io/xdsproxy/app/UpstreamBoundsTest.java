@@ -11,22 +11,18 @@ import io.envoyproxy.envoy.service.discovery.v3.AggregatedDiscoveryServiceGrpc;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
-import io.grpc.Attributes;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
-import io.grpc.netty.NettyChannelBuilder;
+import io.xdsproxy.app.testing.LoopbackChannels;
 import io.xdsproxy.app.testing.ProxyFixture;
 import io.xdsproxy.app.testing.Resources;
 import io.xdsproxy.app.testing.XdsTestClient;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.upstream.grpc.AdsUpstream;
 import io.xdsproxy.upstream.testing.ControlPlane;
-import java.net.InetSocketAddress;
-import java.net.SocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.IntStream;
@@ -160,20 +156,7 @@ class UpstreamBoundsTest {
 
   /** SotW ADS streams on one connection from {@code address}, a loopback address. */
   private ManagedChannel from(String address, int port) {
-    ManagedChannel channel =
-        NettyChannelBuilder.forAddress("127.0.0.1", port)
-            .usePlaintext()
-            .localSocketPicker(
-                new NettyChannelBuilder.LocalSocketPicker() {
-                  @Override
-                  public SocketAddress createSocketAddress(
-                      SocketAddress remote, Attributes attributes) {
-                    return new InetSocketAddress(address, 0);
-                  }
-                })
-            .build();
-    fixture.add(() -> channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS));
-    return channel;
+    return LoopbackChannels.from(fixture, address, port);
   }
 
   private XdsTestClient<DiscoveryRequest, DiscoveryResponse> stream(ManagedChannel channel) {
