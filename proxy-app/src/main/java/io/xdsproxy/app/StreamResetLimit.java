@@ -106,6 +106,24 @@ final class StreamResetLimit {
   }
 
   /**
+   * What watches one connection's GOAWAYs, for as long as the connection lives: it holds the peer's
+   * address and nothing of the negotiation, which is done with once the connection is ready (a
+   * listener made in the {@link Watcher} would hold the watcher and, through it, every handler and
+   * event of the negotiation: about 600 bytes a connection).
+   */
+  private Http2ConnectionAdapter goAwayWatch(SocketAddress peer) {
+    return new Http2ConnectionAdapter() {
+      @Override
+      public void onGoAwaySent(int lastStreamId, long errorCode, ByteBuf debugData) {
+        if (errorCode == Http2Error.ENHANCE_YOUR_CALM.code()
+            && TOO_MANY_RESETS.equals(debugData.toString(StandardCharsets.US_ASCII))) {
+          closed(peer);
+        }
+      }
+    };
+  }
+
+  /**
    * Registers the watch on the connection's HTTP/2 state once it is in a pipeline, where the peer's
    * address is known, and gives its place to the negotiation (TLS or plaintext). On the
    * connection's event loop.
@@ -121,19 +139,7 @@ final class StreamResetLimit {
 
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
-      SocketAddress peer = ctx.channel().remoteAddress();
-      grpcHandler
-          .connection()
-          .addListener(
-              new Http2ConnectionAdapter() {
-                @Override
-                public void onGoAwaySent(int lastStreamId, long errorCode, ByteBuf debugData) {
-                  if (errorCode == Http2Error.ENHANCE_YOUR_CALM.code()
-                      && TOO_MANY_RESETS.equals(debugData.toString(StandardCharsets.US_ASCII))) {
-                    closed(peer);
-                  }
-                }
-              });
+      grpcHandler.connection().addListener(goAwayWatch(ctx.channel().remoteAddress()));
       ctx.pipeline().replace(this, null, negotiation);
     }
   }

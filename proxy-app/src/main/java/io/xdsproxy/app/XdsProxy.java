@@ -26,7 +26,6 @@ import io.xdsproxy.core.UpstreamSource;
 import io.xdsproxy.core.WorkLanes;
 import io.xdsproxy.downstream.xds.Access;
 import io.xdsproxy.downstream.xds.AggregatedDiscoveryService;
-import io.xdsproxy.downstream.xds.ClientIdentities;
 import io.xdsproxy.downstream.xds.ClientStatusDiscovery;
 import io.xdsproxy.downstream.xds.Clients;
 import io.xdsproxy.downstream.xds.PeerInterceptor;
@@ -231,8 +230,6 @@ public final class XdsProxy implements AutoCloseable {
           tls.isPresent() ? tls.get().grpc() : InsecureServerCredentials.create();
       NettyServerBuilder builder =
           XdsTransport.builder(xdsAddress, credentials, config, loops, meters);
-      // What each connection proves is read once, when it is ready; every call is told it.
-      builder.addTransportFilter(new ClientIdentities());
       PeerInterceptor peers = new PeerInterceptor();
       builder.addService(ServerInterceptors.intercept(ads, peers));
       perType.forEach(service -> builder.addService(ServerInterceptors.intercept(service, peers)));

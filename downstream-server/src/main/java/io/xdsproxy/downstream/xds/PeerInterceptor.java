@@ -55,7 +55,9 @@ public final class PeerInterceptor implements ServerInterceptor {
     SocketAddress address = call.getAttributes().get(Grpc.TRANSPORT_ATTR_REMOTE_ADDR);
     VerifiedIdentity identity = call.getAttributes().get(ClientIdentities.IDENTITY);
     if (identity == null) {
-      // A transport without the filter: what it proves is read here, per call.
+      // The xDS port installs no filter (ClientIdentities): what the connection proves is read
+      // here,
+      // once per call, from its TLS session.
       identity =
           ClientIdentities.of(call.getAttributes().get(Grpc.TRANSPORT_ATTR_SSL_SESSION), address);
     }
