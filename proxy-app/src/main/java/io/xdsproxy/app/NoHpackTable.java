@@ -1,16 +1,11 @@
 package io.xdsproxy.app;
 
 import io.grpc.ServerCredentials;
-import io.grpc.internal.ObjectPool;
 import io.grpc.netty.GrpcHttp2ConnectionHandler;
-import io.grpc.netty.InternalNettyServerCredentials;
-import io.grpc.netty.InternalProtocolNegotiator;
 import io.netty.channel.ChannelDuplexHandler;
 import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.http2.Http2Settings;
-import io.netty.util.AsciiString;
-import java.util.concurrent.Executor;
 
 /**
  * Server credentials whose connections keep no HPACK decoder table: the xDS port announces
@@ -37,32 +32,7 @@ public final class NoHpackTable {
 
   /** {@code credentials} with the xDS port's connections' HPACK tables set to nothing. */
   public static ServerCredentials wrap(ServerCredentials credentials) {
-    InternalProtocolNegotiator.ServerFactory factory =
-        InternalNettyServerCredentials.toNegotiator(credentials);
-    return InternalNettyServerCredentials.create(
-        (InternalProtocolNegotiator.ServerFactory)
-            (ObjectPool<? extends Executor> executors) -> negotiator(factory, executors));
-  }
-
-  private static InternalProtocolNegotiator.ProtocolNegotiator negotiator(
-      InternalProtocolNegotiator.ServerFactory factory, ObjectPool<? extends Executor> executors) {
-    InternalProtocolNegotiator.ProtocolNegotiator delegate = factory.newNegotiator(executors);
-    return new InternalProtocolNegotiator.ProtocolNegotiator() {
-      @Override
-      public AsciiString scheme() {
-        return delegate.scheme();
-      }
-
-      @Override
-      public ChannelHandler newHandler(GrpcHttp2ConnectionHandler grpcHandler) {
-        return new Announcer(grpcHandler, delegate.newHandler(grpcHandler));
-      }
-
-      @Override
-      public void close() {
-        delegate.close();
-      }
-    };
+    return NegotiatorWrap.wrap(credentials, Announcer::new);
   }
 
   /**

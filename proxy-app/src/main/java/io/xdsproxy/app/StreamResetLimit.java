@@ -1,10 +1,7 @@
 package io.xdsproxy.app;
 
 import io.grpc.ServerCredentials;
-import io.grpc.internal.ObjectPool;
 import io.grpc.netty.GrpcHttp2ConnectionHandler;
-import io.grpc.netty.InternalNettyServerCredentials;
-import io.grpc.netty.InternalProtocolNegotiator;
 import io.grpc.netty.NettyServerBuilder;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -14,14 +11,12 @@ import io.netty.channel.ChannelHandlerAdapter;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.http2.Http2ConnectionAdapter;
 import io.netty.handler.codec.http2.Http2Error;
-import io.netty.util.AsciiString;
 import io.xdsproxy.core.LimitedLog;
 import io.xdsproxy.core.LogFields;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.concurrent.Executor;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.slf4j.event.Level;
@@ -77,32 +72,7 @@ final class StreamResetLimit {
     if (maxResets == 0) {
       return credentials;
     }
-    InternalProtocolNegotiator.ServerFactory factory =
-        InternalNettyServerCredentials.toNegotiator(credentials);
-    return InternalNettyServerCredentials.create(
-        (InternalProtocolNegotiator.ServerFactory)
-            (ObjectPool<? extends Executor> executors) ->
-                negotiator(factory.newNegotiator(executors)));
-  }
-
-  private InternalProtocolNegotiator.ProtocolNegotiator negotiator(
-      InternalProtocolNegotiator.ProtocolNegotiator delegate) {
-    return new InternalProtocolNegotiator.ProtocolNegotiator() {
-      @Override
-      public AsciiString scheme() {
-        return delegate.scheme();
-      }
-
-      @Override
-      public ChannelHandler newHandler(GrpcHttp2ConnectionHandler grpcHandler) {
-        return new Watcher(grpcHandler, delegate.newHandler(grpcHandler));
-      }
-
-      @Override
-      public void close() {
-        delegate.close();
-      }
-    };
+    return NegotiatorWrap.wrap(credentials, Watcher::new);
   }
 
   /**
