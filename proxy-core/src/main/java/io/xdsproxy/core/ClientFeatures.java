@@ -1,5 +1,8 @@
 package io.xdsproxy.core;
 
+import io.envoyproxy.envoy.config.core.v3.Node;
+import java.util.List;
+
 /**
  * The client features ({@code Node.client_features}) the proxy acts on: a client announces them in
  * its node, and the proxy announces them to its own upstream.
@@ -16,4 +19,15 @@ public final class ClientFeatures {
   public static final String SUPPORTS_RESOURCE_IN_SOTW = "xds.config.supports-resource-in-sotw";
 
   private ClientFeatures() {}
+
+  /**
+   * Whether {@code node}'s client announced TTL support ({@link #SUPPORTS_TTL}); in State of the
+   * World it must also take resources wrapped in {@code Resource} ({@link
+   * #SUPPORTS_RESOURCE_IN_SOTW}).
+   */
+  public static boolean knowsTtl(Node node, boolean sotw) {
+    List<String> features = node.getClientFeaturesList();
+    return features.contains(SUPPORTS_TTL)
+        && (!sotw || features.contains(SUPPORTS_RESOURCE_IN_SOTW));
+  }
 }

@@ -5,7 +5,6 @@ import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
-import io.xdsproxy.core.ClientFeatures;
 import io.xdsproxy.core.ClientStrings;
 import io.xdsproxy.core.GroupWatcher;
 import io.xdsproxy.core.LogFields;
@@ -19,11 +18,11 @@ import java.io.InputStream;
 import java.net.SocketAddress;
 import java.time.Clock;
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 
 /**
  * What every downstream xDS stream does, whatever its variant: its lifecycle and the dispatch of
@@ -113,26 +112,7 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
     this.lane = new StreamLane(serving.pool());
     // Its standing task takes the group's changes: the group signals it (onSnapshots).
     this.executor = new SerialExecutor(lane, this, guarded(this::takeChanges));
-    this.pushes =
-        new PushScheduler<>(
-            new PushScheduler.Transport() {
-              @Override
-              public boolean isReady() {
-                return responses.isReady();
-              }
-
-              @Override
-              public void write(TypeUrl type, EncodedResponse response) {
-                events.responseSent(ClientStream.this, type, response.size());
-                responses.onNext(response);
-              }
-
-              @Override
-              public void fannedOut(TypeUrl type, long receivedAt) {
-                events.fannedOut(ClientStream.this, type, receivedAt);
-              }
-            },
-            fixedType.isEmpty());
+    this.pushes = new PushScheduler<>(new CallTransport(this, responses), fixedType.isEmpty());
     this.pacer =
         new RequestPacer(
             serving.limits().requestsPerSecond(),
@@ -168,10 +148,18 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
     if (wellFormed(request)
         && member.identify(requests.hasNode().test(request), requests.node().apply(request))) {
       String typeUrl = requests.typeUrl().apply(request);
-      Optional<TypeUrl> type = typeOf(typeUrl);
-      if (type.isPresent() && member.entitledTo(type.get())) {
+      TypeUrl type;
+      try {
+        type = RequestedType.of(typeUrl, fixedType);
+      } catch (IllegalArgumentException e) {
+        fail(
+            Status.INVALID_ARGUMENT.withDescription(
+                e.getMessage() + " (node '" + node().getId() + "')"));
+        return;
+      }
+      if (member.entitledTo(type)) {
         lane.asked(typeUrl);
-        handle(request, type.get(), pushes.state(type.get(), this::newTypeState));
+        handle(request, type, pushes.state(type, this::newTypeState));
       }
     }
   }
@@ -189,6 +177,11 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
   /** For metrics: "ads" or the type of a per-type service. */
   final String service() {
     return service;
+  }
+
+  /** Where this stream's metrics and log lines go. */
+  final StreamEvents events() {
+    return events;
   }
 
   /** The client's address, for logs. */
@@ -283,21 +276,9 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
         });
   }
 
-  /**
-   * Checks the resource names of a request against the limits ({@link Admission#names}). Returns
-   * false when the stream was ended for them.
-   */
-  @SafeVarargs
-  final boolean namesWithinLimits(TypeUrl type, int count, Collection<String>... names) {
-    return member.namesWithinLimits(type, count, names);
-  }
-
-  /**
-   * Whether a subscription of {@code count} names of {@code type} is within the limit; ends the
-   * stream if not.
-   */
-  final boolean subscriptionWithinLimits(TypeUrl type, int count) {
-    return member.subscriptionWithinLimits(type, count);
+  /** Who the client is and what it may ask: its requests' names are checked there. */
+  final StreamMembership member() {
+    return member;
   }
 
   @Override
@@ -355,33 +336,6 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
   }
 
   /**
-   * The type a request is about: its type URL on ADS, the service's type on a per-type service.
-   * Returns empty when the stream was ended for a bad type URL.
-   */
-  private Optional<TypeUrl> typeOf(String typeUrl) {
-    try {
-      if (fixedType.isEmpty()) {
-        return Optional.of(TypeUrl.parse(typeUrl));
-      }
-      TypeUrl fixed = fixedType.get();
-      if (!typeUrl.isEmpty() && !typeUrl.equals(fixed.url())) {
-        throw new IllegalArgumentException(
-            "type_url "
-                + ClientStrings.shown(typeUrl)
-                + " sent to the "
-                + fixed.shortName()
-                + " discovery service");
-      }
-      return fixedType;
-    } catch (IllegalArgumentException e) {
-      fail(
-          Status.INVALID_ARGUMENT.withDescription(
-              e.getMessage() + " (node '" + node().getId() + "')"));
-      return Optional.empty();
-    }
-  }
-
-  /**
    * What this stream's log lines are about, as far as it is known yet: the client's node, its group
    * and address. A line about one type adds {@link LogFields#type}.
    */
@@ -398,41 +352,19 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
     executor.execute(() -> fail(status));
   }
 
-  /** This stream's status, as told on its executor. */
-  final CompletableFuture<Clients.ClientStatus> status() {
-    CompletableFuture<Clients.ClientStatus> status = new CompletableFuture<>();
-    executor.execute(
-        () -> {
-          List<Clients.TypeStatus> byType = new ArrayList<>();
-          pushes.forEach(
-              (type, state) ->
-                  byType.add(
-                      new Clients.TypeStatus(
-                          type.url(),
-                          state.subscription().wildcard(),
-                          state.subscription().names().stream().sorted().toList(),
-                          state.ackedVersion(),
-                          state.lastNackMessage())));
-          status.complete(
-              new Clients.ClientStatus(
-                  node().getId(), group().key().value(), variant, peer.toString(), byType));
-        });
-    return status;
-  }
-
   /**
-   * What this stream's client holds of each resource it subscribed to, as told on its executor: for
-   * CSDS.
+   * What {@code reading} makes of this stream's types' states, read on its executor, where nothing
+   * changes them meanwhile: for {@link Clients}.
    */
-  final CompletableFuture<Clients.ClientResources> resources() {
-    CompletableFuture<Clients.ClientResources> resources = new CompletableFuture<>();
+  final <T> CompletableFuture<T> report(Function<List<? extends TypeState<?>>, T> reading) {
+    CompletableFuture<T> report = new CompletableFuture<>();
     executor.execute(
         () -> {
-          List<ResourceStatus> all = new ArrayList<>();
-          pushes.forEach((type, state) -> all.addAll(state.resourceStatuses()));
-          resources.complete(new Clients.ClientResources(node(), all, group(), member.identity()));
+          List<S> states = new ArrayList<>();
+          pushes.forEach((type, state) -> states.add(state));
+          report.complete(reading.apply(states));
         });
-    return resources;
+    return report;
   }
 
   /**
@@ -479,17 +411,6 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
 
   final Clock clock() {
     return serving.clock();
-  }
-
-  /**
-   * Whether the client announced TTL support ("TTL": {@code xds.config.supports-resource-ttl}); for
-   * SotW it must also take resources wrapped in {@code Resource} ({@code
-   * xds.config.supports-resource-in-sotw}).
-   */
-  final boolean knowsTtl(boolean sotw) {
-    List<String> features = node().getClientFeaturesList();
-    return features.contains(ClientFeatures.SUPPORTS_TTL)
-        && (!sotw || features.contains(ClientFeatures.SUPPORTS_RESOURCE_IN_SOTW));
   }
 
   final NodeGroup group() {

@@ -84,8 +84,7 @@ public final class Clients {
 
   /** The status of every open stream; a stream too busy to answer within a second is left out. */
   public List<ClientStatus> statuses() {
-    List<CompletableFuture<ClientStatus>> asked =
-        streams.stream().map(ClientStream::status).toList();
+    List<CompletableFuture<ClientStatus>> asked = streams.stream().map(Clients::status).toList();
     return asked.stream()
         .map(future -> future.completeOnTimeout(null, 1, TimeUnit.SECONDS).join())
         .filter(java.util.Objects::nonNull)
@@ -100,7 +99,7 @@ public final class Clients {
   public CompletableFuture<List<ClientResources>> resources() {
     List<CompletableFuture<ClientResources>> asked =
         streams.stream()
-            .map(stream -> stream.resources().completeOnTimeout(null, 1, TimeUnit.SECONDS))
+            .map(stream -> resources(stream).completeOnTimeout(null, 1, TimeUnit.SECONDS))
             .toList();
     return CompletableFuture.allOf(asked.toArray(CompletableFuture[]::new))
         .thenApply(
@@ -112,5 +111,37 @@ public final class Clients {
                         java.util.Comparator.comparing(
                             (ClientResources client) -> client.node().getId()))
                     .toList());
+  }
+
+  /** What {@code stream} reports of itself, told on its executor. */
+  private static CompletableFuture<ClientStatus> status(ClientStream<?, ?> stream) {
+    return stream.report(
+        states ->
+            new ClientStatus(
+                stream.nodeId(),
+                stream.group().key().value(),
+                stream.variant(),
+                stream.peer().toString(),
+                states.stream()
+                    .map(
+                        state ->
+                            new TypeStatus(
+                                state.type().url(),
+                                state.subscription().wildcard(),
+                                state.subscription().names().stream().sorted().toList(),
+                                state.ackedVersion(),
+                                state.lastNackMessage()))
+                    .toList()));
+  }
+
+  /** What {@code stream}'s client holds of each resource it subscribed to, told on its executor. */
+  private static CompletableFuture<ClientResources> resources(ClientStream<?, ?> stream) {
+    return stream.report(
+        states ->
+            new ClientResources(
+                stream.node(),
+                states.stream().flatMap(state -> state.resourceStatuses().stream()).toList(),
+                stream.group(),
+                stream.member().identity()));
   }
 }

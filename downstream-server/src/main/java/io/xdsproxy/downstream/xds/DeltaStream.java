@@ -2,6 +2,7 @@ package io.xdsproxy.downstream.xds;
 
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
 import io.grpc.stub.StreamObserver;
+import io.xdsproxy.core.ClientFeatures;
 import io.xdsproxy.core.TypeUrl;
 import java.util.Optional;
 
@@ -47,12 +48,13 @@ public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, Delta
             + request.getResourceNamesUnsubscribeCount()
             + request.getInitialResourceVersionsCount();
     if (names > 0
-        && !namesWithinLimits(
-            type,
-            names,
-            request.getResourceNamesSubscribeList(),
-            request.getResourceNamesUnsubscribeList(),
-            request.getInitialResourceVersionsMap().keySet())) {
+        && !member()
+            .namesWithinLimits(
+                type,
+                names,
+                request.getResourceNamesSubscribeList(),
+                request.getResourceNamesUnsubscribeList(),
+                request.getInitialResourceVersionsMap().keySet())) {
       return;
     }
     DeltaTypeState.Subscribed subscribed =
@@ -61,7 +63,7 @@ public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, Delta
             request.getResourceNamesUnsubscribeList(),
             request.getInitialResourceVersionsMap());
     if (subscribed.changed()) {
-      if (!subscriptionWithinLimits(type, state.subscription().names().size())) {
+      if (!member().subscriptionWithinLimits(type, state.subscription().names().size())) {
         return;
       }
       group().subscribe(this, type, state.subscription().interest());
@@ -75,6 +77,7 @@ public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, Delta
 
   @Override
   DeltaTypeState newTypeState(TypeUrl type) {
-    return new DeltaTypeState(type, group().snapshot(type), knowsTtl(false), clock());
+    return new DeltaTypeState(
+        type, group().snapshot(type), ClientFeatures.knowsTtl(node(), false), clock());
   }
 }

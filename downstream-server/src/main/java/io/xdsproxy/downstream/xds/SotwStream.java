@@ -2,6 +2,7 @@ package io.xdsproxy.downstream.xds;
 
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.grpc.stub.StreamObserver;
+import io.xdsproxy.core.ClientFeatures;
 import io.xdsproxy.core.TypeUrl;
 import java.util.Optional;
 
@@ -30,7 +31,8 @@ public final class SotwStream extends ClientStream<DiscoveryRequest, SotwTypeSta
 
   @Override
   SotwTypeState newTypeState(TypeUrl type) {
-    return new SotwTypeState(type, group().snapshot(type), knowsTtl(true), clock());
+    return new SotwTypeState(
+        type, group().snapshot(type), ClientFeatures.knowsTtl(node(), true), clock());
   }
 
   @Override
@@ -52,8 +54,9 @@ public final class SotwStream extends ClientStream<DiscoveryRequest, SotwTypeSta
       state.ack(request.getVersionInfo());
     }
     if (!state.repeats(request.getResourceNamesList())
-        && !namesWithinLimits(
-            type, request.getResourceNamesCount(), request.getResourceNamesList())) {
+        && !member()
+            .namesWithinLimits(
+                type, request.getResourceNamesCount(), request.getResourceNamesList())) {
       return;
     }
     if (state.subscribe(request.getResourceNamesList())) {
