@@ -205,6 +205,9 @@ public final class TypeSnapshot {
    * returns {@code this} when nothing a client could see changed.
    */
   TypeSnapshot apply(ResourceUpdate update, long receivedAt) {
+    if (changesNothing(update)) {
+      return this;
+    }
     Map<String, XdsResource> next =
         update.replaceAll() ? new HashMap<>() : new HashMap<>(resources);
     Set<String> nextAbsent = update.replaceAll() ? new HashSet<>() : new HashSet<>(absent);
@@ -274,6 +277,36 @@ public final class TypeSnapshot {
         receivedAt,
         sequence + 1,
         Collections.unmodifiableList(changes));
+  }
+
+  /**
+   * Whether {@code update} would leave this state as it is, told without copying it: every resource
+   * it carries is one this state holds, unchanged, and it removes, forgets and refreshes nothing,
+   * nor changes whether the state is complete. A SotW control plane resends every resource of a
+   * type with each change of anything, to each node group; most of those responses are this.
+   */
+  private boolean changesNothing(ResourceUpdate update) {
+    if (!received
+        || !update.heartbeats().isEmpty()
+        || !update.removed().isEmpty()
+        || !update.forgotten().isEmpty()) {
+      return false;
+    }
+    if (update.replaceAll()
+        ? update.complete() != complete
+            || !absent.isEmpty()
+            || update.resources().size() != resources.size()
+        : update.complete() && !complete) {
+      return false;
+    }
+    for (XdsResource resource : update.resources()) {
+      XdsResource previous = resources.get(resource.name());
+      // As apply keeps it: the same to a client, and not do_not_cache, which is always delivered.
+      if (resource.doNotCache() || !resource.sameAs(previous)) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /**

@@ -284,4 +284,33 @@ class TypeSnapshotTest {
     assertThat(plain.ifUncacheable()).isNull();
     assertThat(withUncacheable.ifUncacheable()).isSameAs(withUncacheable);
   }
+
+  @Test
+  void aFullStateResentAsItIsIsNoChangeButOneNameForAnotherOrADoNotCacheResourceAgainIs() {
+    XdsResource a = cluster("a", 1);
+    TypeSnapshot first =
+        store
+            .apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(a, cluster("b", 1))))
+            .orElseThrow();
+
+    assertThat(store.apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("b", 1), a))))
+        .as("every resource again, held or equal to what is held, in another order")
+        .isEmpty();
+    assertThat(store.apply(ResourceUpdate.partial(TypeUrl.CLUSTER, List.of(a), Set.of(), false)))
+        .as("one of them again, in a partial update")
+        .isEmpty();
+    TypeSnapshot swapped =
+        store
+            .apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(a, cluster("c", 1))))
+            .orElseThrow();
+    assertThat(swapped.get("b")).as("as many names, one of them another").isNull();
+    assertThat(swapped.get("a")).isSameAs(first.get("a"));
+
+    XdsResource uncacheable =
+        new XdsResource("c", a.version(), a.body(), List.of(), java.util.Optional.empty(), true);
+    store.apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(a, uncacheable))).orElseThrow();
+    assertThat(store.apply(ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(a, uncacheable))))
+        .as("a do_not_cache resource, even the same object, is delivered each time it comes")
+        .isPresent();
+  }
 }

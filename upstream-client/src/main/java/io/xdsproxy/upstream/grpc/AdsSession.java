@@ -419,25 +419,33 @@ abstract class AdsSession<Q, R, S extends AdsSession.SubscriptionState> implemen
 
   /**
    * Passes {@code update} to the group's store, keeping {@link SubscriptionState#received} in step.
+   * The assignments asked for are worked out again only when the update changed a cluster: a SotW
+   * control plane resends every cluster with each change of anything (java-control-plane's snapshot
+   * has one version), and the decoder hands back the very object held for a cluster that came again
+   * unchanged.
    */
   final void publish(S state, ResourceUpdate update) {
     if (update.replaceAll()) {
       state.received.clear();
-      state.decoded.clear();
     }
     state.received.removeAll(update.removed());
     state.received.removeAll(update.forgotten());
     state.awaitingFresh.removeAll(update.removed());
     state.awaitingFresh.removeAll(update.forgotten());
-    state.decoded.keySet().removeAll(update.removed());
-    state.decoded.keySet().removeAll(update.forgotten());
+    boolean changed = state.decoded.keySet().removeAll(update.removed());
+    changed |= state.decoded.keySet().removeAll(update.forgotten());
     for (XdsResource resource : update.resources()) {
       state.received.add(resource.name());
-      state.decoded.put(resource.name(), resource);
+      changed |= state.decoded.put(resource.name(), resource) != resource;
       state.awaitingFresh.remove(resource.name());
     }
+    if (update.replaceAll() && state.decoded.size() != update.resources().size()) {
+      // Names the update leaves out are gone (a response's names are unique).
+      state.decoded.keySet().retainAll(state.received);
+      changed = true;
+    }
     listener.onUpdate(update);
-    if (state.type.equals(TypeUrl.CLUSTER)) {
+    if (changed && state.type.equals(TypeUrl.CLUSTER)) {
       typeState(TypeUrl.ENDPOINT).ifPresent(this::rewire);
     }
   }
