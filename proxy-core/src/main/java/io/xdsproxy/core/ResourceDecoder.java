@@ -48,6 +48,21 @@ public final class ResourceDecoder {
   public static Decoded decode(
       TypeUrl type, List<Any> bodies, Function<String, XdsResource> previous)
       throws InvalidResourceException {
+    return decode(type, bodies, previous, List.of());
+  }
+
+  /**
+   * As {@link #decode(TypeUrl, List, Function)}, where {@code previousInOrder} is what the last
+   * response decoded to, in its order: a control plane resends a type's resources in the same order
+   * (each keeps its snapshot's map order), so the body at a position is first compared, byte for
+   * byte, with the resource held at that position, which needs neither its name read nor looked up.
+   */
+  public static Decoded decode(
+      TypeUrl type,
+      List<Any> bodies,
+      Function<String, XdsResource> previous,
+      List<XdsResource> previousInOrder)
+      throws InvalidResourceException {
     List<XdsResource> resources = new ArrayList<>(bodies.size());
     List<String> heartbeats = new ArrayList<>();
     Set<String> names = new HashSet<>();
@@ -73,7 +88,10 @@ public final class ResourceDecoder {
         checkUnique(names, resource.name(), i);
         resources.add(resource);
       } else {
-        XdsResource same = unchanged(any, previous);
+        XdsResource same = sameAt(previousInOrder, resources.size(), any, previous);
+        if (same == null) {
+          same = unchanged(any, previous);
+        }
         String name = same != null ? same.name() : validatedName(type, i, any, "");
         checkUnique(names, name, i);
         resources.add(same != null ? same : XdsResource.of(name, any));
@@ -86,9 +104,31 @@ public final class ResourceDecoder {
   private static XdsResource unchanged(Any body, Function<String, XdsResource> previous) {
     String name = nameOf(body.getValue());
     XdsResource held = name.isEmpty() ? null : previous.apply(name);
-    boolean bare =
-        held != null && held.ttl().isEmpty() && !held.doNotCache() && held.aliases().isEmpty();
-    return bare && held.body().equals(body) ? held : null;
+    return bare(held) && held.body().equals(body) ? held : null;
+  }
+
+  /**
+   * The resource at {@code index} of {@code previousInOrder}, if {@code previous} still holds it
+   * and it is exactly {@code body} and nothing else: what {@link #unchanged} would find, without
+   * reading the body's name.
+   */
+  private static XdsResource sameAt(
+      List<XdsResource> previousInOrder,
+      int index,
+      Any body,
+      Function<String, XdsResource> previous) {
+    if (index >= previousInOrder.size()) {
+      return null;
+    }
+    XdsResource held = previousInOrder.get(index);
+    return bare(held) && held.body().equals(body) && previous.apply(held.name()) == held
+        ? held
+        : null;
+  }
+
+  /** Whether {@code held} is a resource with no wrapper fields, whose body alone says it all. */
+  private static boolean bare(XdsResource held) {
+    return held != null && held.ttl().isEmpty() && !held.doNotCache() && held.aliases().isEmpty();
   }
 
   /** Decodes one {@link Resource} wrapper, as Delta responses carry every resource. */

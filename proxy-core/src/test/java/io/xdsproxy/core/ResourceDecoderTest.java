@@ -143,4 +143,36 @@ class ResourceDecoderTest {
         .isInstanceOf(InvalidResourceException.class)
         .hasMessageContaining("appears twice");
   }
+
+  @Test
+  void aBodyInItsPlaceInTheLastResponseIsTheResourceHeldThereWhileItIsStillHeld() throws Exception {
+    List<XdsResource> last =
+        ResourceDecoder.decode(TypeUrl.CLUSTER, List.of(cluster("a"), cluster("b"))).resources();
+    java.util.Map<String, XdsResource> held = new java.util.HashMap<>();
+    last.forEach(resource -> held.put(resource.name(), resource));
+
+    List<XdsResource> inPlace =
+        ResourceDecoder.decode(
+                TypeUrl.CLUSTER, List.of(cluster("a"), cluster("b")), held::get, last)
+            .resources();
+    List<XdsResource> swapped =
+        ResourceDecoder.decode(
+                TypeUrl.CLUSTER, List.of(cluster("b"), cluster("a")), held::get, last)
+            .resources();
+    held.remove("a");
+    List<XdsResource> afterAWasDropped =
+        ResourceDecoder.decode(
+                TypeUrl.CLUSTER, List.of(cluster("a"), cluster("b")), held::get, last)
+            .resources();
+
+    assertThat(inPlace.get(0)).isSameAs(last.get(0));
+    assertThat(inPlace.get(1)).isSameAs(last.get(1));
+    assertThat(swapped.get(0)).as("found by its name out of place").isSameAs(last.get(1));
+    assertThat(swapped.get(1)).isSameAs(last.get(0));
+    assertThat(afterAWasDropped.get(0))
+        .as("in its place, but no longer held: decoded afresh")
+        .isNotSameAs(last.get(0))
+        .isEqualTo(last.get(0));
+    assertThat(afterAWasDropped.get(1)).isSameAs(last.get(1));
+  }
 }
