@@ -31,6 +31,12 @@ public final class TypeSnapshot {
   private final Set<String> absent;
   private final boolean complete;
   private final String version;
+
+  /**
+   * The XOR of every resource's entry ({@link Versions#entryHash}), which {@link #version} spells.
+   */
+  private final long versionHash;
+
   private final boolean received;
   private final boolean anyUncacheable;
   private final boolean anyAliases;
@@ -65,16 +71,23 @@ public final class TypeSnapshot {
    */
   static final int CHANGES_KEPT = 16;
 
+  /**
+   * @param versionHash the XOR of the entries of {@code resources}
+   * @param anyUncacheable whether a resource is do_not_cache; null to look
+   * @param anyAliases whether a resource has aliases; null to look
+   */
   private TypeSnapshot(
       TypeUrl type,
       Map<String, XdsResource> resources,
       Set<String> absent,
       boolean complete,
-      String version,
+      long versionHash,
       boolean received,
       long changedAt,
       long sequence,
-      List<Set<String>> recentChanges) {
+      List<Set<String>> recentChanges,
+      Boolean anyUncacheable,
+      Boolean anyAliases) {
     this.type = type;
     this.changedAt = changedAt;
     this.sequence = sequence;
@@ -82,22 +95,25 @@ public final class TypeSnapshot {
     this.resources = resources;
     this.absent = absent;
     this.complete = complete;
-    this.version = version;
+    this.versionHash = versionHash;
+    this.version = Versions.typeVersion(versionHash);
     this.received = received;
     boolean uncacheable = false;
     boolean aliases = false;
-    for (XdsResource resource : resources.values()) {
-      uncacheable |= resource.doNotCache();
-      aliases |= !resource.aliases().isEmpty();
+    if (anyUncacheable == null || anyAliases == null) {
+      for (XdsResource resource : resources.values()) {
+        uncacheable |= resource.doNotCache();
+        aliases |= !resource.aliases().isEmpty();
+      }
     }
-    this.anyUncacheable = uncacheable;
-    this.anyAliases = aliases;
+    this.anyUncacheable = anyUncacheable == null ? uncacheable : anyUncacheable;
+    this.anyAliases = anyAliases == null ? aliases : anyAliases;
   }
 
   /** A type the upstream has not answered for yet. */
   public static TypeSnapshot empty(TypeUrl type) {
     return new TypeSnapshot(
-        type, Map.of(), Set.of(), false, Versions.ofResources(List.of()), false, 0, 0, List.of());
+        type, Map.of(), Set.of(), false, 0L, false, 0, 0, List.of(), false, false);
   }
 
   public TypeUrl type() {
@@ -220,13 +236,23 @@ public final class TypeSnapshot {
     // since that changes the state of every name not in the store.
     boolean unknownChange = nextComplete != complete || !received;
     Set<String> touched = new HashSet<>();
+    // The type version follows each change of the map, so a change costs what it changes.
+    long nextHash = update.replaceAll() ? 0L : versionHash;
+    // Whether any resource is do_not_cache or has aliases: while none was, only what the update
+    // brings can make one so; otherwise the constructor looks (null).
+    boolean lookAtFlags = update.replaceAll() || anyUncacheable || anyAliases;
+    boolean nextUncacheable = false;
+    boolean nextAliases = false;
     for (XdsResource resource : update.resources()) {
       XdsResource previous = resources.get(resource.name());
       // Keep the object clients already have when nothing about it changed: streams compare by
       // reference. A do_not_cache resource is always a new object: each delivery reaches the
       // streams subscribed at that moment, including any that joined since the last one.
       boolean same = resource.sameAs(previous) && !resource.doNotCache();
-      next.put(resource.name(), same ? previous : resource);
+      XdsResource kept = same ? previous : resource;
+      nextHash ^= swapped(next.put(resource.name(), kept), kept);
+      nextUncacheable |= kept.doNotCache();
+      nextAliases |= !kept.aliases().isEmpty();
       if (!same) {
         touched.add(resource.name());
       }
@@ -238,7 +264,8 @@ public final class TypeSnapshot {
               ? next.get(name)
               : update.replaceAll() ? resources.get(name) : null;
       if (current != null) {
-        next.put(name, current.refreshed());
+        XdsResource refreshed = current.refreshed();
+        nextHash ^= swapped(next.put(name, refreshed), refreshed);
         nextAbsent.remove(name);
         touched.add(name);
       }
@@ -252,12 +279,16 @@ public final class TypeSnapshot {
       touched.addAll(absent);
     }
     for (String name : update.removed()) {
-      if (next.remove(name) != null | nextAbsent.add(name)) {
+      XdsResource gone = next.remove(name);
+      nextHash ^= swapped(gone, null);
+      if (gone != null | nextAbsent.add(name)) {
         touched.add(name);
       }
     }
     for (String name : update.forgotten()) {
-      if (next.remove(name) != null | nextAbsent.remove(name)) {
+      XdsResource gone = next.remove(name);
+      nextHash ^= swapped(gone, null);
+      if (gone != null | nextAbsent.remove(name)) {
         touched.add(name);
       }
     }
@@ -272,11 +303,25 @@ public final class TypeSnapshot {
         Collections.unmodifiableMap(next),
         Collections.unmodifiableSet(nextAbsent),
         nextComplete,
-        Versions.ofResources(next.values()),
+        nextHash,
         true,
         receivedAt,
         sequence + 1,
-        Collections.unmodifiableList(changes));
+        Collections.unmodifiableList(changes),
+        lookAtFlags ? null : nextUncacheable,
+        lookAtFlags ? null : nextAliases);
+  }
+
+  /**
+   * What putting {@code in} where {@code out} was (either null: an addition, a removal) does to the
+   * XOR of the entries: nothing for the same object.
+   */
+  private static long swapped(XdsResource out, XdsResource in) {
+    return out == in ? 0L : entry(out) ^ entry(in);
+  }
+
+  private static long entry(XdsResource resource) {
+    return resource == null ? 0L : Versions.entryHash(resource.name(), resource.version());
   }
 
   /**

@@ -313,4 +313,39 @@ class TypeSnapshotTest {
         .as("a do_not_cache resource, even the same object, is delivered each time it comes")
         .isPresent();
   }
+
+  @Test
+  void theTypeVersionFollowsEveryKindOfChangeAsIfMadeAfreshAndSoDoesWhatIsUncacheable() {
+    XdsResource a = cluster("a", 1);
+    XdsResource uncacheable =
+        new XdsResource(
+            "u",
+            cluster("u", 1).version(),
+            cluster("u", 1).body(),
+            List.of(),
+            java.util.Optional.empty(),
+            true);
+    List<ResourceUpdate> updates =
+        List.of(
+            ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(a, cluster("b", 1))),
+            ResourceUpdate.partial(
+                TypeUrl.CLUSTER, List.of(cluster("b", 2), cluster("c", 1)), Set.of(), false),
+            ResourceUpdate.partial(TypeUrl.CLUSTER, List.of(uncacheable), Set.of("a"), false),
+            ResourceUpdate.partial(TypeUrl.CLUSTER, List.of(), Set.of(), false)
+                .withHeartbeats(Set.of("c")),
+            ResourceUpdate.forget(TypeUrl.CLUSTER, Set.of("u")),
+            ResourceUpdate.partial(TypeUrl.CLUSTER, List.of(a), Set.of("b"), false),
+            ResourceUpdate.complete(TypeUrl.CLUSTER, List.of(cluster("c", 1), cluster("d", 1))));
+    List<Boolean> uncacheableAfter = new java.util.ArrayList<>();
+
+    for (ResourceUpdate update : updates) {
+      store.apply(update);
+      TypeSnapshot snapshot = store.snapshot(TypeUrl.CLUSTER);
+      assertThat(snapshot.version())
+          .as("after %s: the version of what it holds, %s", update, snapshot.resources().keySet())
+          .isEqualTo(Versions.ofResources(snapshot.resources().values()));
+      uncacheableAfter.add(snapshot.ifUncacheable() != null);
+    }
+    assertThat(uncacheableAfter).containsExactly(false, false, true, true, false, false, false);
+  }
 }
