@@ -1,13 +1,8 @@
 package io.xdsproxy.upstream.grpc;
 
 import io.envoyproxy.envoy.config.core.v3.Node;
-import io.grpc.Channel;
 import io.grpc.Status;
 import io.grpc.stub.ClientCallStreamObserver;
-import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.Gauge;
-import io.micrometer.core.instrument.MeterRegistry;
-import io.xdsproxy.core.ClusterEndpoints;
 import io.xdsproxy.core.Interest;
 import io.xdsproxy.core.LimitedLog;
 import io.xdsproxy.core.LogFields;
@@ -19,7 +14,6 @@ import io.xdsproxy.core.UpstreamSource.UpstreamListener;
 import io.xdsproxy.core.UpstreamSource.UpstreamSession;
 import io.xdsproxy.core.XdsResource;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -27,12 +21,6 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
-import java.util.concurrent.Executor;
-import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.random.RandomGenerator;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.slf4j.event.Level;
@@ -59,7 +47,7 @@ import org.slf4j.event.Level;
  * @param <R> the response message
  * @param <S> the per-type state of the variant
  */
-abstract class AdsSession<Q, R, S extends AdsSession.SubscriptionState> implements UpstreamSession {
+abstract class AdsSession<Q, R, S extends SubscriptionState> implements UpstreamSession {
 
   private static final Logger log = LoggerFactory.getLogger(AdsSession.class);
   // A control plane that fails or misbehaves does so for every group at once: the lines are
@@ -67,69 +55,6 @@ abstract class AdsSession<Q, R, S extends AdsSession.SubscriptionState> implemen
   private static final LimitedLog limitedWarnings = LimitedLog.of(log, Level.WARN);
   private static final LimitedLog streamEnds = LimitedLog.of(log, Level.WARN);
   private static final LimitedLog notFound = LimitedLog.of(log, Level.INFO);
-
-  /** What every variant keeps of one type. */
-  static class SubscriptionState {
-    final TypeUrl type;
-
-    /** What the group wants. */
-    Interest interest = Interest.NONE;
-
-    /**
-     * What the current stream asked the upstream for, which it believes the group subscribes to:
-     * the interest, and what the protocol could not take back of an earlier one ({@link
-     * #expressible}).
-     */
-    Interest wire = Interest.NONE;
-
-    /**
-     * do_not_cache resources the group asked the upstream to send again, until a fresh copy comes.
-     */
-    final Set<String> awaitingFresh = new HashSet<>();
-
-    /** Names the upstream has sent and not deleted since. */
-    final Set<String> received = new HashSet<>();
-
-    /**
-     * What the upstream last sent of each name received, as decoded: a SotW upstream resends every
-     * resource on each change of one, and a body equal to the one held is not decoded again.
-     */
-    final Map<String, XdsResource> decoded = new HashMap<>();
-
-    SubscriptionState(TypeUrl type) {
-      this.type = type;
-    }
-  }
-
-  /**
-   * What every session of one upstream shares: where it is (a control plane's addresses, tried in
-   * turn, with a channel each), the proxy's threads and timings, and the rate its streams start at.
-   */
-  record Context(
-      List<Channel> channels,
-      List<String> targets,
-      Executor pool,
-      ScheduledExecutorService timer,
-      Backoff backoff,
-      Duration notFoundTimeout,
-      RandomGenerator random,
-      MeterRegistry meters,
-      StreamStarts starts) {
-
-    /**
-     * Runs {@code task} on {@code executor} after {@code delay}; false when the proxy's timer has
-     * shut down already, as it does before its sessions' last callbacks (a stream ending as its
-     * channel closes), so nothing was scheduled.
-     */
-    boolean later(Executor executor, Duration delay, Runnable task) {
-      try {
-        timer.schedule(() -> executor.execute(task), delay.toMillis(), TimeUnit.MILLISECONDS);
-        return true;
-      } catch (RejectedExecutionException shuttingDown) {
-        return false;
-      }
-    }
-  }
 
   final NodeGroupKey group;
 
@@ -141,7 +66,7 @@ abstract class AdsSession<Q, R, S extends AdsSession.SubscriptionState> implemen
   /** Who opened the group: whose turns its streams take at {@link StreamStarts}. */
   private final String tenant;
 
-  private final Context context;
+  private final SessionContext context;
 
   /** Where the current or next stream goes: an index into the context's targets. */
   private int targetIndex;
@@ -150,21 +75,8 @@ abstract class AdsSession<Q, R, S extends AdsSession.SubscriptionState> implemen
   private final UpstreamListener listener;
   private final SerialExecutor executor;
 
-  /** NACKs sent upstream: each a response the control plane should not have sent. */
-  private final Counter nacks;
-
-  /** Streams that ended and were reopened. */
-  private final Counter reconnects;
-
-  /** Streams the proxy abandoned for a new one, to ask for what no request on the stream could. */
-  private final Counter abandoned;
-
-  /**
-   * 1 while the current stream has answered, 0 while connecting or backing off; read by the gauge.
-   */
-  private final AtomicInteger connected = new AtomicInteger();
-
-  private final Gauge connectedGauge;
+  /** The session's counters and gauge. */
+  private final SessionMeters meters;
 
   // Confined to the executor.
   private final Map<TypeUrl, S> types = new TreeMap<>();
@@ -184,7 +96,7 @@ abstract class AdsSession<Q, R, S extends AdsSession.SubscriptionState> implemen
       Node node,
       String tenant,
       UpstreamListener listener,
-      Context context,
+      SessionContext context,
       AdsCall<Q, R> call) {
     this.call = call;
     this.group = group;
@@ -194,30 +106,7 @@ abstract class AdsSession<Q, R, S extends AdsSession.SubscriptionState> implemen
     this.context = context;
     this.listener = listener;
     this.executor = new SerialExecutor(context.pool(), "upstream session of group " + group);
-    this.nacks =
-        Counter.builder("xds.upstream.nacks")
-            .description(
-                "Responses from the control plane NACKed by the proxy (malformed or invalid)")
-            .tag("group", group.label())
-            .register(context.meters());
-    this.reconnects =
-        Counter.builder("xds.upstream.reconnects")
-            .description("Upstream streams that ended and were reopened")
-            .tag("group", group.label())
-            .register(context.meters());
-    this.abandoned =
-        Counter.builder("xds.upstream.streams.abandoned")
-            .description(
-                "Upstream streams the proxy replaced by a new one because no request on the stream could ask for"
-                    + " what the group needed (a wildcard after names; a do_not_cache copy the upstream did not resend)")
-            .tag("group", group.label())
-            .register(context.meters());
-    this.connectedGauge =
-        Gauge.builder("xds.upstream.connected", connected, AtomicInteger::get)
-            .description(
-                "1 while the group's upstream stream is open and has answered, 0 while connecting or backing off")
-            .tag("group", group.label())
-            .register(context.meters());
+    this.meters = new SessionMeters(group, context.meters());
     executor.execute(this::openStream);
   }
 
@@ -277,7 +166,7 @@ abstract class AdsSession<Q, R, S extends AdsSession.SubscriptionState> implemen
    */
   private void rewire(S state) {
     Interest previousWire = state.wire;
-    Interest wanted = upstreamInterest(state);
+    Interest wanted = state.upstreamInterest(types.get(TypeUrl.CLUSTER));
     state.wire = expressible(state.type, wanted, previousWire);
     if (!state.wire.equals(previousWire)) {
       forgetWhatLeftTheWire(state, previousWire);
@@ -290,34 +179,6 @@ abstract class AdsSession<Q, R, S extends AdsSession.SubscriptionState> implemen
         publish(state, ResourceUpdate.partial(state.type, List.of(), unreferenced, false));
       }
     }
-  }
-
-  /**
-   * Rule 7 of interop.md: what the upstream is asked for of {@code state}'s type. For assignments,
-   * once the upstream has sent the group's clusters, what a directly connected Envoy would ask for:
-   * the assignments those clusters take their endpoints from. go-control-plane in ADS mode drops a
-   * request that leaves out an assignment it holds ({@code createResponse}, superset rule), and
-   * java-control-plane answers none while one asked for is missing ({@code SimpleCache.respond}). A
-   * name the group's clients ask for that no cluster references (a cluster a reconnecting Envoy
-   * still warms, gone upstream) is not asked for and does not exist, as istiod answers it ({@code
-   * buildEmptyClusterLoadAssignment}). Every other type, or before the clusters are known: the
-   * group's interest, as it is.
-   */
-  private Interest upstreamInterest(S state) {
-    Interest interest = state.interest;
-    S clusters = types.get(TypeUrl.CLUSTER);
-    if (!state.type.equals(TypeUrl.ENDPOINT)
-        || interest.wildcard()
-        || interest.isEmpty()
-        || clusters == null
-        || clusters.received.isEmpty()) {
-      return interest;
-    }
-    Set<String> names = new HashSet<>();
-    for (XdsResource cluster : clusters.decoded.values()) {
-      ClusterEndpoints.assignmentOf(cluster).ifPresent(names::add);
-    }
-    return new Interest(false, names);
   }
 
   /**
@@ -370,10 +231,7 @@ abstract class AdsSession<Q, R, S extends AdsSession.SubscriptionState> implemen
             waitingToStart.withdraw();
             waitingToStart = null;
           }
-          context.meters().remove(nacks);
-          context.meters().remove(reconnects);
-          context.meters().remove(abandoned);
-          context.meters().remove(connectedGauge);
+          meters.remove();
           if (stream != null) {
             stream.cancel("node group " + group + " closed", null);
             stream = null;
@@ -405,8 +263,7 @@ abstract class AdsSession<Q, R, S extends AdsSession.SubscriptionState> implemen
     fields()
         .addTo(log.atInfo())
         .log("group {}: reopening the stream to {}: {}", group, target, why);
-    abandoned.increment();
-    connected.set(0);
+    meters.abandoned();
     // The abandoned stream's end (CANCELLED, once the cancel has gone round) is not a failure: no
     // backoff, no failover, and no reconnect of its own besides the stream opened here.
     generation++;
@@ -453,7 +310,7 @@ abstract class AdsSession<Q, R, S extends AdsSession.SubscriptionState> implemen
   /** A response was applied: the stream works, so the next failure starts the backoff afresh. */
   final void healthy() {
     failedAttempts = 0;
-    connected.set(1);
+    meters.connected(true);
   }
 
   /**
@@ -468,7 +325,7 @@ abstract class AdsSession<Q, R, S extends AdsSession.SubscriptionState> implemen
 
   /** Logs a NACK of {@code type} sent upstream. */
   final void logNack(TypeUrl type, com.google.rpc.Status detail) {
-    nacks.increment();
+    meters.nacked();
     limitedWarnings.log(
         fields().type(type),
         "group {}: NACK to upstream {}: {}",
@@ -543,7 +400,9 @@ abstract class AdsSession<Q, R, S extends AdsSession.SubscriptionState> implemen
       Interest previousWire = state.wire;
       // A new stream has been asked nothing: what could not be taken back on the old one can be
       // now.
-      state.wire = expressible(state.type, upstreamInterest(state), Interest.NONE);
+      state.wire =
+          expressible(
+              state.type, state.upstreamInterest(types.get(TypeUrl.CLUSTER)), Interest.NONE);
       forgetWhatLeftTheWire(state, previousWire);
     }
     streamOpened(types.values());
@@ -554,9 +413,8 @@ abstract class AdsSession<Q, R, S extends AdsSession.SubscriptionState> implemen
       return;
     }
     stream = null;
-    connected.set(0);
     failedAttempts++;
-    reconnects.increment();
+    meters.reconnected();
     Duration delay = context.backoff().delay(failedAttempts, context.random());
     // Failover: the next stream goes to the control plane's next address, round the list.
     targetIndex = (targetIndex + 1) % context.targets().size();

@@ -67,7 +67,7 @@ public final class AdsUpstream implements UpstreamSource {
   private final List<String> targets;
   private final Protocol protocol;
   private final List<ManagedChannel> channels;
-  private final AdsSession.Context context;
+  private final SessionContext context;
   private final AtomicBoolean reached = new AtomicBoolean();
   private final Transport transport;
 
@@ -181,7 +181,7 @@ public final class AdsUpstream implements UpstreamSource {
     // asked to connect at once, and watched until it first is READY.
     channels.forEach(this::watchUntilReady);
     this.context =
-        new AdsSession.Context(
+        new SessionContext(
             List.copyOf(channels),
             this.targets,
             pool,

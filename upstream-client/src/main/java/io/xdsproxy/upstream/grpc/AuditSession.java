@@ -57,7 +57,7 @@ abstract class AuditSession<Q, R> {
   final Node node;
   final Map<TypeUrl, Interest> wanted;
   private final String target;
-  private final AdsSession.Context context;
+  private final SessionContext context;
   private final SerialExecutor executor;
   private final CompletableFuture<Map<TypeUrl, AuditedType>> answer = new CompletableFuture<>();
 
@@ -74,7 +74,7 @@ abstract class AuditSession<Q, R> {
       Node node,
       Map<TypeUrl, Interest> wanted,
       String target,
-      AdsSession.Context context,
+      SessionContext context,
       AdsCall<Q, R> call) {
     this.call = call;
     this.node = node;
@@ -92,13 +92,13 @@ abstract class AuditSession<Q, R> {
 
   /** An audit of {@code node} over State of the World ADS. */
   static AuditSession<?, ?> sotw(
-      Node node, Map<TypeUrl, Interest> wanted, String target, AdsSession.Context context) {
+      Node node, Map<TypeUrl, Interest> wanted, String target, SessionContext context) {
     return new Sotw(node, wanted, target, context);
   }
 
   /** An audit of {@code node} over Delta ADS. */
   static AuditSession<?, ?> delta(
-      Node node, Map<TypeUrl, Interest> wanted, String target, AdsSession.Context context) {
+      Node node, Map<TypeUrl, Interest> wanted, String target, SessionContext context) {
     return new Delta(node, wanted, target, context);
   }
 
@@ -246,7 +246,7 @@ abstract class AuditSession<Q, R> {
   /** The audit over State of the World ADS. */
   private static final class Sotw extends AuditSession<DiscoveryRequest, DiscoveryResponse> {
 
-    Sotw(Node node, Map<TypeUrl, Interest> wanted, String target, AdsSession.Context context) {
+    Sotw(Node node, Map<TypeUrl, Interest> wanted, String target, SessionContext context) {
       super(node, wanted, target, context, AdsCall.SOTW);
     }
 
@@ -298,7 +298,7 @@ abstract class AuditSession<Q, R> {
   private static final class Delta
       extends AuditSession<DeltaDiscoveryRequest, DeltaDiscoveryResponse> {
 
-    Delta(Node node, Map<TypeUrl, Interest> wanted, String target, AdsSession.Context context) {
+    Delta(Node node, Map<TypeUrl, Interest> wanted, String target, SessionContext context) {
       super(node, wanted, target, context, AdsCall.DELTA);
     }
 

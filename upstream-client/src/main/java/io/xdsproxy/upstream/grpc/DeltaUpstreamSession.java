@@ -36,7 +36,7 @@ final class DeltaUpstreamSession
         DeltaUpstreamSession.DeltaSubscriptionState> {
 
   /** One type's logical stream within the Delta ADS stream. */
-  static final class DeltaSubscriptionState extends AdsSession.SubscriptionState {
+  static final class DeltaSubscriptionState extends SubscriptionState {
     /** Name to version of every resource held, for initial_resource_versions on reconnect. */
     final Map<String, String> held = new HashMap<>();
 
@@ -51,7 +51,11 @@ final class DeltaUpstreamSession
   }
 
   DeltaUpstreamSession(
-      NodeGroupKey group, Node node, String tenant, UpstreamListener listener, Context context) {
+      NodeGroupKey group,
+      Node node,
+      String tenant,
+      UpstreamListener listener,
+      SessionContext context) {
     super(group, node, tenant, listener, context, AdsCall.DELTA);
   }
 

@@ -28,7 +28,7 @@ final class SotwUpstreamSession
         DiscoveryRequest, DiscoveryResponse, SotwUpstreamSession.SotwSubscriptionState> {
 
   /** One type's logical stream within the ADS stream. */
-  static final class SotwSubscriptionState extends AdsSession.SubscriptionState {
+  static final class SotwSubscriptionState extends SubscriptionState {
     /** The version_info of the last response accepted; sent again on reconnect. */
     String acceptedVersion = "";
 
@@ -69,7 +69,11 @@ final class SotwUpstreamSession
   }
 
   SotwUpstreamSession(
-      NodeGroupKey group, Node node, String tenant, UpstreamListener listener, Context context) {
+      NodeGroupKey group,
+      Node node,
+      String tenant,
+      UpstreamListener listener,
+      SessionContext context) {
     super(group, node, tenant, listener, context, AdsCall.SOTW);
   }
 

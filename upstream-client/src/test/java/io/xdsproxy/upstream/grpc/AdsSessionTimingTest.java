@@ -75,8 +75,8 @@ class AdsSessionTimingTest {
   void start() throws Exception {
     controlPlane = new ScriptedControlPlane();
     channel = NettyChannelBuilder.forTarget(controlPlane.target()).usePlaintext().build();
-    AdsSession.Context context =
-        new AdsSession.Context(
+    SessionContext context =
+        new SessionContext(
             List.of(channel),
             List.of(controlPlane.target()),
             CALLING_THREAD,

@@ -193,8 +193,8 @@ class StreamStartsTest {
     ManagedChannel channel =
         NettyChannelBuilder.forTarget(controlPlane.target()).usePlaintext().build();
     add(channel::shutdownNow);
-    AdsSession.Context context =
-        new AdsSession.Context(
+    SessionContext context =
+        new SessionContext(
             List.of(channel),
             List.of(controlPlane.target()),
             CALLING_THREAD,
