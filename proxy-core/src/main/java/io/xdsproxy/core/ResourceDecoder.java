@@ -104,7 +104,7 @@ public final class ResourceDecoder {
   private static XdsResource unchanged(Any body, Function<String, XdsResource> previous) {
     String name = nameOf(body.getValue());
     XdsResource held = name.isEmpty() ? null : previous.apply(name);
-    return bare(held) && sameBytes(held.body(), body) ? held : null;
+    return bare(held) && held.body().equals(body) ? held : null;
   }
 
   /**
@@ -121,23 +121,9 @@ public final class ResourceDecoder {
       return null;
     }
     XdsResource held = previousInOrder.get(index);
-    return bare(held) && sameBytes(held.body(), body) && previous.apply(held.name()) == held
+    return bare(held) && held.body().equals(body) && previous.apply(held.name()) == held
         ? held
         : null;
-  }
-
-  /**
-   * Whether two bodies are the same message, as {@link Any#equals} tells, their values compared as
-   * buffers: the JDK compares buffers many bytes at a time, where {@code ByteString.equals} goes
-   * byte by byte, and this comparison is most of what a SotW resend of unchanged resources costs.
-   */
-  static boolean sameBytes(Any held, Any body) {
-    ByteString heldValue = held.getValue();
-    ByteString value = body.getValue();
-    return heldValue.size() == value.size()
-        && heldValue.asReadOnlyByteBuffer().equals(value.asReadOnlyByteBuffer())
-        && held.getTypeUrl().equals(body.getTypeUrl())
-        && held.getUnknownFields().equals(body.getUnknownFields());
   }
 
   /** Whether {@code held} is a resource with no wrapper fields, whose body alone says it all. */

@@ -175,31 +175,4 @@ class ResourceDecoderTest {
         .isEqualTo(last.get(0));
     assertThat(afterAWasDropped.get(1)).isSameAs(last.get(1));
   }
-
-  @Test
-  void bodiesAreTheSameBytesExactlyWhenTheyAreEqualMessages() {
-    Any a = cluster("a");
-    Any copy =
-        Any.newBuilder()
-            .setTypeUrl(a.getTypeUrl())
-            .setValue(ByteString.copyFrom(a.getValue().toByteArray()))
-            .build();
-    Any otherName = cluster("b");
-    Any otherType = a.toBuilder().setTypeUrl(TypeUrl.LISTENER.url()).build();
-    Any longer = a.toBuilder().setValue(a.getValue().concat(ByteString.copyFromUtf8("x"))).build();
-    Any unknownField =
-        a.toBuilder()
-            .setUnknownFields(
-                com.google.protobuf.UnknownFieldSet.newBuilder()
-                    .addField(
-                        99,
-                        com.google.protobuf.UnknownFieldSet.Field.newBuilder().addVarint(1).build())
-                    .build())
-            .build();
-
-    for (Any other : List.of(a, copy, otherName, otherType, longer, unknownField)) {
-      assertThat(ResourceDecoder.sameBytes(a, other)).as("%s", other).isEqualTo(a.equals(other));
-    }
-    assertThat(ResourceDecoder.sameBytes(a, copy)).isTrue();
-  }
 }
