@@ -1,8 +1,5 @@
 package io.xdsproxy.downstream.xds;
 
-import io.grpc.Attributes;
-import io.grpc.Grpc;
-import io.grpc.ServerTransportFilter;
 import io.xdsproxy.core.VerifiedIdentity;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
@@ -15,29 +12,17 @@ import javax.net.ssl.SSLPeerUnverifiedException;
 import javax.net.ssl.SSLSession;
 
 /**
- * What each client connection proves, read once when the connection is ready ({@link
- * VerifiedIdentity}): the TLS handshake has verified its certificate against the client CA by then,
- * and every stream of the connection shares the one value, which {@link PeerInterceptor} hands to
- * the stream.
+ * What a client connection proves ({@link VerifiedIdentity}), read from its TLS session, whose
+ * handshake has verified the client's certificate against the client CA: {@link PeerInterceptor}
+ * reads it once per call (kept per connection, it cost each connection a second copy of its
+ * attributes), and REST once per request.
  */
-public final class ClientIdentities extends ServerTransportFilter {
-
-  static final Attributes.Key<VerifiedIdentity> IDENTITY =
-      Attributes.Key.create("xds-proxy-verified-identity");
+public final class ClientIdentities {
 
   private static final int DNS_NAME = 2;
   private static final int URI = 6;
 
-  @Override
-  public Attributes transportReady(Attributes transport) {
-    return transport.toBuilder()
-        .set(
-            IDENTITY,
-            of(
-                transport.get(Grpc.TRANSPORT_ATTR_SSL_SESSION),
-                transport.get(Grpc.TRANSPORT_ATTR_REMOTE_ADDR)))
-        .build();
-  }
+  private ClientIdentities() {}
 
   /**
    * What a connection with {@code session} (null for plaintext) from {@code address} proves: the

@@ -40,8 +40,8 @@ public final class PeerInterceptor implements ServerInterceptor {
   }
 
   /**
-   * What the connection of the call being started on this thread proved: the connection's one
-   * value, shared by its streams; {@link VerifiedIdentity#ANONYMOUS} for a call that has none
+   * What the connection of the call being started on this thread proved, read from its TLS session
+   * when the call started; {@link VerifiedIdentity#ANONYMOUS} for a call that has none
    * (in-process).
    */
   static VerifiedIdentity currentIdentity() {
@@ -53,14 +53,8 @@ public final class PeerInterceptor implements ServerInterceptor {
   public <Q, R> ServerCall.Listener<Q> interceptCall(
       ServerCall<Q, R> call, Metadata headers, ServerCallHandler<Q, R> next) {
     SocketAddress address = call.getAttributes().get(Grpc.TRANSPORT_ATTR_REMOTE_ADDR);
-    VerifiedIdentity identity = call.getAttributes().get(ClientIdentities.IDENTITY);
-    if (identity == null) {
-      // The xDS port installs no filter (ClientIdentities): what the connection proves is read
-      // here,
-      // once per call, from its TLS session.
-      identity =
-          ClientIdentities.of(call.getAttributes().get(Grpc.TRANSPORT_ATTR_SSL_SESSION), address);
-    }
+    VerifiedIdentity identity =
+        ClientIdentities.of(call.getAttributes().get(Grpc.TRANSPORT_ATTR_SSL_SESSION), address);
     // The call keeps its context for as long as it lives: one context holding both.
     Context context = Context.current().withValues(PEER, address, IDENTITY, identity);
     return Contexts.interceptCall(context, call, headers, next);
