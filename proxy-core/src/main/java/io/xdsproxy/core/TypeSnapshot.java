@@ -73,8 +73,8 @@ public final class TypeSnapshot {
 
   /**
    * @param versionHash the XOR of the entries of {@code resources}
-   * @param anyUncacheable whether a resource is do_not_cache; null to look
-   * @param anyAliases whether a resource has aliases; null to look
+   * @param anyUncacheable whether a resource is do_not_cache
+   * @param anyAliases whether a resource has aliases
    */
   private TypeSnapshot(
       TypeUrl type,
@@ -86,8 +86,8 @@ public final class TypeSnapshot {
       long changedAt,
       long sequence,
       List<Set<String>> recentChanges,
-      Boolean anyUncacheable,
-      Boolean anyAliases) {
+      boolean anyUncacheable,
+      boolean anyAliases) {
     this.type = type;
     this.changedAt = changedAt;
     this.sequence = sequence;
@@ -98,16 +98,8 @@ public final class TypeSnapshot {
     this.versionHash = versionHash;
     this.version = Versions.typeVersion(versionHash);
     this.received = received;
-    boolean uncacheable = false;
-    boolean aliases = false;
-    if (anyUncacheable == null || anyAliases == null) {
-      for (XdsResource resource : resources.values()) {
-        uncacheable |= resource.doNotCache();
-        aliases |= !resource.aliases().isEmpty();
-      }
-    }
-    this.anyUncacheable = anyUncacheable == null ? uncacheable : anyUncacheable;
-    this.anyAliases = anyAliases == null ? aliases : anyAliases;
+    this.anyUncacheable = anyUncacheable;
+    this.anyAliases = anyAliases;
   }
 
   /** A type the upstream has not answered for yet. */
@@ -239,16 +231,13 @@ public final class TypeSnapshot {
     // The type version follows each change of the map, so a change costs what it changes.
     long nextHash = update.replaceAll() ? 0L : versionHash;
     // Whether any resource is do_not_cache or has aliases: while none was, only what the update
-    // brings can make one so; otherwise the constructor looks (null).
-    boolean lookAtFlags = update.replaceAll() || anyUncacheable || anyAliases;
+    // brings can make one so; otherwise every resource is looked at.
+    boolean lookAtAll = update.replaceAll() || anyUncacheable || anyAliases;
     boolean nextUncacheable = false;
     boolean nextAliases = false;
     for (XdsResource resource : update.resources()) {
       XdsResource previous = resources.get(resource.name());
-      // Keep the object clients already have when nothing about it changed: streams compare by
-      // reference. A do_not_cache resource is always a new object: each delivery reaches the
-      // streams subscribed at that moment, including any that joined since the last one.
-      boolean same = resource.sameAs(previous) && !resource.doNotCache();
+      boolean same = keeps(previous, resource);
       XdsResource kept = same ? previous : resource;
       nextHash ^= swapped(next.put(resource.name(), kept), kept);
       nextUncacheable |= kept.doNotCache();
@@ -308,8 +297,23 @@ public final class TypeSnapshot {
         receivedAt,
         sequence + 1,
         Collections.unmodifiableList(changes),
-        lookAtFlags ? null : nextUncacheable,
-        lookAtFlags ? null : nextAliases);
+        lookAtAll ? any(next, XdsResource::doNotCache) : nextUncacheable,
+        lookAtAll ? any(next, resource -> !resource.aliases().isEmpty()) : nextAliases);
+  }
+
+  private static boolean any(
+      Map<String, XdsResource> resources, java.util.function.Predicate<XdsResource> test) {
+    return resources.values().stream().anyMatch(test);
+  }
+
+  /**
+   * Whether {@code previous} is kept when {@code resource} comes for its name: streams compare by
+   * reference, so the object clients already have stays when nothing about it changed. A
+   * do_not_cache resource is always a new object: each delivery reaches the streams subscribed at
+   * that moment, including any that joined since the last one.
+   */
+  private static boolean keeps(XdsResource previous, XdsResource resource) {
+    return resource.sameAs(previous) && !resource.doNotCache();
   }
 
   /**
@@ -345,9 +349,7 @@ public final class TypeSnapshot {
       return false;
     }
     for (XdsResource resource : update.resources()) {
-      XdsResource previous = resources.get(resource.name());
-      // As apply keeps it: the same to a client, and not do_not_cache, which is always delivered.
-      if (resource.doNotCache() || !resource.sameAs(previous)) {
+      if (!keeps(resources.get(resource.name()), resource)) {
         return false;
       }
     }

@@ -166,7 +166,7 @@ abstract class AdsSession<Q, R, S extends SubscriptionState> implements Upstream
    */
   private void rewire(S state) {
     Interest previousWire = state.wire;
-    Interest wanted = state.upstreamInterest(types.get(TypeUrl.CLUSTER));
+    Interest wanted = upstreamInterest(state);
     state.wire = expressible(state.type, wanted, previousWire);
     if (!state.wire.equals(previousWire)) {
       forgetWhatLeftTheWire(state, previousWire);
@@ -179,6 +179,14 @@ abstract class AdsSession<Q, R, S extends SubscriptionState> implements Upstream
         publish(state, ResourceUpdate.partial(state.type, List.of(), unreferenced, false));
       }
     }
+  }
+
+  /**
+   * What the upstream is asked for of {@code state}'s type ({@link
+   * SubscriptionState#upstreamInterest}).
+   */
+  private Interest upstreamInterest(S state) {
+    return state.upstreamInterest(types.get(TypeUrl.CLUSTER));
   }
 
   /**
@@ -400,9 +408,7 @@ abstract class AdsSession<Q, R, S extends SubscriptionState> implements Upstream
       Interest previousWire = state.wire;
       // A new stream has been asked nothing: what could not be taken back on the old one can be
       // now.
-      state.wire =
-          expressible(
-              state.type, state.upstreamInterest(types.get(TypeUrl.CLUSTER)), Interest.NONE);
+      state.wire = expressible(state.type, upstreamInterest(state), Interest.NONE);
       forgetWhatLeftTheWire(state, previousWire);
     }
     streamOpened(types.values());

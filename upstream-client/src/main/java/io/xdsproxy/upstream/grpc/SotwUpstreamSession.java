@@ -40,17 +40,17 @@ final class SotwUpstreamSession
     Set<String> firstRequest = Set.of();
 
     /**
-     * The names of {@link #wire} in the order requests send them, kept while the wire stays: each
-     * ACK sends them again, and sorting a thousand names for each was a tenth of a group's work.
-     */
-    private Interest sortedWire;
-
-    /**
      * What the last response accepted decoded to, in its order: the next is compared with it
      * position by position ({@link ResourceDecoder#decode(TypeUrl, List,
      * java.util.function.Function, List)}).
      */
     List<XdsResource> lastResponse = List.of();
+
+    /**
+     * The names of {@link #wire} in the order requests send them, kept while the wire stays: each
+     * ACK sends them again, and sorting a thousand names for each was a tenth of a group's work.
+     */
+    private Interest sortedWire;
 
     private List<String> sortedNames = List.of();
 
