@@ -26,12 +26,16 @@ import java.util.Set;
 final class DeltaTypeState extends TypeState<DeltaTypeState.Outgoing> {
 
   /**
-   * A response ready to send, the snapshot it brings the client to, the removals it leaves for a
-   * later response (make-before-break), what it left out as do_not_cache, and the position of the
-   * streams that owe it alike, if it is shared.
+   * A response ready to send: the resources it carries and those it refreshes (heartbeats), the
+   * snapshot it brings the client to, the removals it leaves for a later response
+   * (make-before-break), what it left out as do_not_cache, and the position of the streams that owe
+   * it alike, if it is shared. It holds the store's resources, not their wrappers: a shared
+   * response lives as long as its snapshot, and wrappers made for it would be a copy of the state
+   * per snapshot (the wrappers are made when it is encoded, once).
    */
   record Outgoing(
-      List<Resource> resources,
+      List<XdsResource> included,
+      List<XdsResource> heartbeats,
       List<String> removed,
       TypeSnapshot snapshot,
       List<String> deferred,
@@ -45,17 +49,19 @@ final class DeltaTypeState extends TypeState<DeltaTypeState.Outgoing> {
     }
 
     Outgoing(
-        List<Resource> resources,
+        List<XdsResource> included,
+        List<XdsResource> heartbeats,
         List<String> removed,
         TypeSnapshot snapshot,
         List<String> deferred,
         Set<String> withheld) {
-      this(resources, removed, snapshot, deferred, withheld, Optional.empty());
+      this(included, heartbeats, removed, snapshot, deferred, withheld, Optional.empty());
     }
 
     @Override
     public Outgoing sharedAt(ResponsePosition position) {
-      return new Outgoing(resources, removed, snapshot, deferred, withheld, Optional.of(position));
+      return new Outgoing(
+          included, heartbeats, removed, snapshot, deferred, withheld, Optional.of(position));
     }
 
     /** Its system_version_info: the version of the snapshot it brings the client to. */
@@ -66,7 +72,7 @@ final class DeltaTypeState extends TypeState<DeltaTypeState.Outgoing> {
 
     @Override
     public int entries() {
-      return resources.size() + removed.size();
+      return included.size() + heartbeats.size() + removed.size();
     }
   }
 
@@ -214,7 +220,15 @@ final class DeltaTypeState extends TypeState<DeltaTypeState.Outgoing> {
    */
   @Override
   byte[] body(Outgoing outgoing) {
-    return EncodedResponse.deltaBody(outgoing.resources(), outgoing.removed());
+    List<Resource> wrapped =
+        new ArrayList<>(outgoing.included().size() + outgoing.heartbeats().size());
+    for (XdsResource resource : outgoing.included()) {
+      wrapped.add(resource.toResource(knowsTtl));
+    }
+    for (XdsResource resource : outgoing.heartbeats()) {
+      wrapped.add(resource.toHeartbeat());
+    }
+    return EncodedResponse.deltaBody(wrapped, outgoing.removed());
   }
 
   /**
@@ -224,7 +238,8 @@ final class DeltaTypeState extends TypeState<DeltaTypeState.Outgoing> {
    */
   @Override
   Optional<Outgoing> build(boolean deferRemovals) {
-    List<Resource> resources = new ArrayList<>();
+    List<XdsResource> resources = new ArrayList<>();
+    List<XdsResource> heartbeats = new ArrayList<>();
     List<String> removed = new ArrayList<>();
     Set<String> sent = new HashSet<>();
     Set<String> withheld = new HashSet<>();
@@ -235,9 +250,9 @@ final class DeltaTypeState extends TypeState<DeltaTypeState.Outgoing> {
       } else if (current != null) {
         if (covers(current) && sent.add(current.name())) {
           if (mustSend(name, current)) {
-            resources.add(current.toResource(knowsTtl));
+            resources.add(current);
           } else if (knowsTtl && isHeartbeat(current)) {
-            resources.add(current.toHeartbeat());
+            heartbeats.add(current);
           }
         }
       } else if (latest.state(name) == NameState.ABSENT && mustReportRemoved(name)) {
@@ -245,22 +260,25 @@ final class DeltaTypeState extends TypeState<DeltaTypeState.Outgoing> {
       }
     }
     if (deferRemovals && !removed.isEmpty()) {
-      return resources.isEmpty()
+      return resources.isEmpty() && heartbeats.isEmpty()
           ? Optional.empty()
-          : Optional.of(new Outgoing(resources, List.of(), latest, removed, withheld));
+          : Optional.of(new Outgoing(resources, heartbeats, List.of(), latest, removed, withheld));
     }
     for (String name : pendingRemovals) {
       if (latest.resolve(name) == null && !removed.contains(name)) {
         removed.add(name);
       }
     }
-    if (resources.isEmpty() && removed.isEmpty() && (held != null || !readyToAnswer())) {
+    if (resources.isEmpty()
+        && heartbeats.isEmpty()
+        && removed.isEmpty()
+        && (held != null || !readyToAnswer())) {
       return Optional.empty();
     }
     // Rule 17 of interop.md: the first request of a type is answered, even with nothing, once the
     // proxy knows what there is: an Envoy starting against an empty Cluster set waits for the
     // answer.
-    return Optional.of(new Outgoing(resources, removed, latest, List.of(), withheld));
+    return Optional.of(new Outgoing(resources, heartbeats, removed, latest, List.of(), withheld));
   }
 
   /**
@@ -281,15 +299,7 @@ final class DeltaTypeState extends TypeState<DeltaTypeState.Outgoing> {
 
   @Override
   List<XdsResource> sentAnew(Outgoing outgoing) {
-    List<XdsResource> sentAnew = new ArrayList<>();
-    for (Resource resource : outgoing.resources()) {
-      XdsResource cluster =
-          resource.hasResource() ? outgoing.snapshot().get(resource.getName()) : null;
-      if (cluster != null) { // else a heartbeat: nothing changed
-        sentAnew.add(cluster);
-      }
-    }
-    return sentAnew;
+    return outgoing.included(); // a heartbeat changes nothing
   }
 
   @Override

@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.google.protobuf.Any;
 import io.envoyproxy.envoy.config.cluster.v3.Cluster;
 import io.envoyproxy.envoy.config.endpoint.v3.ClusterLoadAssignment;
-import io.envoyproxy.envoy.service.discovery.v3.Resource;
 import io.xdsproxy.core.Snapshots;
 import io.xdsproxy.core.TypeSnapshot;
 import io.xdsproxy.core.TypeUrl;
@@ -34,7 +33,7 @@ class DeltaTypeStateTest {
     assertThat(state.nextResponse(false))
         .hasValueSatisfying(
             answer -> {
-              assertThat(answer.resources()).isEmpty();
+              assertThat(answer.included()).isEmpty();
               assertThat(answer.removed()).isEmpty();
             });
     // It drops the resource (its cluster went away), then wants it again (the cluster came back).
@@ -45,7 +44,7 @@ class DeltaTypeStateTest {
     assertThat(response)
         .as("found by DeltaRequestFuzzTest: the stale claim kept it from being sent")
         .isPresent();
-    assertThat(response.get().resources()).extracting(Resource::getName).containsExactly("backend");
+    assertThat(response.get().included()).extracting(XdsResource::name).containsExactly("backend");
   }
 
   @Test
@@ -67,7 +66,7 @@ class DeltaTypeStateTest {
     assertThat(response)
         .as("found by DeltaRequestFuzzTest: the phantom unsubscription cancelled what was owed")
         .isPresent();
-    assertThat(response.get().resources()).extracting(Resource::getName).containsExactly("a");
+    assertThat(response.get().included()).extracting(XdsResource::name).containsExactly("a");
   }
 
   @Test
@@ -79,7 +78,7 @@ class DeltaTypeStateTest {
 
     DeltaTypeState.Outgoing first = one.nextResponse(false).orElseThrow();
     assertThat(two.nextResponse(false)).containsSame(first);
-    assertThat(first.resources()).extracting(Resource::getName).containsExactlyInAnyOrder("a", "b");
+    assertThat(first.included()).extracting(XdsResource::name).containsExactlyInAnyOrder("a", "b");
   }
 
   @Test
@@ -88,8 +87,8 @@ class DeltaTypeStateTest {
     state.subscribe(List.of("a", "b"), List.of(), Map.of()); // owed: its subscription's own set
     state.subscribe(List.of(), List.of("a"), Map.of());
 
-    assertThat(state.nextResponse(false).orElseThrow().resources())
-        .extracting(Resource::getName)
+    assertThat(state.nextResponse(false).orElseThrow().included())
+        .extracting(XdsResource::name)
         .containsExactly("b");
     assertThat(state.subscription().names()).containsExactly("b");
   }

@@ -310,13 +310,13 @@ class EncodedResponseTest {
     assertThat(wildcardSecond.nextResponse(false))
         .as("a wildcard subscribed by a stream that holds nothing: built once")
         .containsSame(wildcard);
-    assertThat(wildcard.resources()).hasSize(3);
+    assertThat(wildcard.included()).hasSize(3);
     assertThat(deltaReconnected.nextResponse(false))
         .as("what it claimed on reconnecting is its own: a is not sent again")
         .hasValueSatisfying(
             own -> {
               assertThat(own).isNotSameAs(delta);
-              assertThat(own.resources()).extracting(Resource::getName).containsOnly("b", "c");
+              assertThat(own.included()).extracting(XdsResource::name).containsOnly("b", "c");
             });
     assertThat(
             new EncodedResponse(
