@@ -29,12 +29,16 @@ public final class ClusterEndpoints {
   }
 
   private static Optional<String> read(XdsResource resource) {
+    if (!resource.body().is(Cluster.class)) {
+      return Optional.empty();
+    }
     Cluster cluster;
     try {
-      cluster = resource.body().unpack(Cluster.class);
+      // Parsed, not unpacked: an Any keeps what it unpacks, a second copy of the cluster for as
+      // long as any group holds it.
+      cluster = Cluster.parseFrom(resource.body().getValue());
     } catch (InvalidProtocolBufferException e) {
-      return Optional
-          .empty(); // the store holds only clusters that parsed: this is a resource of another type
+      return Optional.empty(); // the store holds only clusters that parsed
     }
     if (cluster.getType() != Cluster.DiscoveryType.EDS) {
       return Optional.empty();

@@ -92,9 +92,12 @@ public final class ResourceDecoder {
         if (same == null) {
           same = unchanged(any, previous);
         }
+        if (same == null && type.url().equals(any.getTypeUrl())) {
+          same = SharedResources.plain(any); // another group's, checked when it was decoded
+        }
         String name = same != null ? same.name() : validatedName(type, i, any, "");
         checkUnique(names, name, i);
-        resources.add(same != null ? same : XdsResource.of(name, any));
+        resources.add(same != null ? same : SharedResources.share(XdsResource.of(name, any)));
       }
     }
     return new Decoded(List.copyOf(resources), List.copyOf(heartbeats));
@@ -128,23 +131,27 @@ public final class ResourceDecoder {
 
   /** Whether {@code held} is a resource with no wrapper fields, whose body alone says it all. */
   private static boolean bare(XdsResource held) {
-    return held != null && held.ttl().isEmpty() && !held.doNotCache() && held.aliases().isEmpty();
+    return held != null && SharedResources.isPlain(held);
   }
 
-  /** Decodes one {@link Resource} wrapper, as Delta responses carry every resource. */
+  /**
+   * Decodes one {@link Resource} wrapper, as Delta responses carry every resource; a plain one
+   * equal to one a group holds is that one ({@link SharedResources}).
+   */
   public static XdsResource decodeWrapped(TypeUrl type, int index, Resource wrapper)
       throws InvalidResourceException {
     Any body = wrapper.getResource();
     String name = validatedName(type, index, body, wrapper.getName());
     String version =
         wrapper.getVersion().isEmpty() ? Versions.ofContent(body) : wrapper.getVersion();
-    return new XdsResource(
-        name,
-        version,
-        body,
-        wrapper.getAliasesList(),
-        wrapper.hasTtl() ? Optional.of(wrapper.getTtl()) : Optional.empty(),
-        wrapper.hasCacheControl() && wrapper.getCacheControl().getDoNotCache());
+    return SharedResources.share(
+        new XdsResource(
+            name,
+            version,
+            body,
+            wrapper.getAliasesList(),
+            wrapper.hasTtl() ? Optional.of(wrapper.getTtl()) : Optional.empty(),
+            wrapper.hasCacheControl() && wrapper.getCacheControl().getDoNotCache()));
   }
 
   private static String validatedName(TypeUrl type, int index, Any body, String wrapperName)

@@ -170,9 +170,70 @@ class ResourceDecoderTest {
     assertThat(swapped.get(0)).as("found by its name out of place").isSameAs(last.get(1));
     assertThat(swapped.get(1)).isSameAs(last.get(0));
     assertThat(afterAWasDropped.get(0))
-        .as("in its place, but no longer held: decoded afresh")
-        .isNotSameAs(last.get(0))
+        .as("in its place, but no longer held: not taken from its place, found among the shared")
+        .isSameAs(SharedResources.plain(cluster("a")))
         .isEqualTo(last.get(0));
     assertThat(afterAWasDropped.get(1)).isSameAs(last.get(1));
+  }
+
+  @Test
+  void twoGroupsReceivingTheSameBytesHoldOneResource() throws Exception {
+    // Each group's session parses its own copy of the bytes, as gRPC hands each response over.
+    Any forOne = Any.parseFrom(cluster("shared-by-groups").toByteArray());
+    Any forOther = Any.parseFrom(cluster("shared-by-groups").toByteArray());
+
+    XdsResource one = ResourceDecoder.decode(TypeUrl.CLUSTER, List.of(forOne)).resources().get(0);
+    XdsResource other =
+        ResourceDecoder.decode(TypeUrl.CLUSTER, List.of(forOther)).resources().get(0);
+
+    assertThat(other).isSameAs(one);
+    assertThat(
+            ResourceDecoder.decodeWrapped(
+                TypeUrl.CLUSTER,
+                0,
+                Resource.newBuilder()
+                    .setName("shared-by-groups")
+                    .setVersion(one.version())
+                    .setResource(Any.parseFrom(forOther.toByteArray()))
+                    .build()))
+        .as("a Delta wrapper that says no more than the body")
+        .isSameAs(one);
+  }
+
+  @Test
+  void sharedBytesAreStillCheckedAgainstTheResponsesType() throws Exception {
+    ResourceDecoder.decode(TypeUrl.CLUSTER, List.of(cluster("shared-then-misplaced")));
+
+    assertThatThrownBy(
+            () ->
+                ResourceDecoder.decode(TypeUrl.LISTENER, List.of(cluster("shared-then-misplaced"))))
+        .isInstanceOf(InvalidResourceException.class)
+        .hasMessageContaining("envoy.config.cluster.v3.Cluster");
+  }
+
+  @Test
+  void whatAWrapperAddsIsNeverShared() throws Exception {
+    Any body = cluster("uncacheable-in-two-groups");
+    Resource uncacheable =
+        Resource.newBuilder()
+            .setName("uncacheable-in-two-groups")
+            .setResource(body)
+            .setCacheControl(Resource.CacheControl.newBuilder().setDoNotCache(true))
+            .build();
+    Resource withTtl =
+        Resource.newBuilder()
+            .setName("uncacheable-in-two-groups")
+            .setResource(body)
+            .setTtl(Durations.fromSeconds(5))
+            .build();
+
+    assertThat(ResourceDecoder.decodeWrapped(TypeUrl.CLUSTER, 0, uncacheable))
+        .as("each delivery of a do_not_cache resource is a new object")
+        .isNotSameAs(ResourceDecoder.decodeWrapped(TypeUrl.CLUSTER, 0, uncacheable));
+    assertThat(ResourceDecoder.decodeWrapped(TypeUrl.CLUSTER, 0, withTtl))
+        .isNotSameAs(ResourceDecoder.decodeWrapped(TypeUrl.CLUSTER, 0, withTtl));
+    XdsResource plain = ResourceDecoder.decode(TypeUrl.CLUSTER, List.of(body)).resources().get(0);
+    assertThat(plain.doNotCache()).isFalse();
+    assertThat(plain.ttl()).isEmpty();
   }
 }
