@@ -9,6 +9,7 @@ import com.google.protobuf.WireFormat;
 import io.envoyproxy.envoy.service.discovery.v3.Resource;
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
@@ -68,39 +69,116 @@ public final class ResourceDecoder {
     Set<String> names = new HashSet<>();
     for (int i = 0; i < bodies.size(); i++) {
       Any any = bodies.get(i);
-      if (RESOURCE_WRAPPER_URL.equals(any.getTypeUrl())) {
-        Resource wrapper;
-        try {
-          wrapper = Resource.parseFrom(any.getValue());
-        } catch (InvalidProtocolBufferException e) {
-          throw new InvalidResourceException(
-              "resource #" + i + ": Resource wrapper does not parse: " + e.getMessage());
-        }
-        if (!wrapper.hasResource()) {
-          if (wrapper.getName().isEmpty()) {
-            throw new InvalidResourceException(
-                "resource #" + i + ": heartbeat Resource wrapper without a name");
-          }
-          heartbeats.add(wrapper.getName());
-          continue;
-        }
-        XdsResource resource = decodeWrapped(type, i, wrapper);
+      XdsResource resource = sameAt(previousInOrder, resources.size(), any, previous);
+      if (resource == null) {
+        resource = fresh(type, i, any, previous, heartbeats);
+      }
+      if (resource != null) {
         checkUnique(names, resource.name(), i);
         resources.add(resource);
-      } else {
-        XdsResource same = sameAt(previousInOrder, resources.size(), any, previous);
-        if (same == null) {
-          same = unchanged(any, previous);
-        }
-        if (same == null && type.url().equals(any.getTypeUrl())) {
-          same = SharedResources.plain(any); // another group's, checked when it was decoded
-        }
-        String name = same != null ? same.name() : validatedName(type, i, any, "");
-        checkUnique(names, name, i);
-        resources.add(same != null ? same : SharedResources.share(XdsResource.of(name, any)));
       }
     }
     return new Decoded(List.copyOf(resources), List.copyOf(heartbeats));
+  }
+
+  /**
+   * What a response whose resources are still {@link EncodedBodies} decoded to: its resources and
+   * heartbeats, and for each resource its encoding as the next response is compared with (null for
+   * one that is not plain, which is always parsed).
+   */
+  public record DecodedBodies(
+      List<XdsResource> resources, List<String> heartbeats, List<byte[]> encoded) {}
+
+  /**
+   * As {@link #decode(TypeUrl, List, Function, List)}, from the bytes the resources arrived in: a
+   * body whose bytes are exactly {@code previousEncoded}'s at its place is the resource held there,
+   * found without parsing anything, so a resend of what the group holds costs a comparison of
+   * bytes. The rest is parsed and decoded as the other method decodes it.
+   *
+   * @param previousEncoded what {@link DecodedBodies#encoded} was for {@code previousInOrder}
+   */
+  public static DecodedBodies decode(
+      TypeUrl type,
+      EncodedBodies bodies,
+      Function<String, XdsResource> previous,
+      List<XdsResource> previousInOrder,
+      List<byte[]> previousEncoded)
+      throws InvalidResourceException {
+    List<XdsResource> resources = new ArrayList<>(bodies.size());
+    List<byte[]> encoded = new ArrayList<>(bodies.size());
+    List<String> heartbeats = new ArrayList<>();
+    boolean allInPlace = true;
+    for (int i = 0; i < bodies.size(); i++) {
+      int at = resources.size();
+      if (at < previousInOrder.size() && at < previousEncoded.size()) {
+        XdsResource held = previousInOrder.get(at);
+        byte[] bytes = previousEncoded.get(at);
+        if (bodies.sameBytes(i, bytes) && previous.apply(held.name()) == held) {
+          resources.add(held);
+          encoded.add(bytes);
+          continue;
+        }
+      }
+      allInPlace = false;
+      Any any;
+      try {
+        any = bodies.parse(i);
+      } catch (InvalidProtocolBufferException e) {
+        throw new InvalidResourceException("resource #" + i + " is not an Any: " + e.getMessage());
+      }
+      XdsResource resource = fresh(type, i, any, previous, heartbeats);
+      if (resource != null) {
+        resources.add(resource);
+        encoded.add(bare(resource) ? SharedResources.encoded(resource) : null);
+      }
+    }
+    if (!allInPlace) {
+      // Names found in place are the last response's, which were unique; any other may repeat one.
+      Set<String> names = new HashSet<>();
+      for (int i = 0; i < resources.size(); i++) {
+        checkUnique(names, resources.get(i).name(), i);
+      }
+    }
+    return new DecodedBodies(
+        List.copyOf(resources), List.copyOf(heartbeats), Collections.unmodifiableList(encoded));
+  }
+
+  /**
+   * Body {@code index} of a response, not found in its place: a resource held elsewhere, shared by
+   * another group or decoded anew; null for a heartbeat, added to {@code heartbeats}.
+   */
+  private static XdsResource fresh(
+      TypeUrl type,
+      int index,
+      Any any,
+      Function<String, XdsResource> previous,
+      List<String> heartbeats)
+      throws InvalidResourceException {
+    if (RESOURCE_WRAPPER_URL.equals(any.getTypeUrl())) {
+      Resource wrapper;
+      try {
+        wrapper = Resource.parseFrom(any.getValue());
+      } catch (InvalidProtocolBufferException e) {
+        throw new InvalidResourceException(
+            "resource #" + index + ": Resource wrapper does not parse: " + e.getMessage());
+      }
+      if (!wrapper.hasResource()) {
+        if (wrapper.getName().isEmpty()) {
+          throw new InvalidResourceException(
+              "resource #" + index + ": heartbeat Resource wrapper without a name");
+        }
+        heartbeats.add(wrapper.getName());
+        return null;
+      }
+      return decodeWrapped(type, index, wrapper);
+    }
+    XdsResource same = unchanged(any, previous);
+    if (same == null && type.url().equals(any.getTypeUrl())) {
+      same = SharedResources.plain(any); // another group's, checked when it was decoded
+    }
+    return same != null
+        ? same
+        : SharedResources.share(XdsResource.of(validatedName(type, index, any, ""), any));
   }
 
   /** The resource {@code previous} holds with exactly {@code body} and nothing else, if any. */

@@ -26,7 +26,20 @@ public final class SharedResources {
   private static final Cache<Any, XdsResource> PLAIN =
       Caffeine.newBuilder().weakValues().executor(Runnable::run).build();
 
+  /**
+   * The encoding of each plain resource a group holds, as a control plane sends it (the {@code
+   * Any}'s type URL, then its value), made once per resource object: what {@link ResourceDecoder}
+   * compares a resent body's bytes with. By identity, weakly.
+   */
+  private static final Cache<XdsResource, byte[]> ENCODED =
+      Caffeine.newBuilder().weakKeys().executor(Runnable::run).build();
+
   private SharedResources() {}
+
+  /** The bytes of {@code resource}'s body as a response carries it: not to be changed. */
+  static byte[] encoded(XdsResource resource) {
+    return ENCODED.get(resource, held -> held.body().toByteArray());
+  }
 
   /**
    * The plain resource with exactly {@code body}, if a group holds one: checked when it was first

@@ -236,4 +236,81 @@ class ResourceDecoderTest {
     assertThat(plain.doNotCache()).isFalse();
     assertThat(plain.ttl()).isEmpty();
   }
+
+  @Test
+  void bytesInTheirPlaceAreTheResourceHeldThereAndOnlyChangedBytesAreParsed() throws Exception {
+    ResourceDecoder.DecodedBodies first =
+        ResourceDecoder.decode(
+            TypeUrl.CLUSTER,
+            EncodedBodies.of(List.of(cluster("bytes-a"), cluster("bytes-b"))),
+            name -> null,
+            List.of(),
+            List.of());
+    java.util.Map<String, XdsResource> held = new java.util.HashMap<>();
+    first.resources().forEach(resource -> held.put(resource.name(), resource));
+    Any changed =
+        Any.pack(
+            Cluster.newBuilder()
+                .setName("bytes-b")
+                .setConnectTimeout(Durations.fromSeconds(3))
+                .build());
+
+    ResourceDecoder.DecodedBodies again =
+        ResourceDecoder.decode(
+            TypeUrl.CLUSTER,
+            EncodedBodies.of(List.of(cluster("bytes-a"), changed)),
+            held::get,
+            first.resources(),
+            first.encoded());
+
+    assertThat(first.encoded())
+        .containsExactly(cluster("bytes-a").toByteArray(), cluster("bytes-b").toByteArray());
+    assertThat(again.resources().get(0)).isSameAs(first.resources().get(0));
+    assertThat(again.encoded().get(0)).isSameAs(first.encoded().get(0));
+    assertThat(again.resources().get(1).body()).isEqualTo(changed);
+    assertThat(again.encoded().get(1)).isEqualTo(changed.toByteArray());
+  }
+
+  @Test
+  void aChangedBodyThatRepeatsANameHeldInPlaceIsRejected() throws Exception {
+    ResourceDecoder.DecodedBodies first =
+        ResourceDecoder.decode(
+            TypeUrl.CLUSTER,
+            EncodedBodies.of(List.of(cluster("twice-a"), cluster("twice-b"))),
+            name -> null,
+            List.of(),
+            List.of());
+    java.util.Map<String, XdsResource> held = new java.util.HashMap<>();
+    first.resources().forEach(resource -> held.put(resource.name(), resource));
+    Any anotherA =
+        Any.pack(
+            Cluster.newBuilder()
+                .setName("twice-a")
+                .setConnectTimeout(Durations.fromSeconds(3))
+                .build());
+
+    assertThatThrownBy(
+            () ->
+                ResourceDecoder.decode(
+                    TypeUrl.CLUSTER,
+                    EncodedBodies.of(List.of(cluster("twice-a"), anotherA)),
+                    held::get,
+                    first.resources(),
+                    first.encoded()))
+        .isInstanceOf(InvalidResourceException.class)
+        .hasMessageContaining("'twice-a' appears twice");
+  }
+
+  @Test
+  void bytesThatAreNoAnyAreRejectedNamingTheResource() {
+    byte[] message = {0x0a, 0x03, (byte) 0xff, (byte) 0xff, (byte) 0xff};
+    EncodedBodies garbage = EncodedBodies.in(message).add(0, message.length).build();
+
+    assertThatThrownBy(
+            () ->
+                ResourceDecoder.decode(
+                    TypeUrl.CLUSTER, garbage, name -> null, List.of(), List.of()))
+        .isInstanceOf(InvalidResourceException.class)
+        .hasMessageContaining("resource #0 is not an Any");
+  }
 }

@@ -5,9 +5,13 @@ import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
+import io.grpc.CallOptions;
 import io.grpc.Channel;
+import io.grpc.MethodDescriptor;
 import io.grpc.Status;
+import io.grpc.protobuf.ProtoUtils;
 import io.grpc.stub.ClientCallStreamObserver;
+import io.grpc.stub.ClientCalls;
 import io.grpc.stub.ClientResponseObserver;
 import java.util.concurrent.Executor;
 import java.util.function.Consumer;
@@ -25,6 +29,26 @@ interface AdsCall<Q, R> {
   AdsCall<DiscoveryRequest, DiscoveryResponse> SOTW =
       (channel, observer) ->
           AggregatedDiscoveryServiceGrpc.newStub(channel).streamAggregatedResources(observer);
+
+  /**
+   * The SotW method with its responses left as the bytes of their resources ({@link SotwResponse}):
+   * what a group's session reads, where most of what arrives is resent unchanged.
+   */
+  AdsCall<DiscoveryRequest, SotwResponse> SOTW_ENCODED =
+      new AdsCall<>() {
+        private final MethodDescriptor<DiscoveryRequest, SotwResponse> method =
+            AggregatedDiscoveryServiceGrpc.getStreamAggregatedResourcesMethod().toBuilder(
+                    ProtoUtils.marshaller(DiscoveryRequest.getDefaultInstance()),
+                    SotwResponse.MARSHALLER)
+                .build();
+
+        @Override
+        public void start(
+            Channel channel, ClientResponseObserver<DiscoveryRequest, SotwResponse> observer) {
+          ClientCalls.asyncBidiStreamingCall(
+              channel.newCall(method, CallOptions.DEFAULT), observer);
+        }
+      };
 
   AdsCall<DeltaDiscoveryRequest, DeltaDiscoveryResponse> DELTA =
       (channel, observer) ->

@@ -2,11 +2,10 @@ package io.xdsproxy.upstream.grpc;
 
 import io.envoyproxy.envoy.config.core.v3.Node;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
-import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.xdsproxy.core.Interest;
 import io.xdsproxy.core.NodeGroupKey;
 import io.xdsproxy.core.ResourceDecoder;
-import io.xdsproxy.core.ResourceDecoder.Decoded;
+import io.xdsproxy.core.ResourceDecoder.DecodedBodies;
 import io.xdsproxy.core.ResourceDecoder.InvalidResourceException;
 import io.xdsproxy.core.ResourceUpdate;
 import io.xdsproxy.core.TypeUrl;
@@ -24,8 +23,7 @@ import java.util.TreeSet;
  * ACKs or NACKs every response.
  */
 final class SotwUpstreamSession
-    extends AdsSession<
-        DiscoveryRequest, DiscoveryResponse, SotwUpstreamSession.SotwSubscriptionState> {
+    extends AdsSession<DiscoveryRequest, SotwResponse, SotwUpstreamSession.SotwSubscriptionState> {
 
   /** One type's logical stream within the ADS stream. */
   static final class SotwSubscriptionState extends SubscriptionState {
@@ -40,11 +38,13 @@ final class SotwUpstreamSession
     Set<String> firstRequest = Set.of();
 
     /**
-     * What the last response accepted decoded to, in its order: the next is compared with it
-     * position by position ({@link ResourceDecoder#decode(TypeUrl, List,
-     * java.util.function.Function, List)}).
+     * What the last response accepted decoded to, in its order, and the bytes each came in: the
+     * next is compared with it position by position ({@link ResourceDecoder#decode(TypeUrl,
+     * io.xdsproxy.core.EncodedBodies, java.util.function.Function, List, List)}).
      */
     List<XdsResource> lastResponse = List.of();
+
+    List<byte[]> lastEncoded = List.of();
 
     /**
      * The names of {@link #wire} in the order requests send them, kept while the wire stays: each
@@ -74,7 +74,7 @@ final class SotwUpstreamSession
       String tenant,
       UpstreamListener listener,
       SessionContext context) {
-    super(group, node, tenant, listener, context, AdsCall.SOTW);
+    super(group, node, tenant, listener, context, AdsCall.SOTW_ENCODED);
   }
 
   @Override
@@ -160,17 +160,21 @@ final class SotwUpstreamSession
   }
 
   @Override
-  void onResponse(DiscoveryResponse response) {
+  void onResponse(SotwResponse response) {
     Optional<SotwSubscriptionState> found = stateOfResponse(response.getTypeUrl());
     if (found.isEmpty()) {
       return;
     }
     SotwSubscriptionState state = found.get();
-    Decoded decoded;
+    DecodedBodies decoded;
     try {
       decoded =
           ResourceDecoder.decode(
-              state.type, response.getResourcesList(), state.decoded::get, state.lastResponse);
+              state.type,
+              response.resources(),
+              state.decoded::get,
+              state.lastResponse,
+              state.lastEncoded);
     } catch (InvalidResourceException e) {
       com.google.rpc.Status detail =
           rejection(state.type, "version " + response.getVersionInfo(), e.getMessage());
@@ -181,6 +185,7 @@ final class SotwUpstreamSession
     }
     healthy();
     state.lastResponse = decoded.resources();
+    state.lastEncoded = decoded.encoded();
     ResourceUpdate update = toUpdate(state, decoded.resources(), Set.copyOf(decoded.heartbeats()));
     state.acceptedVersion = response.getVersionInfo();
     state.nonce = response.getNonce();
