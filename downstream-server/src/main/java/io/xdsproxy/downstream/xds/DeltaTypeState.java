@@ -216,10 +216,23 @@ final class DeltaTypeState extends TypeState<DeltaTypeState.Outgoing> {
 
   /**
    * The resources and removals of {@code outgoing}, encoded as a DeltaDiscoveryResponse carries
-   * them.
+   * them; the same body another group holds for the same resources is that one ({@link
+   * SharedEncodings}).
    */
   @Override
   byte[] body(Outgoing outgoing) {
+    return SharedEncodings.body(
+        knowsTtl ? DELTA_WITH_TTLS : DELTA,
+        outgoing.included(),
+        outgoing.heartbeats(),
+        outgoing.removed(),
+        () -> encode(outgoing));
+  }
+
+  private static final String DELTA = "Delta";
+  private static final String DELTA_WITH_TTLS = "Delta, with TTLs";
+
+  private byte[] encode(Outgoing outgoing) {
     List<Resource> wrapped =
         new ArrayList<>(outgoing.included().size() + outgoing.heartbeats().size());
     for (XdsResource resource : outgoing.included()) {

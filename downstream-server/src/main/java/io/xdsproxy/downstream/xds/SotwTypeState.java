@@ -150,8 +150,16 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
 
   @Override
   byte[] body(Outgoing outgoing) {
-    return EncodedResponse.sotwBody(encode(outgoing));
+    return SharedEncodings.body(
+        knowsTtl ? SOTW_WRAPPED : SOTW,
+        outgoing.included(),
+        outgoing.heartbeats(),
+        List.of(),
+        () -> EncodedResponse.sotwBody(encode(outgoing)));
   }
+
+  private static final String SOTW = "SotW";
+  private static final String SOTW_WRAPPED = "SotW, wrapped where it says more";
 
   private static final String WHOLE = "SotW whole state";
   private static final String WHOLE_WRAPPED = "SotW whole state, wrapped where it says more";

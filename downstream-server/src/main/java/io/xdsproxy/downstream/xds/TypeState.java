@@ -350,7 +350,10 @@ abstract class TypeState<O extends TypeState.Outgoing<O>> {
     return body(outgoing);
   }
 
-  /** The body of {@code outgoing}, encoded anew. */
+  /**
+   * The body of {@code outgoing}: encoded anew, or the one another group made of the same resources
+   * ({@link SharedEncodings}).
+   */
   abstract byte[] body(O outgoing);
 
   /**

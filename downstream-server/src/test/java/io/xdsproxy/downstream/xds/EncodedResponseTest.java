@@ -270,6 +270,29 @@ class EncodedResponseTest {
   }
 
   @Test
+  void groupsThatHoldTheSameResourcesShareOneEncodingOfThem() {
+    List<XdsResource> shared =
+        IntStream.range(0, 50).mapToObj(EncodedResponseTest::cluster).toList();
+    TypeSnapshot oneGroup = Snapshots.complete(TypeUrl.CLUSTER, shared);
+    TypeSnapshot otherGroup = Snapshots.complete(TypeUrl.CLUSTER, shared);
+    TypeSnapshot equalCopies =
+        Snapshots.complete(
+            TypeUrl.CLUSTER,
+            IntStream.range(0, 50).mapToObj(EncodedResponseTest::cluster).toList());
+
+    SotwTypeState inOne = wildcardStream(oneGroup, false);
+    SotwTypeState inOther = wildcardStream(otherGroup, false);
+    SotwTypeState withCopies = wildcardStream(equalCopies, false);
+    byte[] one = inOne.encoded(inOne.nextResponse(false).orElseThrow());
+    byte[] other = inOther.encoded(inOther.nextResponse(false).orElseThrow());
+    byte[] copies = withCopies.encoded(withCopies.nextResponse(false).orElseThrow());
+
+    assertThat(other).as("the same objects: one encoding").isSameAs(one);
+    assertThat(copies).as("equal objects are not the same ones: their own").isNotSameAs(one);
+    assertThat(copies).isEqualTo(one);
+  }
+
+  @Test
   void newcomersThatSubscribedAlikeShareOneFirstStateAndItsEncoding() {
     SotwTypeState sotwFirst = new SotwTypeState(TypeUrl.ENDPOINT, before, false);
     SotwTypeState sotwSecond = new SotwTypeState(TypeUrl.ENDPOINT, before, false);
