@@ -87,13 +87,19 @@ public final class ResourceDecoder {
    * one that is not plain, which is always parsed).
    */
   public record DecodedBodies(
-      List<XdsResource> resources, List<String> heartbeats, List<byte[]> encoded) {}
+      List<XdsResource> resources,
+      List<String> heartbeats,
+      List<byte[]> encoded,
+      List<XdsResource> changed) {}
 
   /**
    * As {@link #decode(TypeUrl, List, Function, List)}, from the bytes the resources arrived in: a
    * body whose bytes are exactly {@code previousEncoded}'s at its place is the resource held there,
    * found without parsing anything, so a resend of what the group holds costs a comparison of
    * bytes. The rest is parsed and decoded as the other method decodes it.
+   *
+   * <p>{@link DecodedBodies#changed} are the resources that {@code previous} does not hold as they
+   * are: what a response that need not repeat everything (an update of some names) changes.
    *
    * @param previousEncoded what {@link DecodedBodies#encoded} was for {@code previousInOrder}
    */
@@ -107,6 +113,7 @@ public final class ResourceDecoder {
     List<XdsResource> resources = new ArrayList<>(bodies.size());
     List<byte[]> encoded = new ArrayList<>(bodies.size());
     List<String> heartbeats = new ArrayList<>();
+    List<XdsResource> changed = new ArrayList<>();
     boolean allInPlace = true;
     for (int i = 0; i < bodies.size(); i++) {
       int at = resources.size();
@@ -130,6 +137,9 @@ public final class ResourceDecoder {
       if (resource != null) {
         resources.add(resource);
         encoded.add(bare(resource) ? SharedResources.encoded(resource) : null);
+        if (previous.apply(resource.name()) != resource) {
+          changed.add(resource);
+        }
       }
     }
     if (!allInPlace) {
@@ -140,7 +150,10 @@ public final class ResourceDecoder {
       }
     }
     return new DecodedBodies(
-        List.copyOf(resources), List.copyOf(heartbeats), Collections.unmodifiableList(encoded));
+        List.copyOf(resources),
+        List.copyOf(heartbeats),
+        Collections.unmodifiableList(encoded),
+        List.copyOf(changed));
   }
 
   /**

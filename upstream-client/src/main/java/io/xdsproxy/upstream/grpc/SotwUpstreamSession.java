@@ -186,7 +186,7 @@ final class SotwUpstreamSession
     healthy();
     state.lastResponse = decoded.resources();
     state.lastEncoded = decoded.encoded();
-    ResourceUpdate update = toUpdate(state, decoded.resources(), Set.copyOf(decoded.heartbeats()));
+    ResourceUpdate update = toUpdate(state, decoded, Set.copyOf(decoded.heartbeats()));
     state.acceptedVersion = response.getVersionInfo();
     state.nonce = response.getNonce();
     state.answeredOnStream = true;
@@ -201,11 +201,19 @@ final class SotwUpstreamSession
    * answer on a stream, which can only answer the stream's first request. Other names it leaves out
    * may just not have been asked for yet when it answered ("Knowing When a Requested Resource Does
    * Not Exist"): the not-found timer decides them. A heartbeat stands for its resource ("SotW
-   * TTL"), and a response of heartbeats alone only refreshes TTLs.
+   * TTL"), and a response of heartbeats alone only refreshes TTLs. A response of other types
+   * updates the names it carries, and those the group holds as they are change nothing: the update
+   * carries the others alone, so that a resend of a thousand assignments to change one costs the
+   * group one.
    */
   private static ResourceUpdate toUpdate(
-      SotwSubscriptionState state, List<XdsResource> resources, Set<String> heartbeats) {
-    if (!state.type.isFullStateInSotw() || resources.isEmpty() && !heartbeats.isEmpty()) {
+      SotwSubscriptionState state, DecodedBodies decoded, Set<String> heartbeats) {
+    List<XdsResource> resources = decoded.resources();
+    if (!state.type.isFullStateInSotw()) {
+      return ResourceUpdate.partial(state.type, decoded.changed(), Set.of(), false)
+          .withHeartbeats(heartbeats);
+    }
+    if (resources.isEmpty() && !heartbeats.isEmpty()) {
       return ResourceUpdate.partial(state.type, resources, Set.of(), false)
           .withHeartbeats(heartbeats);
     }

@@ -7,8 +7,13 @@ import com.google.protobuf.Any;
 import com.google.protobuf.ByteString;
 import io.envoyproxy.controlplane.cache.v3.Snapshot;
 import io.envoyproxy.envoy.config.cluster.v3.Cluster;
+import io.envoyproxy.envoy.config.core.v3.Address;
 import io.envoyproxy.envoy.config.core.v3.Node;
+import io.envoyproxy.envoy.config.core.v3.SocketAddress;
 import io.envoyproxy.envoy.config.endpoint.v3.ClusterLoadAssignment;
+import io.envoyproxy.envoy.config.endpoint.v3.Endpoint;
+import io.envoyproxy.envoy.config.endpoint.v3.LbEndpoint;
+import io.envoyproxy.envoy.config.endpoint.v3.LocalityLbEndpoints;
 import io.envoyproxy.envoy.config.listener.v3.Listener;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
@@ -547,6 +552,64 @@ class SotwUpstreamSessionTest {
                           update ->
                               update.type().equals(TypeUrl.ENDPOINT)
                                   && update.removed().contains("stale")));
+    }
+  }
+
+  @Test
+  void aResendOfEveryAssignmentTellsTheStoreOnlyWhatChanged() throws Exception {
+    try (ScriptedControlPlane controlPlane = new ScriptedControlPlane()) {
+      UpstreamSession session = open(controlPlane.target(), Duration.ofSeconds(30));
+      session.updateInterest(TypeUrl.ENDPOINT, new Interest(false, Set.of("a", "b", "c")));
+      controlPlane.nextRequest(WAIT);
+      java.util.function.BiFunction<String, Integer, Any> assignment =
+          (name, port) ->
+              Any.pack(
+                  ClusterLoadAssignment.newBuilder()
+                      .setClusterName(name)
+                      .addEndpoints(
+                          LocalityLbEndpoints.newBuilder()
+                              .addLbEndpoints(
+                                  LbEndpoint.newBuilder()
+                                      .setEndpoint(
+                                          Endpoint.newBuilder()
+                                              .setAddress(
+                                                  Address.newBuilder()
+                                                      .setSocketAddress(
+                                                          SocketAddress.newBuilder()
+                                                              .setAddress("10.0.0.1")
+                                                              .setPortValue(port))))))
+                      .build());
+
+      controlPlane.send(
+          DiscoveryResponse.newBuilder()
+              .setTypeUrl(TypeUrl.ENDPOINT.url())
+              .setVersionInfo("1")
+              .setNonce("n1")
+              .addResources(assignment.apply("a", 1))
+              .addResources(assignment.apply("b", 1))
+              .addResources(assignment.apply("c", 1))
+              .build());
+      await().atMost(WAIT).until(() -> names(lastUpdate(TypeUrl.ENDPOINT)).size() == 3);
+      // A SotW control plane resends them all to change one: b moved, and c came out of order.
+      controlPlane.send(
+          DiscoveryResponse.newBuilder()
+              .setTypeUrl(TypeUrl.ENDPOINT.url())
+              .setVersionInfo("2")
+              .setNonce("n2")
+              .addResources(assignment.apply("a", 1))
+              .addResources(assignment.apply("c", 1))
+              .addResources(assignment.apply("b", 2))
+              .build());
+
+      await()
+          .atMost(WAIT)
+          .until(
+              () ->
+                  updates.stream().filter(update -> update.type().equals(TypeUrl.ENDPOINT)).count()
+                      == 2);
+      assertThat(names(lastUpdate(TypeUrl.ENDPOINT))).containsExactly("b");
+      assertThat(lastUpdate(TypeUrl.ENDPOINT).resources().get(0).body())
+          .isEqualTo(assignment.apply("b", 2));
     }
   }
 }
