@@ -32,10 +32,20 @@ class SweepTest {
 
     String table =
         Sweep.slopes(
+            Sweep.Axis.CLIENTS,
             Map.of(Compare.Setup.FLOOR, rising),
             Map.of(Compare.Setup.FLOOR, rising),
             Map.of(Compare.Setup.FLOOR, flat));
 
     assertThat(table).contains("| bare gRPC floor | 1.000 | 1.000 | 0.000 |");
+    assertThat(
+            Sweep.slopes(
+                Sweep.Axis.GROUPS,
+                Map.of(Compare.Setup.FLOOR, rising),
+                Map.of(Compare.Setup.FLOOR, rising),
+                Map.of(Compare.Setup.FLOOR, flat)))
+        .as("per 100 groups")
+        .contains("s per 100 groups")
+        .contains("| bare gRPC floor | 0.100 | 0.100 | 0.000 |");
   }
 }
