@@ -114,7 +114,7 @@ public final class ResourceDecoder {
     List<byte[]> encoded = new ArrayList<>(bodies.size());
     List<String> heartbeats = new ArrayList<>();
     List<XdsResource> changed = new ArrayList<>();
-    boolean allInPlace = true;
+    List<Integer> notInPlace = new ArrayList<>();
     for (int i = 0; i < bodies.size(); i++) {
       int at = resources.size();
       if (at < previousInOrder.size() && at < previousEncoded.size()) {
@@ -126,7 +126,6 @@ public final class ResourceDecoder {
           continue;
         }
       }
-      allInPlace = false;
       Any any;
       try {
         any = bodies.parse(i);
@@ -135,6 +134,7 @@ public final class ResourceDecoder {
       }
       XdsResource resource = fresh(type, i, any, previous, heartbeats);
       if (resource != null) {
+        notInPlace.add(resources.size());
         resources.add(resource);
         encoded.add(bare(resource) ? SharedResources.encoded(resource) : null);
         if (previous.apply(resource.name()) != resource) {
@@ -142,13 +142,7 @@ public final class ResourceDecoder {
         }
       }
     }
-    if (!allInPlace) {
-      // Names found in place are the last response's, which were unique; any other may repeat one.
-      Set<String> names = new HashSet<>();
-      for (int i = 0; i < resources.size(); i++) {
-        checkUnique(names, resources.get(i).name(), i);
-      }
-    }
+    checkUnique(resources, notInPlace);
     return new DecodedBodies(
         List.copyOf(resources),
         List.copyOf(heartbeats),
@@ -311,6 +305,35 @@ public final class ResourceDecoder {
       return "";
     }
     return "";
+  }
+
+  /**
+   * Checks that no name comes twice among {@code resources}, where those not at {@code notInPlace}
+   * are the last response's, in its places, whose names were unique: only the others can repeat a
+   * name. A few are each compared with every name, which costs less than a set of them all.
+   */
+  private static void checkUnique(List<XdsResource> resources, List<Integer> notInPlace)
+      throws InvalidResourceException {
+    if (notInPlace.size() > 8) {
+      Set<String> names = new HashSet<>();
+      for (int i = 0; i < resources.size(); i++) {
+        checkUnique(names, resources.get(i).name(), i);
+      }
+      return;
+    }
+    for (int i : notInPlace) {
+      String name = resources.get(i).name();
+      for (int j = 0; j < resources.size(); j++) {
+        if (j != i && resources.get(j).name().equals(name)) {
+          throw new InvalidResourceException(
+              "resource #"
+                  + Math.max(i, j)
+                  + ": name '"
+                  + name
+                  + "' appears twice in one response");
+        }
+      }
+    }
   }
 
   private static void checkUnique(Set<String> names, String name, int index)

@@ -27,7 +27,13 @@ public final class TypeSnapshot {
   }
 
   private final TypeUrl type;
+
+  /** The map itself, which the next snapshot copies: copying through the view wraps every entry. */
   private final Map<String, XdsResource> resources;
+
+  /** {@link #resources}, unmodifiable, as callers see it. */
+  private final Map<String, XdsResource> view;
+
   private final Set<String> absent;
   private final boolean complete;
   private final String version;
@@ -93,6 +99,7 @@ public final class TypeSnapshot {
     this.sequence = sequence;
     this.recentChanges = recentChanges;
     this.resources = resources;
+    this.view = Collections.unmodifiableMap(resources);
     this.absent = absent;
     this.complete = complete;
     this.versionHash = versionHash;
@@ -114,7 +121,7 @@ public final class TypeSnapshot {
 
   /** All resources, by name. Unmodifiable. */
   public Map<String, XdsResource> resources() {
-    return resources;
+    return view;
   }
 
   public XdsResource get(String name) {
@@ -289,7 +296,7 @@ public final class TypeSnapshot {
     changes.addAll(recentChanges.subList(0, Math.min(recentChanges.size(), CHANGES_KEPT - 1)));
     return new TypeSnapshot(
         type,
-        Collections.unmodifiableMap(next),
+        next,
         Collections.unmodifiableSet(nextAbsent),
         nextComplete,
         nextHash,

@@ -302,6 +302,22 @@ class ResourceDecoderTest {
   }
 
   @Test
+  void aNameTwiceAmongManyNewBodiesIsRejected() {
+    List<Any> bodies = new java.util.ArrayList<>();
+    for (int i = 0; i < 12; i++) {
+      bodies.add(cluster("many-" + i));
+    }
+    bodies.add(cluster("many-3"));
+
+    assertThatThrownBy(
+            () ->
+                ResourceDecoder.decode(
+                    TypeUrl.CLUSTER, EncodedBodies.of(bodies), name -> null, List.of(), List.of()))
+        .isInstanceOf(InvalidResourceException.class)
+        .hasMessageContaining("resource #12: name 'many-3' appears twice");
+  }
+
+  @Test
   void bytesThatAreNoAnyAreRejectedNamingTheResource() {
     byte[] message = {0x0a, 0x03, (byte) 0xff, (byte) 0xff, (byte) 0xff};
     EncodedBodies garbage = EncodedBodies.in(message).add(0, message.length).build();
