@@ -9,7 +9,6 @@ import io.grpc.CallOptions;
 import io.grpc.Channel;
 import io.grpc.MethodDescriptor;
 import io.grpc.Status;
-import io.grpc.protobuf.ProtoUtils;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientCalls;
 import io.grpc.stub.ClientResponseObserver;
@@ -31,20 +30,20 @@ interface AdsCall<Q, R> {
           AggregatedDiscoveryServiceGrpc.newStub(channel).streamAggregatedResources(observer);
 
   /**
-   * The SotW method with its responses left as the bytes of their resources ({@link SotwResponse}):
-   * what a group's session reads, where most of what arrives is resent unchanged.
+   * The SotW method with its requests sent as encoded parts ({@link SotwRequest}) and its responses
+   * left as the bytes of their resources ({@link SotwResponse}): what a group's session speaks,
+   * where most of what arrives is resent unchanged and every response is ACKed with the same names.
    */
-  AdsCall<DiscoveryRequest, SotwResponse> SOTW_ENCODED =
+  AdsCall<SotwRequest, SotwResponse> SOTW_ENCODED =
       new AdsCall<>() {
-        private final MethodDescriptor<DiscoveryRequest, SotwResponse> method =
+        private final MethodDescriptor<SotwRequest, SotwResponse> method =
             AggregatedDiscoveryServiceGrpc.getStreamAggregatedResourcesMethod().toBuilder(
-                    ProtoUtils.marshaller(DiscoveryRequest.getDefaultInstance()),
-                    SotwResponse.MARSHALLER)
+                    SotwRequest.MARSHALLER, SotwResponse.MARSHALLER)
                 .build();
 
         @Override
         public void start(
-            Channel channel, ClientResponseObserver<DiscoveryRequest, SotwResponse> observer) {
+            Channel channel, ClientResponseObserver<SotwRequest, SotwResponse> observer) {
           ClientCalls.asyncBidiStreamingCall(
               channel.newCall(method, CallOptions.DEFAULT), observer);
         }

@@ -1,7 +1,7 @@
 package io.xdsproxy.upstream.grpc;
 
+import com.google.protobuf.ByteString;
 import io.envoyproxy.envoy.config.core.v3.Node;
-import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.xdsproxy.core.Interest;
 import io.xdsproxy.core.NodeGroupKey;
 import io.xdsproxy.core.ResourceDecoder;
@@ -23,7 +23,7 @@ import java.util.TreeSet;
  * ACKs or NACKs every response.
  */
 final class SotwUpstreamSession
-    extends AdsSession<DiscoveryRequest, SotwResponse, SotwUpstreamSession.SotwSubscriptionState> {
+    extends AdsSession<SotwRequest, SotwResponse, SotwUpstreamSession.SotwSubscriptionState> {
 
   /** One type's logical stream within the ADS stream. */
   static final class SotwSubscriptionState extends SubscriptionState {
@@ -54,6 +54,9 @@ final class SotwUpstreamSession
 
     private List<String> sortedNames = List.of();
 
+    /** {@link #sortedNames} and the type URL, encoded as a request carries them. */
+    private ByteString asked = ByteString.EMPTY;
+
     SotwSubscriptionState(TypeUrl type) {
       super(type);
     }
@@ -62,9 +65,16 @@ final class SotwUpstreamSession
     List<String> requestNames() {
       if (wire != sortedWire) {
         sortedNames = wire.wildcard() ? List.of() : List.copyOf(new TreeSet<>(wire.names()));
+        asked = SotwRequest.asked(type, sortedNames);
         sortedWire = wire;
       }
       return sortedNames;
+    }
+
+    /** {@link #requestNames()} and the type URL, encoded ({@link SotwRequest#asked}). */
+    ByteString asked() {
+      requestNames();
+      return asked;
     }
   }
 
@@ -75,7 +85,11 @@ final class SotwUpstreamSession
       UpstreamListener listener,
       SessionContext context) {
     super(group, node, tenant, listener, context, AdsCall.SOTW_ENCODED);
+    this.nodeField = SotwRequest.node(node);
   }
+
+  /** The node, encoded as every request carries it. */
+  private final ByteString nodeField;
 
   @Override
   SotwSubscriptionState newTypeState(TypeUrl type) {
@@ -253,24 +267,15 @@ final class SotwUpstreamSession
       // list once names were sent).
       return;
     }
-    DiscoveryRequest.Builder request =
-        DiscoveryRequest.newBuilder()
-            .setTypeUrl(state.type.url())
-            .setVersionInfo(state.acceptedVersion)
-            .setResponseNonce(state.nonce)
-            .addAllResourceNames(names)
-            // Only the first request must carry the node, but some control planes
-            // (java-control-plane among them) read it from every request; one session per group
-            // makes the bytes negligible.
-            .setNode(node);
-    if (error != null) {
-      request.setErrorDetail(error);
-    }
+    // Only the first request must carry the node, but some control planes (java-control-plane
+    // among them) read it from every request; one session per group makes the bytes negligible.
+    SotwRequest request =
+        SotwRequest.of(state.acceptedVersion, nodeField, state.asked(), state.nonce, error);
     if (!state.requestedOnStream) {
       state.firstRequest = Set.copyOf(wire.names());
     }
     state.requestedOnStream = true;
     state.explicitOnStream |= !names.isEmpty();
-    send(request.build());
+    send(request);
   }
 }
