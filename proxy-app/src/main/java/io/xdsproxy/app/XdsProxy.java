@@ -94,6 +94,7 @@ public final class XdsProxy implements AutoCloseable {
   private final AdminServer monitoringServer;
   private final AdminServer admin;
   private final Optional<AdminServer> rest;
+  private final Optional<TlsProvider.Chosen> tlsProvider;
 
   private XdsProxy(ProxyConfig config) throws IOException {
     try {
@@ -196,9 +197,11 @@ public final class XdsProxy implements AutoCloseable {
     AdminServer monitoringStarted = null;
     AdminServer adminStarted = null;
     AdminServer restStarted = null;
+    Optional<XdsPortTls> tls = Optional.empty();
     try {
       InetSocketAddress xdsAddress = new InetSocketAddress(config.xdsPort());
-      Optional<XdsPortTls> tls = XdsPortTls.load(config.tls(), timer, meters);
+      tls = XdsPortTls.load(config.tls(), timer, meters);
+      tls.ifPresent(port -> ProxyMeters.bindTlsProvider(meters, port.provider()));
       ServerCredentials credentials =
           tls.isPresent() ? tls.get().grpc() : InsecureServerCredentials.create();
       NettyServerBuilder builder =
@@ -295,6 +298,7 @@ public final class XdsProxy implements AutoCloseable {
     monitoringServer = monitoringStarted;
     admin = adminStarted;
     rest = Optional.ofNullable(restStarted);
+    tlsProvider = tls.map(XdsPortTls::provider);
     // The gRPC health service on the xDS port follows readiness (checked each second).
     timer.scheduleWithFixedDelay(
         () -> health.setStatus("", ready() ? ServingStatus.SERVING : ServingStatus.NOT_SERVING),
@@ -400,6 +404,14 @@ public final class XdsProxy implements AutoCloseable {
   /** The proxy's meters, as {@code /metrics} shows them: for tests that read one in process. */
   MeterRegistry meters() {
     return meters;
+  }
+
+  /**
+   * The TLS implementation of the xDS port ({@code openssl} or {@code jdk}), and why {@code auto}
+   * fell back to the JDK's if it did; empty for plaintext.
+   */
+  public Optional<TlsProvider.Chosen> tlsProvider() {
+    return tlsProvider;
   }
 
   public String describeUpstream() {
