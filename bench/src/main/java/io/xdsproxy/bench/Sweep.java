@@ -40,7 +40,7 @@ public final class Sweep {
       pointArgs.addAll(List.of("--clients", Integer.toString(clients)));
       Compare.Options options = Compare.Options.parse(pointArgs.toArray(String[]::new));
       List<Compare.Result> results = Compare.run(options);
-      String table = Compare.table(options, results);
+      String table = CompareTable.of(options, results);
       System.out.println(table);
       Files.writeString(out.resolve("n" + clients + ".md"), table);
       for (Compare.Result r : results) {
