@@ -15,6 +15,7 @@ import io.grpc.ServerInterceptors;
 import io.grpc.netty.NettyServerBuilder;
 import java.net.InetSocketAddress;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -25,7 +26,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * ({@link StdinCommands}): {@code update} moves cluster 0's endpoints (or changes cluster 0) in
  * every group.
  *
- * <p>Usage: {@code BenchControlPlane GROUPS CLUSTERS [ENDPOINTS|CLUSTER]} (what an update changes).
+ * <p>Usage: {@code BenchControlPlane GROUPS CLUSTERS [ENDPOINTS|CLUSTER [TLS_DIR PROVIDER]]} (what
+ * an update changes; with a directory of {@link BenchTls}'s certificates, mutual TLS on the
+ * provider, as the proxy's xDS port, when it serves the clients directly). It does not check the
+ * clients' identities: java-control-plane has no such check, which is part of what the proxy adds.
  */
 public final class BenchControlPlane {
 
@@ -57,8 +61,12 @@ public final class BenchControlPlane {
                 ? BenchResources.Change.valueOf(args[2])
                 : BenchResources.Change.ENDPOINTS);
     plane.publish();
+    Optional<BenchTls.Serving> tls = BenchTls.serving(args, 3);
+    InetSocketAddress address = new InetSocketAddress("127.0.0.1", 0);
     Server server =
-        NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
+        (tls.isPresent()
+                ? NettyServerBuilder.forAddress(address, tls.get().credentials())
+                : NettyServerBuilder.forAddress(address))
             .addService(
                 ServerInterceptors.intercept(
                     new V3DiscoveryServer(plane.cache).getAggregatedDiscoveryServiceImpl(),
@@ -68,6 +76,7 @@ public final class BenchControlPlane {
             .start();
     StdinCommands.serve(
         server,
+        tls.map(BenchTls.Serving::provider),
         () -> {
           plane.round++;
           plane.publish();

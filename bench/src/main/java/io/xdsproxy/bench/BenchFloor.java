@@ -18,6 +18,7 @@ import io.grpc.MethodDescriptor;
 import io.grpc.Server;
 import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
+import io.grpc.ServerCredentials;
 import io.grpc.ServerServiceDefinition;
 import io.grpc.netty.NettyServerBuilder;
 import io.xdsproxy.app.NoHpackTable;
@@ -30,6 +31,7 @@ import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
@@ -53,8 +55,10 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * <p>Driven over stdin as {@link BenchControlPlane} is ({@link StdinCommands}).
  *
- * <p>Usage: {@code BenchFloor GROUPS CLUSTERS [ENDPOINTS|CLUSTER]}. The groups are accepted as the
- * control plane's are: every group is served alike.
+ * <p>Usage: {@code BenchFloor GROUPS CLUSTERS [ENDPOINTS|CLUSTER [TLS_DIR PROVIDER]]}. The groups
+ * are accepted as the control plane's are: every group is served alike. With a directory of {@link
+ * BenchTls}'s certificates, mutual TLS on the provider, built as the proxy's xDS port builds its
+ * own: what TLS alone costs the transport.
  *
  * <p>Threads: a stream's callbacks run on its Netty event loop (direct executor); an update is
  * written by a pool of one thread per core, each taking a share of the streams. A stream's sends
@@ -145,16 +149,18 @@ public final class BenchFloor {
                 ? BenchResources.Change.valueOf(args[2])
                 : BenchResources.Change.ENDPOINTS);
     InetSocketAddress address = new InetSocketAddress("127.0.0.1", 0);
+    Optional<BenchTls.Serving> tls = BenchTls.serving(args, 3);
+    ServerCredentials credentials =
+        tls.isPresent() ? tls.get().credentials() : InsecureServerCredentials.create();
     NettyServerBuilder builder =
         (AS_THE_PROXY
-                ? NettyServerBuilder.forAddress(
-                        address, NoHpackTable.wrap(InsecureServerCredentials.create()))
+                ? NettyServerBuilder.forAddress(address, NoHpackTable.wrap(credentials))
                     .keepAliveTime(Long.MAX_VALUE, TimeUnit.NANOSECONDS)
                     .permitKeepAliveTime(10, TimeUnit.SECONDS)
                     .permitKeepAliveWithoutCalls(true)
                     .maxConnectionAge(30, TimeUnit.MINUTES)
                     .maxConnectionAgeGrace(10, TimeUnit.SECONDS)
-                : NettyServerBuilder.forAddress(address))
+                : NettyServerBuilder.forAddress(address, credentials))
             .addService(floor.service())
             .maxInboundMessageSize(64 * 1024 * 1024);
     if (READING == Reading.POOL) {
@@ -165,6 +171,7 @@ public final class BenchFloor {
     Server server = builder.build().start();
     StdinCommands.serve(
         server,
+        tls.map(BenchTls.Serving::provider),
         floor::update,
         () -> floor.streams.size() + " " + floor.messages.sum() + " " + floor.bytes.sum());
   }

@@ -1,12 +1,6 @@
 package io.xdsproxy.bench;
 
-import io.xdsproxy.app.Main;
-import java.io.IOException;
 import java.net.InetSocketAddress;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -30,15 +24,19 @@ import java.util.stream.DoubleStream;
  * <p>{@code java -jar bench/target/xds-bench.jar [--clients N] [--groups G] [--clusters K] [--delta
  * SHARE] [--streams-per-connection S] [--warmup W] [--updates U] [--mode all|both|SETUP,...]
  * [--change endpoints|cluster] [--proxy-jar PATH] [--jvm "OPTIONS"] [--proxy-jvm "MORE OPTIONS"]
- * [--logs DIR] [--timeout-seconds S]}; {@code --mode} names the setups measured, in order: {@code
- * direct}, {@code proxy}, {@code floor}, or several separated by commas; {@code all} (the default)
- * is all three, {@code both} direct and proxy; {@code --warmup W} makes W updates before the U that
- * are measured, so that what is measured is the servers' steady state rather than their JIT
- * compiling the update path (the same for each setup); {@code --proxy-jvm} adds options to the
- * proxy's JVM only; {@code --profile DIR} writes a flight recording of the serving process over the
- * updates (not the initial sync) to DIR, and its heap by class once every client is in sync; with
- * {@code --async-profiler LIB} (the path of async-profiler's {@code libasyncProfiler.so}), a CPU
- * profile of every thread, GC and native frames included, instead.
+ * [--logs DIR] [--timeout-seconds S] [--tls off|mutual] [--tls-provider auto|openssl|jdk]}; {@code
+ * --mode} names the setups measured, in order: {@code direct}, {@code proxy}, {@code floor}, or
+ * several separated by commas; {@code all} (the default) is all three, {@code both} direct and
+ * proxy; {@code --warmup W} makes W updates before the U that are measured, so that what is
+ * measured is the servers' steady state rather than their JIT compiling the update path (the same
+ * for each setup); {@code --proxy-jvm} adds options to the proxy's JVM only; {@code --profile DIR}
+ * writes a flight recording of the serving process over the updates (not the initial sync) to DIR,
+ * and its heap by class once every client is in sync; with {@code --async-profiler LIB} (the path
+ * of async-profiler's {@code libasyncProfiler.so}), a CPU profile of every thread, GC and native
+ * frames included, instead. {@code --tls mutual} puts every setup's clients on mutual TLS, the
+ * proxy with the node id check, the floor and the control plane serving directly with the same TLS,
+ * on the provider {@code --tls-provider} names ({@link BenchTls}); the table's heading says which
+ * ran.
  */
 public final class Compare {
 
@@ -59,7 +57,8 @@ public final class Compare {
       Duration timeout,
       Optional<Path> profile,
       Optional<Path> asyncProfiler,
-      BenchResources.Change change) {
+      BenchResources.Change change,
+      BenchTls tls) {
 
     static Options parse(String[] args) {
       Args given = new Args(args);
@@ -81,7 +80,8 @@ public final class Compare {
               given.optionalPath("profile"),
               given.optionalPath("async-profiler"),
               BenchResources.Change.valueOf(
-                  given.text("change", "endpoints").toUpperCase(Locale.ROOT)));
+                  given.text("change", "endpoints").toUpperCase(Locale.ROOT)),
+              BenchTls.parse(given));
       given.done();
       if (options.groups > options.clients) {
         throw new IllegalArgumentException("need groups <= clients");
@@ -151,12 +151,13 @@ public final class Compare {
       double bytesPerUpdate,
       int upstreamStreams,
       double upstreamBytesPerUpdate,
-      int failedStreams) {}
+      int failedStreams,
+      Optional<String> tlsProvider) {}
 
   public static void main(String[] args) throws Exception {
     Options options = Args.parseOrExit("xds-bench", args, Options::parse);
     List<Result> results = run(options);
-    System.out.println(table(options, results));
+    System.out.println(CompareTable.of(options, results));
   }
 
   static List<Result> run(Options options) throws Exception {
@@ -172,8 +173,10 @@ public final class Compare {
     log("%s: starting", setup);
     boolean throughProxy = setup == Setup.PROXY;
     // The floor stands where the control plane stands when it serves the clients directly.
+    // With TLS, what the clients connect to serves it: the proxy's link to its control plane is
+    // plaintext.
     try (JavaProcess plane =
-        startServer(
+        BenchServers.startServer(
             setup == Setup.FLOOR ? BenchFloor.class : BenchControlPlane.class,
             setup == Setup.FLOOR ? "floor" : "control plane",
             "",
@@ -181,6 +184,7 @@ public final class Compare {
             options.groups(),
             options.clusters(),
             options.change(),
+            throughProxy ? BenchTls.OFF : options.tls(),
             options
                 .logs()
                 .resolve(
@@ -189,18 +193,26 @@ public final class Compare {
                       case PROXY -> "control-plane-upstream.log";
                       case FLOOR -> "floor.log";
                     }))) {
-      int planePort = readyPort(plane);
+      BenchServers.Ready planeReady = BenchServers.ready(plane);
+      int planePort = planeReady.port();
+      Optional<String> tlsProvider = planeReady.tlsProvider();
       JavaProcess proxy = null;
       try {
         int port = planePort;
         if (throughProxy) {
           List<String> jvm = new ArrayList<>(options.jvm());
           jvm.addAll(options.proxyJvm());
-          Proxy started =
-              startProxy(
-                  options.proxyJar(), "", jvm, planePort, options.logs().resolve("xds-proxy.log"));
+          BenchServers.Proxy started =
+              BenchServers.startProxy(
+                  options.proxyJar(),
+                  "",
+                  jvm,
+                  planePort,
+                  options.tls(),
+                  options.logs().resolve("xds-proxy.log"));
           proxy = started.process();
           port = started.xdsPort();
+          tlsProvider = started.tlsProvider();
         }
         JavaProcess server = throughProxy ? proxy : plane;
         try (LoadClients clients =
@@ -210,7 +222,8 @@ public final class Compare {
                 options.clusters(),
                 options.delta(),
                 options.streamsPerConnection(),
-                options.change())) {
+                options.change(),
+                options.tls())) {
           // One client per group first: what is left after that is the shared store and fixed
           // costs.
           clients.openUpTo(options.groups());
@@ -229,7 +242,12 @@ public final class Compare {
               options.timeout(),
               setup + ": every client's first state");
           double syncSeconds = (System.nanoTime() - start) / 1e9;
-          log("%s: %d clients in sync after %.1f s", setup, options.clients(), syncSeconds);
+          log(
+              "%s: %d clients in sync after %.1f s%s",
+              setup,
+              options.clients(),
+              syncSeconds,
+              tlsProvider.map(p -> " (mutual TLS by " + p + ")").orElse(""));
           int streams = options.clients() - options.groups();
           Thread.sleep(
               2000); // the last clients' ACKs are read before the heap is: they are not what a
@@ -324,7 +342,8 @@ public final class Compare {
               median(rounds, 5),
               upstreamStreams,
               median(rounds, 6),
-              clients.failed());
+              clients.failed(),
+              tlsProvider);
         }
       } finally {
         if (proxy != null) {
@@ -359,285 +378,6 @@ public final class Compare {
     return Long.parseLong(plane.await("stats ", Duration.ofSeconds(10)).split(" ")[3]);
   }
 
-  static String table(Options options, List<Result> results) {
-    StringBuilder out = new StringBuilder();
-    out.append(
-        String.format(
-            Locale.ROOT,
-            "%d clients (%.0f%% Delta, %d per connection) in %d node groups, %d clusters with %d"
-                + " endpoints each; medians over %d updates of one cluster's %s%s (CPU: the mean)%n%n",
-            options.clients(),
-            options.delta() * 100,
-            options.streamsPerConnection(),
-            options.groups(),
-            options.clusters(),
-            BenchResources.ENDPOINTS,
-            options.updates(),
-            options.change() == BenchResources.Change.CLUSTER
-                ? "definition (the whole CDS state)"
-                : "endpoints",
-            options.warmup() > 0 ? ", after " + options.warmup() + " warm-up updates" : ""));
-    List<Ratio> shown = Ratio.shown(results);
-    out.append("| measure |");
-    results.forEach(r -> out.append(' ').append(r.setup()).append(" |"));
-    shown.forEach(ratio -> out.append(' ').append(ratio.header).append(" |"));
-    out.append('\n');
-    out.append("| --- |").append(" ---: |".repeat(results.size() + shown.size())).append('\n');
-    Ratio[] every = Ratio.values();
-    Ratio upstream = Ratio.DIRECT_PROXY;
-    row(out, results, shown, "every client's first state (s)", Result::syncSeconds, "%.1f", every);
-    row(out, results, shown, "update reaches clients, p50 (ms)", Result::p50, "%.0f", every);
-    row(out, results, shown, "update reaches clients, p99 (ms)", Result::p99, "%.0f", every);
-    row(out, results, shown, "update reaches clients, max (ms)", Result::max, "%.0f", every);
-    row(
-        out,
-        results,
-        shown,
-        "serving process CPU per update (s)",
-        Result::serverCpuPerUpdate,
-        "%.2f",
-        every);
-    row(
-        out,
-        results,
-        shown,
-        "… less the JIT compiler's: the steady state's (s)",
-        r -> r.serverCpuPerUpdate() - r.serverCpuByRole().get(ThreadCpu.Role.JIT),
-        "%.2f",
-        every);
-    for (ThreadCpu.Role role : ThreadCpu.Role.values()) {
-      row(
-          out,
-          results,
-          shown,
-          "… of which " + role.description + " (s)",
-          r -> r.serverCpuByRole().get(role),
-          "%.3f",
-          every);
-    }
-    row(
-        out,
-        results,
-        shown,
-        "control plane CPU per update behind the proxy (s)",
-        Result::upstreamCpuPerUpdate,
-        "%.2f");
-    row(
-        out,
-        results,
-        shown,
-        "load generator CPU per update, same cores (s)",
-        Result::clientsCpuPerUpdate,
-        "%.2f");
-    row(
-        out,
-        results,
-        shown,
-        "… its share: load generator CPU / serving process CPU",
-        r -> r.serverCpuPerUpdate() > 0 ? r.clientsCpuPerUpdate() / r.serverCpuPerUpdate() : 0,
-        "%.2f");
-    row(
-        out,
-        results,
-        shown,
-        "serving process heap per stream (KiB)",
-        r -> r.heapPerStream() / 1024,
-        "%.1f",
-        every);
-    row(
-        out,
-        results,
-        shown,
-        "serving process RSS per stream (KiB)",
-        r -> r.rssPerStream() / 1024,
-        "%.1f",
-        every);
-    row(
-        out,
-        results,
-        shown,
-        "bytes to clients per update (KiB)",
-        r -> r.bytesPerUpdate() / 1024,
-        "%.0f",
-        every);
-    row(
-        out,
-        results,
-        shown,
-        "streams open on the control plane",
-        r -> r.upstreamStreams(),
-        "%.0f",
-        upstream);
-    row(
-        out,
-        results,
-        shown,
-        "control plane bytes sent per update (KiB)",
-        r -> r.upstreamBytesPerUpdate() / 1024,
-        "%.0f",
-        upstream);
-    row(out, results, shown, "client streams that failed", r -> r.failedStreams(), "%.0f");
-    return out.toString();
-  }
-
-  /**
-   * A ratio of two setups' figures, shown when both were measured: direct / proxy says how much the
-   * proxy saves, proxy / floor how far the proxy is from what the transport alone costs.
-   */
-  enum Ratio {
-    DIRECT_PROXY(Setup.DIRECT, Setup.PROXY, "direct / proxy", "%.1f×"),
-    PROXY_FLOOR(Setup.PROXY, Setup.FLOOR, "proxy / floor", "%.2f×");
-
-    final Setup numerator;
-    final Setup denominator;
-    final String header;
-    final String format;
-
-    Ratio(Setup numerator, Setup denominator, String header, String format) {
-      this.numerator = numerator;
-      this.denominator = denominator;
-      this.header = header;
-      this.format = format;
-    }
-
-    static List<Ratio> shown(List<Result> results) {
-      List<Setup> measured = results.stream().map(Result::setup).toList();
-      return java.util.Arrays.stream(values())
-          .filter(r -> measured.contains(r.numerator) && measured.contains(r.denominator))
-          .toList();
-    }
-
-    /** The ratio of {@code value} between the two setups, if it means anything. */
-    Optional<Double> of(List<Result> results, java.util.function.ToDoubleFunction<Result> value) {
-      double above = value.applyAsDouble(find(results, numerator));
-      double below = value.applyAsDouble(find(results, denominator));
-      return below > 0 ? Optional.of(above / below) : Optional.empty();
-    }
-
-    private static Result find(List<Result> results, Setup setup) {
-      return results.stream().filter(r -> r.setup() == setup).findFirst().orElseThrow();
-    }
-  }
-
-  /** A row of the table: each setup's figure, then the {@code ratios} of those {@code shown}. */
-  private static void row(
-      StringBuilder out,
-      List<Result> results,
-      List<Ratio> shown,
-      String name,
-      java.util.function.ToDoubleFunction<Result> value,
-      String format,
-      Ratio... ratios) {
-    out.append("| ").append(name).append(" |");
-    results.forEach(
-        r ->
-            out.append(' ')
-                .append(String.format(Locale.ROOT, format, value.applyAsDouble(r)))
-                .append(" |"));
-    for (Ratio ratio : shown) {
-      Optional<Double> of =
-          List.of(ratios).contains(ratio) ? ratio.of(results, value) : Optional.empty();
-      out.append(
-          of.map(r -> String.format(Locale.ROOT, " " + ratio.format + " |", r)).orElse(" |"));
-    }
-    out.append('\n');
-  }
-
-  /**
-   * Starts {@link BenchControlPlane} in its own JVM, on the CPUs {@code cpus} only ({@link
-   * JavaProcess#start}; empty for any); {@link #readyPort} says where it listens.
-   */
-  static JavaProcess startControlPlane(
-      String cpus,
-      List<String> jvm,
-      int groups,
-      int clusters,
-      BenchResources.Change change,
-      Path log)
-      throws IOException {
-    return startServer(
-        BenchControlPlane.class, "control plane", cpus, jvm, groups, clusters, change, log);
-  }
-
-  /**
-   * Starts {@code main}, a server of the clients driven over stdin ({@link BenchControlPlane},
-   * {@link BenchFloor}), in its own JVM.
-   */
-  private static JavaProcess startServer(
-      Class<?> main,
-      String name,
-      String cpus,
-      List<String> jvm,
-      int groups,
-      int clusters,
-      BenchResources.Change change,
-      Path log)
-      throws IOException {
-    return JavaProcess.start(
-        name,
-        cpus,
-        jvm,
-        List.of(
-            "-cp",
-            System.getProperty("java.class.path"),
-            main.getName(),
-            Integer.toString(groups),
-            Integer.toString(clusters),
-            change.name()),
-        log);
-  }
-
-  static int readyPort(JavaProcess plane) throws InterruptedException {
-    return Integer.parseInt(plane.await("ready ", Duration.ofSeconds(60)).split(" ")[1]);
-  }
-
-  /** The proxy's JVM and its ports. */
-  record Proxy(JavaProcess process, int xdsPort, int monitoringPort) {}
-
-  /**
-   * Starts the proxy's jar in its own JVM, on the CPUs {@code cpus} only ({@link
-   * JavaProcess#start}; empty for any), fed by the control plane on {@code planePort}; returns once
-   * it is healthy.
-   */
-  static Proxy startProxy(Path jar, String cpus, List<String> jvm, int planePort, Path log)
-      throws IOException, InterruptedException {
-    // Ports chosen by the proxy's own bind, read from its "listening" line: a port found free here
-    // first could be taken by another process (a test suite's clients) before the proxy binds it.
-    JavaProcess process =
-        JavaProcess.start(
-            "xds-proxy",
-            cpus,
-            jvm,
-            List.of(
-                "-jar",
-                jar.toString(),
-                "--upstream",
-                "127.0.0.1:" + planePort,
-                "--xds-port",
-                "0",
-                "--monitoring-port",
-                "0",
-                "--admin-port",
-                "0",
-                // The load clients all connect from 127.0.0.1, as thousands of clients behind one
-                // NAT would: the per-address limits are not what is measured.
-                "--max-connections-per-address",
-                "0",
-                "--max-node-groups-per-client",
-                "100000"),
-            log);
-    try {
-      Main.Listening ports =
-          Main.Listening.in(process.awaitContaining("listening for xDS", Duration.ofSeconds(60)))
-              .orElseThrow();
-      awaitHealthy(process, log, ports.monitoringPort(), Duration.ofSeconds(60));
-      return new Proxy(process, ports.xdsPort(), ports.monitoringPort());
-    } catch (RuntimeException | InterruptedException e) {
-      process.close();
-      throw e;
-    }
-  }
-
   static void await(IntSupplier count, int wanted, Duration timeout, String what)
       throws InterruptedException {
     long deadline = System.nanoTime() + timeout.toNanos();
@@ -647,52 +387,6 @@ public final class Compare {
             what + ": only " + count.getAsInt() + " of " + wanted + " clients after " + timeout);
       }
       Thread.sleep(5);
-    }
-  }
-
-  /**
-   * Waits until the proxy's {@code /healthz} answers 200; fails at once if the process exits, and
-   * says how it ended, with the end of its log.
-   */
-  private static void awaitHealthy(
-      JavaProcess process, Path log, int monitoringPort, Duration timeout)
-      throws InterruptedException {
-    HttpClient http = HttpClient.newHttpClient();
-    long deadline = System.nanoTime() + timeout.toNanos();
-    while (System.nanoTime() < deadline && process.alive()) {
-      try {
-        if (http.send(
-                    HttpRequest.newBuilder(
-                            URI.create("http://127.0.0.1:" + monitoringPort + "/healthz"))
-                        .build(),
-                    HttpResponse.BodyHandlers.discarding())
-                .statusCode()
-            == 200) {
-          return;
-        }
-      } catch (IOException starting) {
-        // not listening yet
-      }
-      Thread.sleep(100);
-    }
-    throw new IllegalStateException(
-        "xds-proxy not healthy within "
-            + timeout
-            + " ("
-            + process.state()
-            + "); the end of its log, "
-            + log
-            + ":\n"
-            + tail(log, 30));
-  }
-
-  /** The last {@code lines} lines of {@code file}, or why it cannot be read. */
-  private static String tail(Path file, int lines) {
-    try {
-      List<String> all = Files.readAllLines(file);
-      return String.join("\n", all.subList(Math.max(0, all.size() - lines), all.size()));
-    } catch (IOException | java.io.UncheckedIOException e) {
-      return "(unreadable: " + e + ")";
     }
   }
 

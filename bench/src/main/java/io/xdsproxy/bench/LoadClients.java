@@ -39,6 +39,9 @@ import java.util.stream.Collectors;
  * ACKs and for the changed resource's expected bytes ({@link ReceivedResponse}), and requests are
  * written from parts encoded once ({@link EncodedRequest}). What goes over the wire is what a
  * client that decodes everything with protobuf would send.
+ *
+ * <p>With TLS ({@link BenchTls}), each connection presents its node group's certificate, and a
+ * client's node id starts with the certificate's SPIFFE id.
  */
 final class LoadClients implements AutoCloseable {
 
@@ -79,6 +82,7 @@ final class LoadClients implements AutoCloseable {
 
   private final double deltaShare;
   private final String idPrefix;
+  private final BenchTls tls;
   private final int streamsPerConnection;
   private final BenchResources.Change change;
   private final EventLoopGroup loop = new NioEventLoopGroup(2);
@@ -103,13 +107,14 @@ final class LoadClients implements AutoCloseable {
       int clusters,
       double deltaShare,
       int streamsPerConnection,
-      BenchResources.Change change) {
-    this(target, groups, clusters, deltaShare, streamsPerConnection, change, "client-");
+      BenchResources.Change change,
+      BenchTls tls) {
+    this(target, groups, clusters, deltaShare, streamsPerConnection, change, tls, "client-");
   }
 
   /**
-   * Clients whose node ids begin with {@code idPrefix}: two sets of clients of one server (the
-   * established and the newcomers of a storm) are told apart.
+   * Clients whose node ids begin with {@code idPrefix} (after their SPIFFE id with TLS): two sets
+   * of clients of one server (the established and the newcomers of a storm) are told apart.
    */
   LoadClients(
       InetSocketAddress target,
@@ -118,8 +123,10 @@ final class LoadClients implements AutoCloseable {
       double deltaShare,
       int streamsPerConnection,
       BenchResources.Change change,
+      BenchTls tls,
       String idPrefix) {
     this.idPrefix = idPrefix;
+    this.tls = tls;
     this.change = change;
     this.target = target;
     this.groups = groups;
@@ -136,7 +143,7 @@ final class LoadClients implements AutoCloseable {
     while (clients.size() < total) {
       int index = clients.size();
       if (index % streamsPerConnection == 0) {
-        channels.add(newChannel());
+        channels.add(newChannel(group(index)));
       }
       Client client = newClient(index);
       clients.add(client);
@@ -162,7 +169,7 @@ final class LoadClients implements AutoCloseable {
         clients.get(index).closedHere = true;
       }
       channels.get(connection).shutdownNow();
-      ManagedChannel channel = newChannel();
+      ManagedChannel channel = newChannel(group(first));
       channels.set(connection, channel);
       for (int index = first; index < end; index++) {
         Client client = newClient(index);
@@ -180,9 +187,12 @@ final class LoadClients implements AutoCloseable {
     newestRound = round;
   }
 
-  private ManagedChannel newChannel() {
-    return NettyChannelBuilder.forAddress(target)
-        .usePlaintext()
+  /**
+   * A connection of node group {@code group}'s clients: with TLS, presenting the group's
+   * certificate.
+   */
+  private ManagedChannel newChannel(int group) {
+    return NettyChannelBuilder.forAddress(target, tls.channel(group))
         .eventLoopGroup(loop)
         .channelType(NioSocketChannel.class)
         .directExecutor()
@@ -190,14 +200,24 @@ final class LoadClients implements AutoCloseable {
         .build();
   }
 
+  /**
+   * The node group of the client in place {@code index}: clients take the groups in turn. With TLS
+   * a connection's streams are all of one group, as its certificate is one identity: the
+   * connections take the groups in turn.
+   */
+  private int group(int index) {
+    return (tls.mutual() ? index / streamsPerConnection : index) % groups;
+  }
+
   /** A new client in place {@code index}, which decides its node group and protocol. */
   private Client newClient(int index) {
     // Delta clients spread evenly: client i is Delta when the share's running count steps up at i.
     boolean delta = (int) ((index + 1) * deltaShare) > (int) (index * deltaShare);
+    int group = group(index);
     Node node =
         Node.newBuilder()
-            .setId(idPrefix + opened++)
-            .setCluster(BenchControlPlane.groupName(index % groups))
+            .setId(tls.nodeId(group, idPrefix + opened++))
+            .setCluster(BenchControlPlane.groupName(group))
             .build();
     return delta ? new DeltaClient(node) : new SotwClient(node);
   }

@@ -148,19 +148,20 @@ public final class Soak {
     Files.createDirectories(options.logs());
     Files.createDirectories(options.out());
     try (JavaProcess plane =
-        Compare.startControlPlane(
+        BenchServers.startControlPlane(
             "",
             options.jvm(),
             options.groups(),
             options.clusters(),
             BenchResources.Change.ENDPOINTS,
             options.logs().resolve("control-plane-soak.log"))) {
-      Compare.Proxy proxy =
-          Compare.startProxy(
+      BenchServers.Proxy proxy =
+          BenchServers.startProxy(
               options.proxyJar(),
               "",
               options.jvm(),
-              Compare.readyPort(plane),
+              BenchServers.ready(plane).port(),
+              BenchTls.OFF,
               options.logs().resolve("xds-proxy-soak.log"));
       try (JavaProcess proxyProcess = proxy.process();
           LoadClients clients =
@@ -170,7 +171,8 @@ public final class Soak {
                   options.clusters(),
                   options.delta(),
                   1,
-                  BenchResources.Change.ENDPOINTS)) {
+                  BenchResources.Change.ENDPOINTS,
+                  BenchTls.OFF)) {
         Compare.log("soak: opening %d clients", options.clients());
         clients.openUpTo(options.clients());
         Compare.await(
@@ -187,7 +189,7 @@ public final class Soak {
   }
 
   private static Report soak(
-      Options options, JavaProcess plane, Compare.Proxy proxy, LoadClients clients)
+      Options options, JavaProcess plane, BenchServers.Proxy proxy, LoadClients clients)
       throws Exception {
     List<Sample> samples = new ArrayList<>();
     HttpClient http = HttpClient.newHttpClient();
@@ -270,7 +272,7 @@ public final class Soak {
     return round;
   }
 
-  private static Sample sample(Compare.Proxy proxy, HttpClient http, double seconds)
+  private static Sample sample(BenchServers.Proxy proxy, HttpClient http, double seconds)
       throws IOException, InterruptedException {
     JavaProcess process = proxy.process();
     long heap = process.heapAfterGcBytes();

@@ -7,7 +7,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Locale;
 import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -25,16 +24,16 @@ import java.util.concurrent.atomic.AtomicReference;
  * [--groups G] [--clusters K] [--delta SHARE] [--streams-per-connection S] [--baseline-updates B]
  * [--storm-updates U] [--pause-ms P | --interval-ms I] [--proxy-jar PATH[,PATH...]] [--runs R]
  * [--jvm "OPTIONS"] [--logs DIR] [--timeout-seconds S] [--proxy-cpus CPUS] [--others-cpus CPUS]
- * [--profile DIR] [--warmup-storm W]}: {@code --storm-updates} is the fewest updates made from the
- * storm's start on (more are made while the newcomers are not all in sync). An update is made
- * {@code --pause-ms} after the last one reached every established client, or, with {@code
- * --interval-ms}, every {@code I} ms whether the last has reached them or not, each measured once
- * they all hold it: at a fixed rate, a build whose updates are faster does not make more of them,
- * its newcomers do not pay for that work, and an update held up by the storm does not hold up the
- * next ones' making (with one after another, the first update of a storm that took as long as the
- * storm was its only one, and the median of the rest hid it). Besides the medians, the worst p99 of
- * an update during the storm. {@code --runs R} measures every jar R times, alternating, and reports
- * the medians.
+ * [--profile DIR] [--warmup-storm W] [--tls off|mutual] [--tls-provider auto|openssl|jdk]}: {@code
+ * --storm-updates} is the fewest updates made from the storm's start on (more are made while the
+ * newcomers are not all in sync). An update is made {@code --pause-ms} after the last one reached
+ * every established client, or, with {@code --interval-ms}, every {@code I} ms whether the last has
+ * reached them or not, each measured once they all hold it: at a fixed rate, a build whose updates
+ * are faster does not make more of them, its newcomers do not pay for that work, and an update held
+ * up by the storm does not hold up the next ones' making (with one after another, the first update
+ * of a storm that took as long as the storm was its only one, and the median of the rest hid it).
+ * Besides the medians, the worst p99 of an update during the storm. {@code --runs R} measures every
+ * jar R times, alternating, and reports the medians.
  *
  * <p>{@code --proxy-cpus 0 --others-cpus 1} keeps the proxy on CPU 0 and the control plane and the
  * load generator (this JVM) on CPU 1 ({@code taskset -c}), so that the load generator decoding the
@@ -48,6 +47,10 @@ import java.util.concurrent.atomic.AtomicReference;
  * the JIT has compiled, as a replica that has served for a while has. Without it, the storm is the
  * first the proxy's JVM sees, and its compilers take about a third of the proxy's CPU while it
  * lasts (a proxy on one CPU, 10,000 newcomers: {@code /proc}'s per-thread times).
+ *
+ * <p>{@code --tls mutual}: every client, established or newcomer, connects with mutual TLS and its
+ * group's certificate, and the proxy checks node ids and groups against it ({@link BenchTls}), so a
+ * storm of M newcomers is M full handshakes on the proxy's cores.
  */
 public final class Storm {
 
@@ -72,7 +75,8 @@ public final class Storm {
       Optional<Path> profile,
       int warmupStorm,
       int warmupStorms,
-      Duration settle) {
+      Duration settle,
+      BenchTls tls) {
 
     static Options parse(String[] args) {
       Args given = new Args(args);
@@ -101,7 +105,8 @@ public final class Storm {
               given.optionalPath("profile"),
               given.integer("warmup-storm", 0),
               given.integer("warmup-storms", 1),
-              given.seconds("settle-seconds", 0));
+              given.seconds("settle-seconds", 0),
+              BenchTls.parse(given));
       given.done();
       if (options.groups() > options.clients() || options.baselineUpdates() < 1) {
         throw new IllegalArgumentException("need groups <= clients and a baseline update or more");
@@ -125,7 +130,8 @@ public final class Storm {
       int stormRounds,
       int failedStreams,
       double proxyCpu,
-      double othersCpu) {}
+      double othersCpu,
+      Optional<String> tlsProvider) {}
 
   public static void main(String[] args) throws Exception {
     Options options = Args.parseOrExit("xds-bench storm", args, Options::parse);
@@ -139,27 +145,28 @@ public final class Storm {
         results.add(result);
       }
     }
-    System.out.println(table(options, results));
+    System.out.println(StormTable.of(options, results));
   }
 
   static Result measure(Options options, Path jar, int run) throws Exception {
     String setup = jar + " (run " + run + ")";
     Compare.log("%s: starting", setup);
     try (JavaProcess plane =
-        Compare.startControlPlane(
+        BenchServers.startControlPlane(
             options.othersCpus(),
             options.jvm(),
             options.groups(),
             options.clusters(),
             BenchResources.Change.ENDPOINTS,
             options.logs().resolve("storm-control-plane.log"))) {
-      int planePort = Compare.readyPort(plane);
-      Compare.Proxy proxy =
-          Compare.startProxy(
+      int planePort = BenchServers.ready(plane).port();
+      BenchServers.Proxy proxy =
+          BenchServers.startProxy(
               jar,
               options.proxyCpus(),
               options.jvm(),
               planePort,
+              options.tls(),
               options.logs().resolve("storm-xds-proxy.log"));
       try (JavaProcess proxyProcess = proxy.process();
           LoadClients established = clients(options, proxy, "established-");
@@ -280,12 +287,13 @@ public final class Storm {
             stormRounds.size(),
             established.failed() + storm.failed(),
             proxyCpu,
-            othersCpu);
+            othersCpu,
+            proxy.tlsProvider());
       }
     }
   }
 
-  private static LoadClients clients(Options options, Compare.Proxy proxy, String idPrefix) {
+  private static LoadClients clients(Options options, BenchServers.Proxy proxy, String idPrefix) {
     return new LoadClients(
         new InetSocketAddress("127.0.0.1", proxy.xdsPort()),
         options.groups(),
@@ -293,6 +301,7 @@ public final class Storm {
         options.delta(),
         options.streamsPerConnection(),
         BenchResources.Change.ENDPOINTS,
+        options.tls(),
         idPrefix);
   }
 
@@ -370,120 +379,7 @@ public final class Storm {
     }
   }
 
-  static String table(Options options, List<Result> results) {
-    StringBuilder out = new StringBuilder();
-    out.append(
-        String.format(
-            Locale.ROOT,
-            "%d established clients, then %d newcomers at once (%.0f%% Delta, %d per connection),"
-                + " %d node groups, %d clusters; an update of one cluster's endpoints %s;"
-                + " medians of %d run(s)%n%n",
-            options.clients(),
-            options.storm(),
-            options.delta() * 100,
-            options.streamsPerConnection(),
-            options.groups(),
-            options.clusters(),
-            options.interval().isZero()
-                ? "every "
-                    + options.pause().toMillis()
-                    + " ms after the last reached every established client"
-                : "every " + options.interval().toMillis() + " ms",
-            options.runs()));
-    if (!options.proxyCpus().isEmpty()) {
-      out.append(
-          String.format(
-              Locale.ROOT,
-              "The proxy on CPU(s) %s, the control plane and the load generator on CPU(s) %s.%n%n",
-              options.proxyCpus(),
-              options.othersCpus().isEmpty() ? "any" : options.othersCpus()));
-    }
-    // A column per jar, then each jar after the first over the first.
-    List<Path> jars = options.proxyJars();
-    out.append("| measure |");
-    jars.forEach(jar -> out.append(' ').append(jar).append(" |"));
-    for (int i = 1; i < jars.size(); i++) {
-      out.append(" ").append(i + 1).append(" / 1 |");
-    }
-    out.append("\n| --- |").append(" ---: |".repeat(2 * jars.size() - 1)).append('\n');
-    row(out, options, results, "newcomers all holding the state (s)", Result::stormSyncSeconds);
-    row(
-        out,
-        options,
-        results,
-        "update to established, before the storm, p50 (ms)",
-        Result::baselineP50);
-    row(
-        out,
-        options,
-        results,
-        "update to established, before the storm, p99 (ms)",
-        Result::baselineP99);
-    row(
-        out,
-        options,
-        results,
-        "update to established, during the storm, p50 (ms)",
-        Result::stormP50);
-    row(
-        out,
-        options,
-        results,
-        "update to established, during the storm, p99 (ms)",
-        Result::stormP99);
-    row(
-        out,
-        options,
-        results,
-        "during the storm / before it, p99 (median of the runs' ratios)",
-        r -> r.stormP99() / r.baselineP99());
-    row(
-        out,
-        options,
-        results,
-        "update to established, during the storm, worst p99 (ms)",
-        Result::stormWorstP99);
-    row(out, options, results, "updates during the storm", r -> r.stormRounds());
-    row(out, options, results, "client streams that failed", r -> r.failedStreams());
-    row(
-        out,
-        options,
-        results,
-        "CPUs the proxy used until the newcomers were in sync",
-        Result::proxyCpu);
-    row(
-        out,
-        options,
-        results,
-        "… the control plane and the load generator together",
-        Result::othersCpu);
-    return out.toString();
-  }
-
-  private static void row(
-      StringBuilder out,
-      Options options,
-      List<Result> results,
-      String name,
-      java.util.function.ToDoubleFunction<Result> value) {
-    out.append("| ").append(name).append(" |");
-    List<Double> medians = new ArrayList<>();
-    for (Path jar : options.proxyJars()) {
-      double m =
-          median(results.stream().filter(r -> r.jar().equals(jar)).mapToDouble(value).toArray());
-      medians.add(m);
-      out.append(String.format(Locale.ROOT, m < 10 ? " %.2f |" : " %.1f |", m));
-    }
-    for (int i = 1; i < medians.size(); i++) {
-      out.append(
-          medians.get(0) > 0
-              ? String.format(Locale.ROOT, " %.2f |", medians.get(i) / medians.get(0))
-              : " |");
-    }
-    out.append('\n');
-  }
-
-  private static double median(double[] values) {
+  static double median(double[] values) {
     if (values.length == 0) {
       return Double.NaN;
     }

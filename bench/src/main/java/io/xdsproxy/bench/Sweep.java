@@ -48,7 +48,7 @@ public final class Sweep {
       pointArgs.addAll(List.of("--" + axis.option, Integer.toString(point)));
       Compare.Options options = Compare.Options.parse(pointArgs.toArray(String[]::new));
       List<Compare.Result> results = Compare.run(options);
-      String table = Compare.table(options, results);
+      String table = CompareTable.of(options, results);
       System.out.println(table);
       Files.writeString(out.resolve(axis.option.charAt(0) + "" + point + ".md"), table);
       for (Compare.Result r : results) {

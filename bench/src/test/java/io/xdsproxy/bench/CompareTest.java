@@ -46,7 +46,7 @@ class CompareTest {
         .as("the control plane sends each group's update once")
         .isLessThan(direct.upstreamBytesPerUpdate());
     assertSameBytesPerUpdate(proxied, floor);
-    assertThat(Compare.table(options, results))
+    assertThat(CompareTable.of(options, results))
         .contains("| update reaches clients, p99 (ms) |")
         .contains("| direct / proxy | proxy / floor |")
         .contains("| … its share: load generator CPU / serving process CPU |")
@@ -64,6 +64,43 @@ class CompareTest {
       assertThat(result.failedStreams()).as(result.setup().label).isZero();
     }
     assertSameBytesPerUpdate(results.get(0), results.get(1));
+  }
+
+  @Test
+  void withMutualTlsEverySetupConvergesAndTheTableSaysOnWhichProvider() throws Exception {
+    Compare.Options options =
+        Compare.Options.parse(
+            new String[] {
+              "--clients",
+              "12",
+              "--groups",
+              "3",
+              "--clusters",
+              "10",
+              "--updates",
+              "1",
+              "--proxy-jar",
+              "../proxy-app/target/xds-proxy.jar",
+              "--jvm",
+              "-Xmx256m",
+              "--logs",
+              logs.toString(),
+              "--timeout-seconds",
+              "60",
+              "--tls",
+              "mutual",
+              "--tls-provider",
+              "openssl"
+            });
+
+    List<Compare.Result> results = Compare.run(options);
+
+    assertThat(results).extracting(Compare.Result::setup).containsExactly(Compare.Setup.values());
+    for (Compare.Result result : results) {
+      assertThat(result.failedStreams()).as(result.setup().label).isZero();
+      assertThat(result.tlsProvider()).as(result.setup().label).contains("openssl");
+    }
+    assertThat(CompareTable.of(options, results)).contains("TLS: mutual (provider openssl)");
   }
 
   /**

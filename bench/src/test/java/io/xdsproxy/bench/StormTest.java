@@ -3,21 +3,24 @@ package io.xdsproxy.bench;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.nio.file.Path;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The storm run small: real processes (java-control-plane, the proxy's jar), real clients. It shows
  * that the scenario measures what it says (the newcomers come to hold the state made while they
  * connected, updates go on during the storm and are measured on the established clients only), not
- * how well the proxy absorbs a storm, which forty clients cannot tell.
+ * how well the proxy absorbs a storm, which forty clients cannot tell; with mutual TLS too.
  */
 class StormTest {
 
   @TempDir Path logs;
 
-  @Test
-  void newcomersComeToHoldTheStateWhileUpdatesReachTheEstablishedClients() throws Exception {
+  @ParameterizedTest
+  @ValueSource(strings = {"off", "mutual"})
+  void newcomersComeToHoldTheStateWhileUpdatesReachTheEstablishedClients(String tls)
+      throws Exception {
     Storm.Options options =
         Storm.Options.parse(
             new String[] {
@@ -42,7 +45,9 @@ class StormTest {
               "--logs",
               logs.toString(),
               "--timeout-seconds",
-              "60"
+              "60",
+              "--tls",
+              tls
             });
 
     Storm.Result result = Storm.measure(options, options.proxyJars().get(0), 1);
@@ -63,8 +68,9 @@ class StormTest {
     assertThat(result.stormWorstP99())
         .as("the worst update during the storm")
         .isGreaterThanOrEqualTo(result.stormP99());
-    assertThat(Storm.table(options, java.util.List.of(result)))
+    assertThat(StormTable.of(options, java.util.List.of(result)))
         .contains("| newcomers all holding the state (s) |")
-        .contains("| during the storm / before it, p99 (median of the runs' ratios) |");
+        .contains("| during the storm / before it, p99 (median of the runs' ratios) |")
+        .contains(tls.equals("off") ? "TLS: off" : "TLS: mutual (provider openssl)");
   }
 }

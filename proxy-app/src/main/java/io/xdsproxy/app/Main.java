@@ -52,6 +52,16 @@ public final class Main {
     return thread;
   }
 
+  /**
+   * How the start-up line names the xDS port's TLS implementation: " by openssl", or " by jdk" and,
+   * when {@code auto} fell back to it, that it did (the warning before says why).
+   */
+  private static String describe(TlsProvider.Chosen provider) {
+    return " by "
+        + provider.name()
+        + (provider.fallbackReason().isPresent() ? ", as openssl cannot load here" : "");
+  }
+
   public static void main(String[] args) {
     SLF4JBridgeHandler.removeHandlersForRootLogger();
     SLF4JBridgeHandler.install();
@@ -90,14 +100,13 @@ public final class Main {
     String xdsSecurity =
         !config.tls().enabled()
             ? "plaintext"
-            : config.tls().clientCa().isEmpty()
-                ? "TLS"
-                : "mutual TLS"
-                    + config
-                        .tls()
-                        .nodeIdPattern()
-                        .map(pattern -> ", node ids checked by " + pattern)
-                        .orElse("");
+            : (config.tls().clientCa().isEmpty() ? "TLS" : "mutual TLS")
+                + proxy.tlsProvider().map(Main::describe).orElse("")
+                + config
+                    .tls()
+                    .nodeIdPattern()
+                    .map(pattern -> ", node ids checked by " + pattern)
+                    .orElse("");
     log.info(
         "xds-proxy {} (revision {}) listening for xDS on port {} ({}), monitoring HTTP on port {}, admin HTTP on"
             + " {}:{}{}; upstream: {}",

@@ -20,7 +20,7 @@ import java.util.concurrent.ThreadPoolExecutor;
 
 /**
  * The process's meters beside the xDS ones: the JVM's, the worker pool's and the timer's, the
- * workers' lanes, the build and Netty's direct memory.
+ * workers' lanes, the build, the xDS port's TLS implementation and Netty's direct memory.
  */
 final class ProxyMeters {
 
@@ -61,6 +61,20 @@ final class ProxyMeters {
         .description(
             "Times a worker had newcomers' work to do and left it, because the xDS port's event"
                 + " loops lagged (xds_server_event_loop_lag_seconds)")
+        .register(meters);
+  }
+
+  /**
+   * The TLS implementation of the xDS port ({@code xds_proxy_tls_provider}, 1, {@code openssl} or
+   * {@code jdk} as its label), as the build's info is told: what {@code --tls-provider auto} came
+   * to on this machine, so that a fleet's replicas that fell back to the JDK's can be found.
+   */
+  static void bindTlsProvider(MeterRegistry meters, TlsProvider.Chosen provider) {
+    Gauge.builder("xds.proxy.tls.provider", () -> 1)
+        .description(
+            "The TLS implementation of the xDS port, as a label: openssl (BoringSSL) or jdk; absent"
+                + " for plaintext")
+        .tag("provider", provider.name())
         .register(meters);
   }
 

@@ -64,6 +64,22 @@ final class TlsFlags {
                 return config.withTls(tls.withNodeIdPattern(setting.value()));
               }),
           single(
+              "tls-provider",
+              "auto|openssl|jdk",
+              "auto",
+              "the xDS port's TLS: openssl (BoringSSL, Linux x86_64 and aarch64 with glibc), jdk, or auto:"
+                  + " openssl where it loads, else jdk; openssl where it cannot load refuses to start",
+              (config, setting) -> {
+                TlsProvider provider;
+                try {
+                  provider = TlsProvider.of(setting.value());
+                } catch (IllegalArgumentException e) {
+                  throw new ConfigException(setting.where() + ": " + e.getMessage());
+                }
+                ServerTls tls = config.tls();
+                return config.withTls(tls.withProvider(provider));
+              }),
+          single(
               "upstream-tls",
               "true|false",
               "false",

@@ -59,12 +59,6 @@ import org.slf4j.LoggerFactory;
 public final class XdsProxy implements AutoCloseable {
 
   /**
-   * How long a connection past its maximum age keeps its streams after GOAWAY: xDS streams never
-   * end by themselves.
-   */
-  static final Duration CONNECTION_AGE_GRACE = Duration.ofSeconds(10);
-
-  /**
    * The xDS event loops' lag above which newcomers' work waits (WorkLanes' gate): above what an
    * update's own writes to some thousands of streams make them lag (bench/RESULTS.md, "The event
    * loops' lag").
@@ -77,27 +71,6 @@ public final class XdsProxy implements AutoCloseable {
    * only starve them (one task per WorkLanes.MOST_HELD).
    */
   static final int BACKLOG_FOR_NEWCOMERS = 32;
-
-  /**
-   * grpc-java's server keepalive time, unless set: {@code
-   * GrpcUtil.DEFAULT_SERVER_KEEPALIVE_TIME_NANOS}.
-   */
-  static final Duration GRPC_SERVER_KEEPALIVE_TIME = Duration.ofHours(2);
-
-  /**
-   * Whether every client connection is closed before gRPC's server keepalive would first ping it:
-   * gRPC spreads the maximum age by up to 10 % (NettyServerBuilder's MAX_CONNECTION_AGE_JITTER),
-   * then waits the grace.
-   */
-  static boolean endsBeforeKeepalive(Duration maxConnectionAge) {
-    return maxConnectionAge.compareTo(GRPC_SERVER_KEEPALIVE_TIME) < 0
-        && maxConnectionAge
-                .multipliedBy(11)
-                .dividedBy(10)
-                .plus(CONNECTION_AGE_GRACE)
-                .compareTo(GRPC_SERVER_KEEPALIVE_TIME)
-            < 0;
-  }
 
   /** The most entries one channelz answer lists (the servers, a server's sockets). */
   private static final int CHANNELZ_PAGE_SIZE = 100;
@@ -121,6 +94,7 @@ public final class XdsProxy implements AutoCloseable {
   private final AdminServer monitoringServer;
   private final AdminServer admin;
   private final Optional<AdminServer> rest;
+  private final Optional<TlsProvider.Chosen> tlsProvider;
 
   private XdsProxy(ProxyConfig config) throws IOException {
     try {
@@ -223,9 +197,11 @@ public final class XdsProxy implements AutoCloseable {
     AdminServer monitoringStarted = null;
     AdminServer adminStarted = null;
     AdminServer restStarted = null;
+    Optional<XdsPortTls> tls = Optional.empty();
     try {
       InetSocketAddress xdsAddress = new InetSocketAddress(config.xdsPort());
-      Optional<XdsPortTls> tls = XdsPortTls.load(config.tls(), timer, meters);
+      tls = XdsPortTls.load(config.tls(), timer, meters);
+      tls.ifPresent(port -> ProxyMeters.bindTlsProvider(meters, port.provider()));
       ServerCredentials credentials =
           tls.isPresent() ? tls.get().grpc() : InsecureServerCredentials.create();
       NettyServerBuilder builder =
@@ -253,35 +229,7 @@ public final class XdsProxy implements AutoCloseable {
                   pool),
               peers));
       builder.addStreamTracerFactory(streamMetrics.endedStreams(xds));
-      if (endsBeforeKeepalive(config.maxConnectionAge())) {
-        // gRPC's server pings a silent client after two hours (its default keepalive time); a
-        // connection that its maximum age ends sooner never pings, yet holds the keepalive's
-        // manager and scheduled timer all its life (about 200 bytes of heap per connection).
-        builder.keepAliveTime(Long.MAX_VALUE, TimeUnit.NANOSECONDS);
-      }
-      started =
-          listen(
-              builder
-                  // Every call's callbacks on its connection's event loop, as they come: an xDS
-                  // stream reads its requests there and hands them to its own executor, or handles
-                  // an ACK there and then (ClientStream.onNext); the other services hand theirs to
-                  // the workers (OnWorkers).
-                  .directExecutor()
-                  // xDS requests are small: a huge one is an attack or a bug (gRPC ends it with
-                  // RESOURCE_EXHAUSTED).
-                  .maxInboundMessageSize(config.limits().maxRequestBytes())
-                  .maxConcurrentCallsPerConnection(config.limits().maxStreamsPerConnection())
-                  // Envoy and gRPC clients ping to keep ADS streams alive through load balancers.
-                  .permitKeepAliveTime(10, TimeUnit.SECONDS)
-                  .permitKeepAliveWithoutCalls(true)
-                  // Clients move to other replicas in time (an added replica gets its share); gRPC
-                  // spreads the age by +-10 % so that connections made together do not all end
-                  // together.
-                  .maxConnectionAge(config.maxConnectionAge().toMillis(), TimeUnit.MILLISECONDS)
-                  .maxConnectionAgeGrace(CONNECTION_AGE_GRACE.toSeconds(), TimeUnit.SECONDS)
-                  .build(),
-              "xDS",
-              config.xdsPort());
+      started = listen(builder.build(), "xDS", config.xdsPort());
       Map<String, HttpHandler> monitoring =
           new HashMap<>(AdminServer.probes(this::ready, this::readiness));
       monitoring.put(
@@ -350,6 +298,7 @@ public final class XdsProxy implements AutoCloseable {
     monitoringServer = monitoringStarted;
     admin = adminStarted;
     rest = Optional.ofNullable(restStarted);
+    tlsProvider = tls.map(XdsPortTls::provider);
     // The gRPC health service on the xDS port follows readiness (checked each second).
     timer.scheduleWithFixedDelay(
         () -> health.setStatus("", ready() ? ServingStatus.SERVING : ServingStatus.NOT_SERVING),
@@ -455,6 +404,14 @@ public final class XdsProxy implements AutoCloseable {
   /** The proxy's meters, as {@code /metrics} shows them: for tests that read one in process. */
   MeterRegistry meters() {
     return meters;
+  }
+
+  /**
+   * The TLS implementation of the xDS port ({@code openssl} or {@code jdk}), and why {@code auto}
+   * fell back to the JDK's if it did; empty for plaintext.
+   */
+  public Optional<TlsProvider.Chosen> tlsProvider() {
+    return tlsProvider;
   }
 
   public String describeUpstream() {

@@ -21,15 +21,16 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The maximum connection age: a connection older than it gets GOAWAY, its streams get {@link
- * XdsProxy#CONNECTION_AGE_GRACE} to move, and a client reconnects (behind a load balancer, maybe to
- * another replica) and goes on being served.
+ * XdsTransport#CONNECTION_AGE_GRACE} to move, and a client reconnects (behind a load balancer,
+ * maybe to another replica) and goes on being served.
  */
 class ConnectionAgeTest {
 
   private static final Duration AGE = Duration.ofSeconds(1);
 
   /** Age with gRPC's +10 % jitter, the grace, and room for a slow machine. */
-  private static final Duration AGED_OUT = AGE.plus(XdsProxy.CONNECTION_AGE_GRACE).plusSeconds(10);
+  private static final Duration AGED_OUT =
+      AGE.plus(XdsTransport.CONNECTION_AGE_GRACE).plusSeconds(10);
 
   private static final Duration WAIT = Duration.ofSeconds(15);
 
@@ -85,11 +86,11 @@ class ConnectionAgeTest {
 
   @Test
   void serverKeepaliveIsLeftOutOnlyWhenEveryConnectionEndsBeforeItsFirstPing() {
-    assertThat(XdsProxy.endsBeforeKeepalive(Duration.ofMinutes(30))).isTrue();
-    assertThat(XdsProxy.endsBeforeKeepalive(Duration.ofMinutes(108))).isTrue();
+    assertThat(XdsTransport.endsBeforeKeepalive(Duration.ofMinutes(30))).isTrue();
+    assertThat(XdsTransport.endsBeforeKeepalive(Duration.ofMinutes(108))).isTrue();
     // 109 minutes, spread by gRPC's +10 % and given the grace, can pass the two hours of the first
     // ping.
-    assertThat(XdsProxy.endsBeforeKeepalive(Duration.ofMinutes(109))).isFalse();
-    assertThat(XdsProxy.endsBeforeKeepalive(Duration.ofDays(365 * 1000))).isFalse();
+    assertThat(XdsTransport.endsBeforeKeepalive(Duration.ofMinutes(109))).isFalse();
+    assertThat(XdsTransport.endsBeforeKeepalive(Duration.ofDays(365 * 1000))).isFalse();
   }
 }

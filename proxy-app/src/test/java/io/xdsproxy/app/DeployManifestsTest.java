@@ -109,6 +109,7 @@ class DeployManifestsTest {
           "xds_downstream_limited_total",
           "xds_downstream_streams_ended_total",
           "xds_proxy_build_info",
+          "xds_proxy_tls_provider",
           "xds_tls_certificate_expiration_timestamp_seconds",
           "xds_tls_reload_failures_total",
           "xds_state_writes_total",

@@ -81,7 +81,7 @@ class ReplicasTest {
   private static final Duration MOVED =
       AGE.multipliedBy(11)
           .dividedBy(10)
-          .plus(XdsProxy.CONNECTION_AGE_GRACE)
+          .plus(XdsTransport.CONNECTION_AGE_GRACE)
           .multipliedBy(2)
           .plusSeconds(15);
 
@@ -538,7 +538,7 @@ class ReplicasTest {
               + " of being added to the balancer (maximum connection age "
               + AGE
               + ", grace "
-              + XdsProxy.CONNECTION_AGE_GRACE
+              + XdsTransport.CONNECTION_AGE_GRACE
               + "); it holds "
               + clientsOnQuietly(replica)
               + "; clients reconnected "

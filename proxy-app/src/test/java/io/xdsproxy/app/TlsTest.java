@@ -44,11 +44,13 @@ import org.bouncycastle.openssl.jcajce.JcaPEMWriter;
 import org.bouncycastle.openssl.jcajce.JcePEMEncryptorBuilder;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * TLS on the xDS port (with and without client certificates, the node id checked against the
- * client's certificate, certificates replaced while the proxy runs) and TLS to the control plane,
- * with certificates made by the test.
+ * client's certificate, certificates replaced while the proxy runs, on each TLS provider this
+ * machine has) and TLS to the control plane, with certificates made by the test.
  */
 class TlsTest {
 
@@ -124,15 +126,20 @@ class TlsTest {
     }
   }
 
-  @Test
-  void withMutualTlsOnlyAClientWithACertificateOfTheClientCaIsServed() throws Exception {
+  @ParameterizedTest
+  @EnumSource(names = {"JDK", "OPENSSL"})
+  void withMutualTlsOnlyAClientWithACertificateOfTheClientCaIsServed(TlsProvider provider)
+      throws Exception {
     Ca ca = TestCertificates.ca("xds", dir);
     Ca clients = TestCertificates.ca("clients", dir);
     Issued server = ca.issue("proxy");
     try (XdsProxy proxy =
         XdsProxy.start(
             servingExamples(
-                ServerTls.of(server.cert(), server.key()).withClientCa(clients.pem())))) {
+                ServerTls.of(server.cert(), server.key())
+                    .withClientCa(clients.pem())
+                    .withProvider(provider)))) {
+      assertThat(proxy.tlsProvider().orElseThrow().name()).isEqualTo(provider.flagValue());
 
       assertThat(firstResponse(proxy.xdsPort(), trusting(ca.pem()), "no-certificate"))
           .as("a client without a certificate")
@@ -186,14 +193,21 @@ class TlsTest {
     }
   }
 
-  @Test
-  void aServerCertificateReplacedOnDiskIsUsedWithoutARestart() throws Exception {
+  /**
+   * Under OpenSSL too, whose key material is kept converted per alias of the key manager: a rotated
+   * certificate must come with a new alias.
+   */
+  @ParameterizedTest
+  @EnumSource(names = {"JDK", "OPENSSL"})
+  void aServerCertificateReplacedOnDiskIsUsedWithoutARestart(TlsProvider provider)
+      throws Exception {
     Ca first = TestCertificates.ca("first", dir);
     Ca second = TestCertificates.ca("second", dir);
     Path cert = dir.resolve("tls.crt");
     Path key = dir.resolve("tls.key");
     replace(first.issue("proxy"), cert, key);
-    try (XdsProxy proxy = XdsProxy.start(servingExamples(ServerTls.of(cert, key)))) {
+    try (XdsProxy proxy =
+        XdsProxy.start(servingExamples(ServerTls.of(cert, key).withProvider(provider)))) {
       assertThat(firstResponse(proxy.xdsPort(), trusting(first.pem()), "before")).isPresent();
 
       replace(second.issue("proxy"), cert, key);
@@ -206,6 +220,39 @@ class TlsTest {
                       .isPresent());
       assertThat(firstResponse(proxy.xdsPort(), trusting(first.pem()), "trusting-the-old-ca"))
           .isEmpty();
+    }
+  }
+
+  /**
+   * A client CA added to the file on disk is trusted at the next handshake, and a client whose key
+   * manager picks its certificate by the CA names the server lists (the JDK's default one, as a
+   * grpc-java client given key files has) presents the one the new CA issued.
+   */
+  @ParameterizedTest
+  @EnumSource(names = {"JDK", "OPENSSL"})
+  void aClientCaAddedOnDiskIsTrustedWithoutARestart(TlsProvider provider) throws Exception {
+    Ca ca = TestCertificates.ca("xds", dir);
+    Ca before = TestCertificates.ca("before", dir);
+    Ca after = TestCertificates.ca("after", dir);
+    Path clientCas = dir.resolve("client-cas.pem");
+    Files.copy(before.pem(), clientCas);
+    Issued server = ca.issue("proxy");
+    ChannelCredentials newcomer = trusting(ca.pem(), after.issue("cart", SPIFFE_CART));
+    try (XdsProxy proxy =
+        XdsProxy.start(
+            servingExamples(
+                ServerTls.of(server.cert(), server.key())
+                    .withClientCa(clientCas)
+                    .withProvider(provider)))) {
+      assertThat(firstResponse(proxy.xdsPort(), newcomer, "before-the-ca")).isEmpty();
+
+      Files.writeString(clientCas, Files.readString(before.pem()) + Files.readString(after.pem()));
+
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () ->
+                  assertThat(firstResponse(proxy.xdsPort(), newcomer, "after-the-ca")).isPresent());
     }
   }
 
