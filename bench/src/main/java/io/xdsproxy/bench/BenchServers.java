@@ -104,6 +104,19 @@ final class BenchServers {
   static Proxy startProxy(
       Path jar, String cpus, List<String> jvm, int planePort, BenchTls tls, Path log)
       throws IOException, InterruptedException {
+    return startProxy(jar, cpus, jvm, planePort, tls, List.of(), log);
+  }
+
+  /** As the other, with {@code flags} added to the proxy's command line (after the bench's own). */
+  static Proxy startProxy(
+      Path jar,
+      String cpus,
+      List<String> jvm,
+      int planePort,
+      BenchTls tls,
+      List<String> flags,
+      Path log)
+      throws IOException, InterruptedException {
     // Ports chosen by the proxy's own bind, read from its "listening" line: a port found free here
     // first could be taken by another process (a test suite's clients) before the proxy binds it.
     List<String> arguments =
@@ -126,6 +139,7 @@ final class BenchServers {
                 "--max-node-groups-per-client",
                 "100000"));
     arguments.addAll(tls.proxyFlags());
+    arguments.addAll(flags);
     JavaProcess process = JavaProcess.start("xds-proxy", cpus, jvm, arguments, log);
     try {
       String line = process.awaitContaining("listening for xDS", Duration.ofSeconds(60));

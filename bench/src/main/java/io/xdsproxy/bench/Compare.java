@@ -24,19 +24,20 @@ import java.util.stream.DoubleStream;
  * <p>{@code java -jar bench/target/xds-bench.jar [--clients N] [--groups G] [--clusters K] [--delta
  * SHARE] [--streams-per-connection S] [--warmup W] [--updates U] [--mode all|both|SETUP,...]
  * [--change endpoints|cluster] [--proxy-jar PATH] [--jvm "OPTIONS"] [--proxy-jvm "MORE OPTIONS"]
- * [--logs DIR] [--timeout-seconds S] [--tls off|mutual] [--tls-provider auto|openssl|jdk]}; {@code
- * --mode} names the setups measured, in order: {@code direct}, {@code proxy}, {@code floor}, or
- * several separated by commas; {@code all} (the default) is all three, {@code both} direct and
- * proxy; {@code --warmup W} makes W updates before the U that are measured, so that what is
- * measured is the servers' steady state rather than their JIT compiling the update path (the same
- * for each setup); {@code --proxy-jvm} adds options to the proxy's JVM only; {@code --profile DIR}
- * writes a flight recording of the serving process over the updates (not the initial sync) to DIR,
- * and its heap by class once every client is in sync; with {@code --async-profiler LIB} (the path
- * of async-profiler's {@code libasyncProfiler.so}), a CPU profile of every thread, GC and native
- * frames included, instead. {@code --tls mutual} puts every setup's clients on mutual TLS, the
- * proxy with the node id check, the floor and the control plane serving directly with the same TLS,
- * on the provider {@code --tls-provider} names ({@link BenchTls}); the table's heading says which
- * ran.
+ * [--proxy-flags "FLAGS"] [--logs DIR] [--timeout-seconds S] [--tls off|mutual] [--tls-provider
+ * auto|openssl|jdk]}; {@code --mode} names the setups measured, in order: {@code direct}, {@code
+ * proxy}, {@code floor}, or several separated by commas; {@code all} (the default) is all three,
+ * {@code both} direct and proxy; {@code --warmup W} makes W updates before the U that are measured,
+ * so that what is measured is the servers' steady state rather than their JIT compiling the update
+ * path (the same for each setup); {@code --proxy-jvm} adds options to the proxy's JVM only, {@code
+ * --proxy-flags} to its command line (e.g. {@code --upstream-protocol delta}); {@code --profile
+ * DIR} writes a flight recording of the serving process over the updates (not the initial sync) to
+ * DIR, and its heap by class once every client is in sync; with {@code --async-profiler LIB} (the
+ * path of async-profiler's {@code libasyncProfiler.so}), a CPU profile of every thread, GC and
+ * native frames included, instead. {@code --tls mutual} puts every setup's clients on mutual TLS,
+ * the proxy with the node id check, the floor and the control plane serving directly with the same
+ * TLS, on the provider {@code --tls-provider} names ({@link BenchTls}); the table's heading says
+ * which ran.
  */
 public final class Compare {
 
@@ -53,6 +54,7 @@ public final class Compare {
       Path proxyJar,
       List<String> jvm,
       List<String> proxyJvm,
+      List<String> proxyFlags,
       Path logs,
       Duration timeout,
       Optional<Path> profile,
@@ -75,6 +77,7 @@ public final class Compare {
               given.path("proxy-jar", "proxy-app/target/xds-proxy.jar"),
               given.words("jvm", "-Xmx4g -XX:+UseG1GC"),
               given.words("proxy-jvm", ""),
+              given.words("proxy-flags", ""),
               given.path("logs", "bench/target/logs"),
               given.seconds("timeout-seconds", 600),
               given.optionalPath("profile"),
@@ -209,6 +212,7 @@ public final class Compare {
                   jvm,
                   planePort,
                   options.tls(),
+                  options.proxyFlags(),
                   options.logs().resolve("xds-proxy.log"));
           proxy = started.process();
           port = started.xdsPort();

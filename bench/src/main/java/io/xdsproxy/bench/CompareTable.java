@@ -38,6 +38,10 @@ final class CompareTable {
             options
                 .tls()
                 .describe(results.stream().flatMap(r -> r.tlsProvider().stream()).toList()))
+        .append(
+            options.proxyFlags().isEmpty()
+                ? ""
+                : "; the proxy started with " + String.join(" ", options.proxyFlags()))
         .append("\n\n");
     List<Ratio> shown = Ratio.shown(results);
     out.append("| measure |");
