@@ -6,7 +6,9 @@
  * what serving them costs, directly, through the proxy, and from a bare gRPC server that is the
  * transport alone ({@link io.xdsproxy.bench.BenchFloor}, the floor) ({@link
  * io.xdsproxy.bench.Compare}, {@link io.xdsproxy.bench.Sweep}), or whether anything leaks over time
- * ({@link io.xdsproxy.bench.Soak}).
+ * ({@link io.xdsproxy.bench.Soak}); plaintext, or mutual TLS as a fleet runs it ({@link
+ * io.xdsproxy.bench.BenchTls}), and what a handshake costs on each TLS provider ({@link
+ * io.xdsproxy.bench.Handshakes}).
  *
  * <p>It talks to the proxy only as its peers do, over the wire, and starts it as an operator does
  * (the application's jar and flags): nothing here may reach into the proxy's classes, so that what
