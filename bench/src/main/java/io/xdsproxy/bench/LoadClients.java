@@ -314,10 +314,17 @@ final class LoadClients implements AutoCloseable {
       this.firstRequest = firstRequest;
     }
 
-    /** Opens the client's stream on {@code channel} and asks for the clusters. */
+    /**
+     * Opens the client's stream on {@code channel} and asks for the clusters. The stream waits for
+     * the connection, through its reconnections, as a real client retries its stream: thousands of
+     * TLS clients connecting at once on two cores take longer than the 10 s Netty gives a client's
+     * handshake, and a fail-fast stream whose first connection timed out was lost for good (a third
+     * of 10,000 connected, the rest waited forever).
+     */
     final void start(ManagedChannel channel) {
       requests =
-          ClientCalls.asyncBidiStreamingCall(channel.newCall(method, CallOptions.DEFAULT), this);
+          ClientCalls.asyncBidiStreamingCall(
+              channel.newCall(method, CallOptions.DEFAULT.withWaitForReady()), this);
       requests.onNext(new EncodedRequest(node, firstRequest));
     }
 
