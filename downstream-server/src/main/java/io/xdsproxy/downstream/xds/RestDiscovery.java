@@ -22,7 +22,6 @@ import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.core.VerifiedIdentity;
 import io.xdsproxy.core.Versions;
 import io.xdsproxy.core.XdsResource;
-import io.xdsproxy.downstream.xds.SotwTypeState.Outgoing;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
@@ -280,7 +279,7 @@ public final class RestDiscovery {
         return;
       }
       state.update(snapshot);
-      Optional<Outgoing> outgoing = state.nextResponse(false);
+      Optional<SotwOutgoing> outgoing = state.nextResponse(false);
       if (outgoing.isEmpty()) {
         return;
       }

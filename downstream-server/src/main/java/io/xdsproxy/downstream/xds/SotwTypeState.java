@@ -26,68 +26,7 @@ import java.util.Set;
  * and never a response for a heartbeat, which changes nothing it can see. The wrapper is how a
  * proxy of a lower tier, which announces TTL support, learns of both.
  */
-final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
-
-  /**
-   * A response ready to send: its resources, the heartbeats it carries, its version_info, the
-   * snapshot it was built from, whether it still holds resources that snapshot has removed
-   * (make-before-break), what it left out as do_not_cache, whether it is the type's whole state,
-   * and the position of the streams that owe it alike, if it is shared.
-   */
-  record Outgoing(
-      List<XdsResource> included,
-      List<XdsResource> heartbeats,
-      String version,
-      TypeSnapshot snapshot,
-      boolean removalsDeferred,
-      Set<String> withheld,
-      boolean whole,
-      Optional<ResponsePosition> sharedAt)
-      implements TypeState.Outgoing<Outgoing> {
-
-    Outgoing {
-      withheld =
-          withheld.isEmpty() ? Set.of() : withheld; // streams keep it: an empty one costs nothing
-    }
-
-    /**
-     * Resources chosen by name, at the version of the state they come from: not the whole state, no
-     * removal deferred.
-     */
-    static Outgoing named(
-        List<XdsResource> included,
-        List<XdsResource> heartbeats,
-        TypeSnapshot snapshot,
-        Set<String> withheld) {
-      return new Outgoing(
-          included,
-          heartbeats,
-          snapshot.version(),
-          snapshot,
-          false,
-          withheld,
-          false,
-          Optional.empty());
-    }
-
-    @Override
-    public Outgoing sharedAt(ResponsePosition position) {
-      return new Outgoing(
-          included,
-          heartbeats,
-          version,
-          snapshot,
-          removalsDeferred,
-          withheld,
-          whole,
-          Optional.of(position));
-    }
-
-    @Override
-    public int entries() {
-      return included.size() + heartbeats.size();
-    }
-  }
+final class SotwTypeState extends TypeState<SotwOutgoing> {
 
   /**
    * The resource_names of the last request, as sent; shared with the streams that sent the same.
@@ -141,7 +80,7 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
    * stream that sends it alike.
    */
   @Override
-  byte[] encoded(Outgoing outgoing) {
+  byte[] encoded(SotwOutgoing outgoing) {
     if (outgoing.whole()) {
       return outgoing.snapshot().memo(knowsTtl ? WHOLE_WRAPPED : WHOLE, () -> body(outgoing));
     }
@@ -149,7 +88,7 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
   }
 
   @Override
-  byte[] body(Outgoing outgoing) {
+  byte[] body(SotwOutgoing outgoing) {
     return SharedEncodings.body(
         knowsTtl ? SOTW_WRAPPED : SOTW,
         outgoing.included(),
@@ -165,7 +104,7 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
   private static final String WHOLE_WRAPPED = "SotW whole state, wrapped where it says more";
 
   /** The resources of {@code outgoing} as a DiscoveryResponse carries them to this client. */
-  List<Any> encode(Outgoing outgoing) {
+  List<Any> encode(SotwOutgoing outgoing) {
     List<Any> encoded = new ArrayList<>(outgoing.included().size() + outgoing.heartbeats().size());
     for (XdsResource resource : outgoing.included()) {
       boolean wrapped = knowsTtl && (resource.ttl().isPresent() || resource.doNotCache());
@@ -268,7 +207,7 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
    * what changed since the last response when the store can say what that is, not the whole state.
    */
   @Override
-  List<XdsResource> sentAnew(Outgoing outgoing) {
+  List<XdsResource> sentAnew(SotwOutgoing outgoing) {
     Optional<Set<String>> touched =
         held == null ? Optional.empty() : outgoing.snapshot().changedSince(held);
     Iterable<XdsResource> candidates = outgoing.included();
@@ -309,7 +248,7 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
    * the next call.
    */
   @Override
-  Optional<Outgoing> nextResponse(boolean deferRemovals) {
+  Optional<SotwOutgoing> nextResponse(boolean deferRemovals) {
     return subscription.isEmpty() ? Optional.empty() : super.nextResponse(deferRemovals);
   }
 
@@ -326,12 +265,12 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
   }
 
   @Override
-  Optional<Outgoing> build(boolean deferRemovals) {
+  Optional<SotwOutgoing> build(boolean deferRemovals) {
     return type().isFullStateInSotw() ? fullState(deferRemovals) : changedOnly();
   }
 
   @Override
-  void afterSent(Outgoing outgoing) {
+  void afterSent(SotwOutgoing outgoing) {
     removalsPending = outgoing.removalsDeferred();
     withheld = outgoing.withheld();
     owed = Set.of();
@@ -355,7 +294,7 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
    * Resources") rather than not yet heard of. A client that knows TTLs gets a response of
    * heartbeats alone when only heartbeats came.
    */
-  private Optional<Outgoing> fullState(boolean deferRemovals) {
+  private Optional<SotwOutgoing> fullState(boolean deferRemovals) {
     if (subscription.wildcard() && !latest.isComplete()) {
       return Optional.empty();
     }
@@ -409,7 +348,7 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
     if (!changed && removed.isEmpty()) {
       return heartbeats.isEmpty()
           ? Optional.empty()
-          : Optional.of(Outgoing.named(List.of(), heartbeats, latest, withheldNow));
+          : Optional.of(SotwOutgoing.named(List.of(), heartbeats, latest, withheldNow));
     }
     if (deferRemovals && !removed.isEmpty()) {
       if (!changed) {
@@ -417,7 +356,7 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
       }
       resources.addAll(removed);
       return Optional.of(
-          new Outgoing(
+          new SotwOutgoing(
               resources,
               List.of(),
               Versions.ofResources(resources),
@@ -431,7 +370,7 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
     // is the type's, and its encoding is made once for all of them.
     boolean whole = subscription.wildcard() && withheldNow.isEmpty();
     return Optional.of(
-        new Outgoing(
+        new SotwOutgoing(
             resources,
             List.of(),
             whole ? latest.version() : Versions.ofResources(resources),
@@ -461,7 +400,7 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
    * ("Grouping Resources into Responses"); SotW has no way to say a resource of these types is
    * gone.
    */
-  private Optional<Outgoing> changedOnly() {
+  private Optional<SotwOutgoing> changedOnly() {
     List<XdsResource> resources = new ArrayList<>();
     List<XdsResource> heartbeats = new ArrayList<>();
     Set<String> withheldNow = new HashSet<>();
@@ -489,7 +428,7 @@ final class SotwTypeState extends TypeState<SotwTypeState.Outgoing> {
     if (resources.isEmpty() && heartbeats.isEmpty()) {
       return Optional.empty();
     }
-    return Optional.of(Outgoing.named(resources, heartbeats, latest, withheldNow));
+    return Optional.of(SotwOutgoing.named(resources, heartbeats, latest, withheldNow));
   }
 
   /**

@@ -133,8 +133,8 @@ class EncodedResponseTest {
     SotwTypeState second = wildcardStream(clusters, false);
     SotwTypeState knowsTtl = wildcardStream(clusters, true);
 
-    SotwTypeState.Outgoing one = first.nextResponse(false).orElseThrow();
-    SotwTypeState.Outgoing other = second.nextResponse(false).orElseThrow();
+    SotwOutgoing one = first.nextResponse(false).orElseThrow();
+    SotwOutgoing other = second.nextResponse(false).orElseThrow();
 
     assertThat(one.whole()).isTrue();
     assertThat(one.version()).isEqualTo(clusters.version());
@@ -153,7 +153,7 @@ class EncodedResponseTest {
     named.subscribe(List.of("c1", "c2"));
     named.update(clusters);
 
-    Optional<SotwTypeState.Outgoing> outgoing = named.nextResponse(false);
+    Optional<SotwOutgoing> outgoing = named.nextResponse(false);
 
     assertThat(outgoing).hasValueSatisfying(o -> assertThat(o.whole()).isFalse());
     EncodedResponse written =
@@ -215,12 +215,12 @@ class EncodedResponseTest {
     SotwTypeState otherNames = sotwInSync(List.of("a", "c"), false);
     List.of(first, second, otherNames).forEach(state -> state.update(after));
 
-    SotwTypeState.Outgoing one = first.nextResponse(false).orElseThrow();
+    SotwOutgoing one = first.nextResponse(false).orElseThrow();
 
     assertThat(one.included()).containsExactly(after.get("a"));
     assertThat(second.nextResponse(false)).as("built once").containsSame(one);
     assertThat(second.encoded(one)).as("encoded once").isSameAs(first.encoded(one));
-    SotwTypeState.Outgoing own = otherNames.nextResponse(false).orElseThrow();
+    SotwOutgoing own = otherNames.nextResponse(false).orElseThrow();
     assertThat(own).as("another subscription, another position").isNotSameAs(one);
     assertThat(own.included()).containsExactly(after.get("a"));
     EncodedResponse written =
@@ -236,8 +236,8 @@ class EncodedResponseTest {
     inSync.update(after);
     widened.update(after);
 
-    SotwTypeState.Outgoing shared = inSync.nextResponse(false).orElseThrow();
-    SotwTypeState.Outgoing own = widened.nextResponse(false).orElseThrow();
+    SotwOutgoing shared = inSync.nextResponse(false).orElseThrow();
+    SotwOutgoing own = widened.nextResponse(false).orElseThrow();
 
     assertThat(own).isNotSameAs(shared);
     assertThat(own.included())
@@ -318,7 +318,7 @@ class EncodedResponseTest {
     wildcardFirst.subscribe(List.of(Subscription.WILDCARD), List.of(), Map.of());
     wildcardSecond.subscribe(List.of(Subscription.WILDCARD), List.of(), Map.of());
 
-    SotwTypeState.Outgoing sotw = sotwFirst.nextResponse(false).orElseThrow();
+    SotwOutgoing sotw = sotwFirst.nextResponse(false).orElseThrow();
     DeltaTypeState.Outgoing delta = deltaFirst.nextResponse(false).orElseThrow();
     DeltaTypeState.Outgoing wildcard = wildcardFirst.nextResponse(false).orElseThrow();
 

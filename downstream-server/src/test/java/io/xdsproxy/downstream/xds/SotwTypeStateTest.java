@@ -333,7 +333,7 @@ class SotwTypeStateTest {
     }
 
     /** What {@link SotwStream#handle} and {@link ClientStream#send} do with {@code step}. */
-    Optional<SotwTypeState.Outgoing> take(Step step) {
+    Optional<SotwOutgoing> take(Step step) {
       if (step instanceof Ask ask) {
         if (!state.isCurrent(ask.nonce())) {
           log.add(ask + " -> stale, ignored");
@@ -355,7 +355,7 @@ class SotwTypeStateTest {
       } else if (step instanceof Owe owe) {
         state.owe(owe.names());
       }
-      Optional<SotwTypeState.Outgoing> response = state.nextResponse(false);
+      Optional<SotwOutgoing> response = state.nextResponse(false);
       response.ifPresent(
           outgoing -> {
             long nonce = ++nonces;
@@ -372,7 +372,7 @@ class SotwTypeStateTest {
     }
   }
 
-  private static List<String> names(SotwTypeState.Outgoing outgoing) {
+  private static List<String> names(SotwOutgoing outgoing) {
     return outgoing.included().stream().map(XdsResource::name).toList();
   }
 
@@ -388,7 +388,7 @@ class SotwTypeStateTest {
     Client client = new Client(type, initial);
     before.forEach(client::take);
 
-    Optional<SotwTypeState.Outgoing> response = client.take(step);
+    Optional<SotwOutgoing> response = client.take(step);
 
     if (expected.isEmpty()) {
       assertThat(response).as("%s; the exchange: %s", says, client.log).isEmpty();
@@ -424,7 +424,7 @@ class SotwTypeStateTest {
     one.subscribe(List.of("a", "b"));
     two.subscribe(List.of("a", "b"));
 
-    SotwTypeState.Outgoing first = one.nextResponse(false).orElseThrow();
+    SotwOutgoing first = one.nextResponse(false).orElseThrow();
     assertThat(two.nextResponse(false)).containsSame(first);
     assertThat(names(first)).containsExactlyInAnyOrder("a", "b");
   }
@@ -462,7 +462,7 @@ class SotwTypeStateTest {
   @Test
   void anAckRecordsTheVersionAndANackItsMessage() {
     Client client = new Client(TypeUrl.ENDPOINT, ENDPOINTS);
-    SotwTypeState.Outgoing sent = client.take(first(ENDPOINTS, "a")).orElseThrow();
+    SotwOutgoing sent = client.take(first(ENDPOINTS, "a")).orElseThrow();
     client.take(ack(ENDPOINTS, "1", "a"));
     assertThat(client.state.ackedVersion()).isEqualTo(sent.version());
     client.take(new Push(ENDPOINTS_A_CHANGED));
