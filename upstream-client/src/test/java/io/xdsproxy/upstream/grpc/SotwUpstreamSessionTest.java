@@ -7,13 +7,8 @@ import com.google.protobuf.Any;
 import com.google.protobuf.ByteString;
 import io.envoyproxy.controlplane.cache.v3.Snapshot;
 import io.envoyproxy.envoy.config.cluster.v3.Cluster;
-import io.envoyproxy.envoy.config.core.v3.Address;
 import io.envoyproxy.envoy.config.core.v3.Node;
-import io.envoyproxy.envoy.config.core.v3.SocketAddress;
 import io.envoyproxy.envoy.config.endpoint.v3.ClusterLoadAssignment;
-import io.envoyproxy.envoy.config.endpoint.v3.Endpoint;
-import io.envoyproxy.envoy.config.endpoint.v3.LbEndpoint;
-import io.envoyproxy.envoy.config.endpoint.v3.LocalityLbEndpoints;
 import io.envoyproxy.envoy.config.listener.v3.Listener;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
@@ -26,6 +21,7 @@ import io.xdsproxy.core.ResourceUpdate;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.core.UpstreamSource.UpstreamSession;
 import io.xdsproxy.core.XdsResource;
+import io.xdsproxy.upstream.testing.Assignments;
 import io.xdsproxy.upstream.testing.ControlPlane;
 import io.xdsproxy.upstream.testing.ScriptedControlPlane;
 import java.time.Duration;
@@ -562,23 +558,7 @@ class SotwUpstreamSessionTest {
       session.updateInterest(TypeUrl.ENDPOINT, new Interest(false, Set.of("a", "b", "c")));
       controlPlane.nextRequest(WAIT);
       java.util.function.BiFunction<String, Integer, Any> assignment =
-          (name, port) ->
-              Any.pack(
-                  ClusterLoadAssignment.newBuilder()
-                      .setClusterName(name)
-                      .addEndpoints(
-                          LocalityLbEndpoints.newBuilder()
-                              .addLbEndpoints(
-                                  LbEndpoint.newBuilder()
-                                      .setEndpoint(
-                                          Endpoint.newBuilder()
-                                              .setAddress(
-                                                  Address.newBuilder()
-                                                      .setSocketAddress(
-                                                          SocketAddress.newBuilder()
-                                                              .setAddress("10.0.0.1")
-                                                              .setPortValue(port))))))
-                      .build());
+          (name, port) -> Any.pack(Assignments.oneEndpoint(name, port));
 
       controlPlane.send(
           DiscoveryResponse.newBuilder()

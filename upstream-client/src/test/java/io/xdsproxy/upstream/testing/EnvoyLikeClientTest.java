@@ -15,9 +15,6 @@ import io.envoyproxy.envoy.config.core.v3.ApiVersion;
 import io.envoyproxy.envoy.config.core.v3.ConfigSource;
 import io.envoyproxy.envoy.config.core.v3.SocketAddress;
 import io.envoyproxy.envoy.config.endpoint.v3.ClusterLoadAssignment;
-import io.envoyproxy.envoy.config.endpoint.v3.Endpoint;
-import io.envoyproxy.envoy.config.endpoint.v3.LbEndpoint;
-import io.envoyproxy.envoy.config.endpoint.v3.LocalityLbEndpoints;
 import io.envoyproxy.envoy.config.listener.v3.Filter;
 import io.envoyproxy.envoy.config.listener.v3.FilterChain;
 import io.envoyproxy.envoy.config.listener.v3.Listener;
@@ -779,21 +776,7 @@ class EnvoyLikeClientTest {
   }
 
   private static ClusterLoadAssignment assignment(String serviceName, int port) {
-    return ClusterLoadAssignment.newBuilder()
-        .setClusterName(serviceName)
-        .addEndpoints(
-            LocalityLbEndpoints.newBuilder()
-                .addLbEndpoints(
-                    LbEndpoint.newBuilder()
-                        .setEndpoint(
-                            Endpoint.newBuilder()
-                                .setAddress(
-                                    Address.newBuilder()
-                                        .setSocketAddress(
-                                            SocketAddress.newBuilder()
-                                                .setAddress("127.0.0.1")
-                                                .setPortValue(port))))))
-        .build();
+    return Assignments.oneEndpoint(serviceName, port);
   }
 
   /**

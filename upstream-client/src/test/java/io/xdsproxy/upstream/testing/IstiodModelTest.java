@@ -15,15 +15,10 @@ import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.Message;
 import io.envoyproxy.controlplane.cache.v3.Snapshot;
 import io.envoyproxy.envoy.config.cluster.v3.Cluster;
-import io.envoyproxy.envoy.config.core.v3.Address;
 import io.envoyproxy.envoy.config.core.v3.AggregatedConfigSource;
 import io.envoyproxy.envoy.config.core.v3.ConfigSource;
 import io.envoyproxy.envoy.config.core.v3.Node;
-import io.envoyproxy.envoy.config.core.v3.SocketAddress;
 import io.envoyproxy.envoy.config.endpoint.v3.ClusterLoadAssignment;
-import io.envoyproxy.envoy.config.endpoint.v3.Endpoint;
-import io.envoyproxy.envoy.config.endpoint.v3.LbEndpoint;
-import io.envoyproxy.envoy.config.endpoint.v3.LocalityLbEndpoints;
 import io.envoyproxy.envoy.config.listener.v3.Listener;
 import io.envoyproxy.envoy.config.route.v3.RouteConfiguration;
 import io.envoyproxy.envoy.config.route.v3.VirtualHost;
@@ -901,21 +896,7 @@ class IstiodModelTest {
   }
 
   private static ClusterLoadAssignment endpoints(String cluster, int port) {
-    return ClusterLoadAssignment.newBuilder()
-        .setClusterName(cluster)
-        .addEndpoints(
-            LocalityLbEndpoints.newBuilder()
-                .addLbEndpoints(
-                    LbEndpoint.newBuilder()
-                        .setEndpoint(
-                            Endpoint.newBuilder()
-                                .setAddress(
-                                    Address.newBuilder()
-                                        .setSocketAddress(
-                                            SocketAddress.newBuilder()
-                                                .setAddress("127.0.0.1")
-                                                .setPortValue(port))))))
-        .build();
+    return Assignments.oneEndpoint(cluster, port);
   }
 
   private static Listener listener(String name) {
