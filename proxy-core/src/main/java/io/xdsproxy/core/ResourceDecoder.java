@@ -35,44 +35,18 @@ public final class ResourceDecoder {
   /** What one response carried: resources, and heartbeats (wrappers without a body, "TTL"). */
   public record Decoded(List<XdsResource> resources, List<String> heartbeats) {}
 
-  /** Decodes the {@code resources} of a SotW DiscoveryResponse of type {@code type}. */
+  /**
+   * Decodes the {@code resources} of a SotW DiscoveryResponse of type {@code type}, each anew or as
+   * the resource another group holds with the same bytes ({@link SharedResources}). A group's
+   * session decodes the bytes instead, comparing them with what it holds ({@link #decode(TypeUrl,
+   * EncodedBodies, Function, List, List)}).
+   */
   public static Decoded decode(TypeUrl type, List<Any> bodies) throws InvalidResourceException {
-    return decode(type, bodies, name -> null);
-  }
-
-  /**
-   * Decodes the {@code resources} of a SotW DiscoveryResponse of type {@code type}; a bare body
-   * equal, byte for byte, to the one {@code previous} holds under its name is that resource again,
-   * already checked, and is not parsed or hashed again. A SotW control plane resends every resource
-   * of a type when one changes: this keeps the cost of a change to what changed.
-   */
-  public static Decoded decode(
-      TypeUrl type, List<Any> bodies, Function<String, XdsResource> previous)
-      throws InvalidResourceException {
-    return decode(type, bodies, previous, List.of());
-  }
-
-  /**
-   * As {@link #decode(TypeUrl, List, Function)}, where {@code previousInOrder} is what the last
-   * response decoded to, in its order: a control plane resends a type's resources in the same order
-   * (each keeps its snapshot's map order), so the body at a position is first compared, byte for
-   * byte, with the resource held at that position, which needs neither its name read nor looked up.
-   */
-  public static Decoded decode(
-      TypeUrl type,
-      List<Any> bodies,
-      Function<String, XdsResource> previous,
-      List<XdsResource> previousInOrder)
-      throws InvalidResourceException {
     List<XdsResource> resources = new ArrayList<>(bodies.size());
     List<String> heartbeats = new ArrayList<>();
     Set<String> names = new HashSet<>();
     for (int i = 0; i < bodies.size(); i++) {
-      Any any = bodies.get(i);
-      XdsResource resource = sameAt(previousInOrder, resources.size(), any, previous);
-      if (resource == null) {
-        resource = fresh(type, i, any, previous, heartbeats);
-      }
+      XdsResource resource = fresh(type, i, bodies.get(i), name -> null, heartbeats);
       if (resource != null) {
         checkUnique(names, resource.name(), i);
         resources.add(resource);
@@ -93,10 +67,13 @@ public final class ResourceDecoder {
       List<XdsResource> changed) {}
 
   /**
-   * As {@link #decode(TypeUrl, List, Function, List)}, from the bytes the resources arrived in: a
-   * body whose bytes are exactly {@code previousEncoded}'s at its place is the resource held there,
-   * found without parsing anything, so a resend of what the group holds costs a comparison of
-   * bytes. The rest is parsed and decoded as the other method decodes it.
+   * Decodes the resources of a SotW response from the bytes they arrived in, where {@code
+   * previousInOrder} is what the last response decoded to, in its order: a control plane resends a
+   * type's resources in the same order, so a body whose bytes are exactly {@code previousEncoded}'s
+   * at its place is the resource held there, found without parsing anything, and a resend of what
+   * the group holds costs a comparison of bytes. A body out of place that is exactly the one {@code
+   * previous} holds under its name is that resource; any other is decoded as {@link
+   * #decode(TypeUrl, List)} decodes it.
    *
    * <p>{@link DecodedBodies#changed} are the resources that {@code previous} does not hold as they
    * are: what a response that need not repeat everything (an update of some names) changes.
@@ -193,25 +170,6 @@ public final class ResourceDecoder {
     String name = nameOf(body.getValue());
     XdsResource held = name.isEmpty() ? null : previous.apply(name);
     return bare(held) && held.body().equals(body) ? held : null;
-  }
-
-  /**
-   * The resource at {@code index} of {@code previousInOrder}, if {@code previous} still holds it
-   * and it is exactly {@code body} and nothing else: what {@link #unchanged} would find, without
-   * reading the body's name.
-   */
-  private static XdsResource sameAt(
-      List<XdsResource> previousInOrder,
-      int index,
-      Any body,
-      Function<String, XdsResource> previous) {
-    if (index >= previousInOrder.size()) {
-      return null;
-    }
-    XdsResource held = previousInOrder.get(index);
-    return bare(held) && held.body().equals(body) && previous.apply(held.name()) == held
-        ? held
-        : null;
   }
 
   /** Whether {@code held} is a resource with no wrapper fields, whose body alone says it all. */

@@ -124,7 +124,12 @@ class ResourceDecoderTest {
             ResourceDecoder.decode(TypeUrl.CLUSTER, List.of(cluster("b"))).resources().get(0));
 
     List<XdsResource> again =
-        ResourceDecoder.decode(TypeUrl.CLUSTER, List.of(cluster("a"), changed), previous::get)
+        ResourceDecoder.decode(
+                TypeUrl.CLUSTER,
+                EncodedBodies.of(List.of(cluster("a"), changed)),
+                previous::get,
+                List.of(),
+                List.of())
             .resources();
 
     assertThat(again.get(0)).as("not decoded again").isSameAs(held);
@@ -139,31 +144,42 @@ class ResourceDecoderTest {
     assertThatThrownBy(
             () ->
                 ResourceDecoder.decode(
-                    TypeUrl.CLUSTER, List.of(cluster("c"), cluster("c")), name -> held))
+                    TypeUrl.CLUSTER,
+                    EncodedBodies.of(List.of(cluster("c"), cluster("c"))),
+                    name -> held,
+                    List.of(),
+                    List.of()))
         .isInstanceOf(InvalidResourceException.class)
         .hasMessageContaining("appears twice");
   }
 
   @Test
   void aBodyInItsPlaceInTheLastResponseIsTheResourceHeldThereWhileItIsStillHeld() throws Exception {
-    List<XdsResource> last =
-        ResourceDecoder.decode(TypeUrl.CLUSTER, List.of(cluster("a"), cluster("b"))).resources();
+    ResourceDecoder.DecodedBodies first =
+        ResourceDecoder.decode(
+            TypeUrl.CLUSTER,
+            EncodedBodies.of(List.of(cluster("a"), cluster("b"))),
+            name -> null,
+            List.of(),
+            List.of());
+    List<XdsResource> last = first.resources();
     java.util.Map<String, XdsResource> held = new java.util.HashMap<>();
     last.forEach(resource -> held.put(resource.name(), resource));
+    java.util.function.Function<List<Any>, List<XdsResource>> decodeAfterLast =
+        bodies -> {
+          try {
+            return ResourceDecoder.decode(
+                    TypeUrl.CLUSTER, EncodedBodies.of(bodies), held::get, last, first.encoded())
+                .resources();
+          } catch (InvalidResourceException e) {
+            throw new AssertionError(e);
+          }
+        };
 
-    List<XdsResource> inPlace =
-        ResourceDecoder.decode(
-                TypeUrl.CLUSTER, List.of(cluster("a"), cluster("b")), held::get, last)
-            .resources();
-    List<XdsResource> swapped =
-        ResourceDecoder.decode(
-                TypeUrl.CLUSTER, List.of(cluster("b"), cluster("a")), held::get, last)
-            .resources();
+    List<XdsResource> inPlace = decodeAfterLast.apply(List.of(cluster("a"), cluster("b")));
+    List<XdsResource> swapped = decodeAfterLast.apply(List.of(cluster("b"), cluster("a")));
     held.remove("a");
-    List<XdsResource> afterAWasDropped =
-        ResourceDecoder.decode(
-                TypeUrl.CLUSTER, List.of(cluster("a"), cluster("b")), held::get, last)
-            .resources();
+    List<XdsResource> afterAWasDropped = decodeAfterLast.apply(List.of(cluster("a"), cluster("b")));
 
     assertThat(inPlace.get(0)).isSameAs(last.get(0));
     assertThat(inPlace.get(1)).isSameAs(last.get(1));
