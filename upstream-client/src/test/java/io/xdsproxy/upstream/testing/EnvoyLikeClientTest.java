@@ -53,11 +53,14 @@ import org.assertj.core.groups.Tuple;
 import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.parallel.Execution;
+import org.junit.jupiter.api.parallel.ExecutionMode;
 
 /**
  * {@link EnvoyLikeClient} against the real java-control-plane where it can show a rule, and against
  * a scripted ADS server where only an exact script can (what is withheld, what is never sent).
  */
+@Execution(ExecutionMode.CONCURRENT)
 class EnvoyLikeClientTest {
 
   private static final String GROUP = "fleet";

@@ -41,6 +41,8 @@ import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.parallel.Execution;
+import org.junit.jupiter.api.parallel.ExecutionMode;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -49,6 +51,7 @@ import org.junit.jupiter.params.provider.EnumSource;
  * loopback. Tests of a rule all three flavours share run over each; a rule where they differ has a
  * test per behaviour, named for the flavour that has it.
  */
+@Execution(ExecutionMode.CONCURRENT)
 class GoControlPlaneModelTest {
 
   private static final Duration WAIT = Duration.ofSeconds(5);

@@ -48,11 +48,14 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.parallel.Execution;
+import org.junit.jupiter.api.parallel.ExecutionMode;
 
 /**
  * {@link IstiodModel} over the wire: each of istiod's answering rules it models, shown with a raw
  * ADS client on loopback sending the requests and reading what comes back (or that nothing does).
  */
+@Execution(ExecutionMode.CONCURRENT)
 class IstiodModelTest {
 
   private static final Duration RESPONSE_WAIT = Duration.ofSeconds(5);
