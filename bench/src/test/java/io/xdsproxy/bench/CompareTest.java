@@ -15,11 +15,11 @@ class CompareTest {
 
   @TempDir Path logs;
 
-  /** With mutual TLS, as fleets run: the plaintext setups are the next test's. */
+  /** With mutual TLS, as fleets run: plaintext is {@link CompareClusterChangeTest}'s. */
   @Test
   void everySetupConvergesAndTheProxyHoldsOneUpstreamStreamPerGroup() throws Exception {
     Compare.Options options =
-        small("endpoints", "all", "--tls", "mutual", "--tls-provider", "openssl");
+        small(logs, "endpoints", "all", "--tls", "mutual", "--tls-provider", "openssl");
 
     List<Compare.Result> results = Compare.run(options);
 
@@ -59,35 +59,18 @@ class CompareTest {
         .contains("| … of which the xDS port's event loops (s) |");
   }
 
-  /** In plaintext; the proxy's flags as given (--proxy-flags). */
-  @Test
-  void theFloorSendsAClusterChangeAsTheProxyDoes() throws Exception {
-    Compare.Options options =
-        small("cluster", "proxy,floor", "--proxy-flags", "--upstream-protocol sotw");
-    List<Compare.Result> results = Compare.run(options);
-
-    assertThat(results)
-        .extracting(Compare.Result::setup)
-        .containsExactly(Compare.Setup.PROXY, Compare.Setup.FLOOR);
-    for (Compare.Result result : results) {
-      assertThat(result.failedStreams()).as(result.setup().label).isZero();
-    }
-    assertSameBytesPerUpdate(results.get(0), results.get(1));
-    assertThat(CompareTable.of(options, results))
-        .contains("TLS: off; the proxy started with --upstream-protocol sotw");
-  }
-
   /**
    * The floor's responses are shaped as the proxy's: a client receives as many bytes per update
    * from either, within what their nonces and versions differ by.
    */
-  private static void assertSameBytesPerUpdate(Compare.Result proxied, Compare.Result floor) {
+  static void assertSameBytesPerUpdate(Compare.Result proxied, Compare.Result floor) {
     assertThat(floor.bytesPerUpdate())
         .as("bytes to the clients per update, the floor's beside the proxy's")
         .isCloseTo(proxied.bytesPerUpdate(), org.assertj.core.data.Percentage.withPercentage(3));
   }
 
-  private Compare.Options small(String change, String mode, String... more) {
+  /** The benchmark's options at a size for a test, its logs in {@code logs}. */
+  static Compare.Options small(Path logs, String change, String mode, String... more) {
     List<String> args =
         new java.util.ArrayList<>(
             List.of(
