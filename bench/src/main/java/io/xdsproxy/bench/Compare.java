@@ -142,6 +142,7 @@ public final class Compare {
   record Result(
       Setup setup,
       double syncSeconds,
+      FirstStateCpu firstStateCpu,
       double p50,
       double p99,
       double max,
@@ -156,6 +157,16 @@ public final class Compare {
       double upstreamBytesPerUpdate,
       int failedStreams,
       Optional<String> tlsProvider) {}
+
+  /**
+   * CPU spent while every client but the first of each group got its first state: the serving
+   * process's, by thread role, and the load generator's on the same cores.
+   */
+  record FirstStateCpu(double server, Map<ThreadCpu.Role, Double> serverByRole, double clients) {
+    double serverLessJit() {
+      return server - serverByRole.getOrDefault(ThreadCpu.Role.JIT, 0.0);
+    }
+  }
 
   public static void main(String[] args) throws Exception {
     Options options = Args.parseOrExit("xds-bench", args, Options::parse);
@@ -238,6 +249,11 @@ public final class Compare {
               setup + ": first client of each group");
           long heapBase = server.heapAfterGcBytes();
           long rssBase = server.rssBytes();
+          double serverCpuBefore = server.cpuSeconds();
+          ThreadCpu serverThreadsBefore = ThreadCpu.of(server.pid());
+          double clientsCpuBefore = ownCpuSeconds();
+          long responsesBefore = clients.responsesReceived();
+          long bytesBefore = clients.bytesReceived();
           long start = System.nanoTime();
           clients.openUpTo(options.clients());
           await(
@@ -246,12 +262,19 @@ public final class Compare {
               options.timeout(),
               setup + ": every client's first state");
           double syncSeconds = (System.nanoTime() - start) / 1e9;
+          FirstStateCpu firstStateCpu =
+              new FirstStateCpu(
+                  server.cpuSeconds() - serverCpuBefore,
+                  ThreadCpu.of(server.pid()).since(serverThreadsBefore),
+                  ownCpuSeconds() - clientsCpuBefore);
           log(
-              "%s: %d clients in sync after %.1f s%s",
+              "%s: %d clients in sync after %.1f s%s, %d responses and %.1f MB received meanwhile",
               setup,
               options.clients(),
               syncSeconds,
-              tlsProvider.map(p -> " (mutual TLS by " + p + ")").orElse(""));
+              tlsProvider.map(p -> " (mutual TLS by " + p + ")").orElse(""),
+              clients.responsesReceived() - responsesBefore,
+              (clients.bytesReceived() - bytesBefore) / 1e6);
           int streams = options.clients() - options.groups();
           Thread.sleep(
               2000); // the last clients' ACKs are read before the heap is: they are not what a
@@ -334,6 +357,7 @@ public final class Compare {
           return new Result(
               setup,
               syncSeconds,
+              firstStateCpu,
               median(rounds, 0),
               median(rounds, 1),
               median(rounds, 2),

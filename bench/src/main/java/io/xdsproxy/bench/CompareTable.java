@@ -52,6 +52,32 @@ final class CompareTable {
     Ratio[] every = Ratio.values();
     Ratio upstream = Ratio.DIRECT_PROXY;
     row(out, results, shown, "every client's first state (s)", Result::syncSeconds, "%.1f", every);
+    row(
+        out,
+        results,
+        shown,
+        "… serving process CPU meanwhile, less the JIT compiler's (s)",
+        r -> r.firstStateCpu().serverLessJit(),
+        "%.2f",
+        every);
+    for (ThreadCpu.Role role :
+        List.of(ThreadCpu.Role.EVENT_LOOPS, ThreadCpu.Role.WORKERS, ThreadCpu.Role.GC)) {
+      row(
+          out,
+          results,
+          shown,
+          "… … of which " + role.description + " (s)",
+          r -> r.firstStateCpu().serverByRole().getOrDefault(role, 0.0),
+          "%.2f",
+          every);
+    }
+    row(
+        out,
+        results,
+        shown,
+        "… load generator CPU meanwhile, same cores (s)",
+        r -> r.firstStateCpu().clients(),
+        "%.2f");
     row(out, results, shown, "update reaches clients, p50 (ms)", Result::p50, "%.0f", every);
     row(out, results, shown, "update reaches clients, p99 (ms)", Result::p99, "%.0f", every);
     row(out, results, shown, "update reaches clients, max (ms)", Result::max, "%.0f", every);

@@ -26,7 +26,14 @@ import java.util.regex.Pattern;
 final class JavaProcess implements AutoCloseable {
 
   private static final Path JAVA = Path.of(ProcessHandle.current().info().command().orElse("java"));
-  private static final Pattern HEAP_USED = Pattern.compile("heap\\s+total \\d+K, used (\\d+)K");
+
+  /**
+   * The G1 heap's use in {@code jcmd GC.heap_info}: "heap total 393216K, used 10967K" up to Java
+   * 21, "heap total reserved 6172672K, committed 393216K, used 10967K" since.
+   */
+  static final Pattern HEAP_USED =
+      Pattern.compile("heap\\s+total (?:reserved \\d+K, committed )?\\d+K, used (\\d+)K");
+
   static final long TICKS_PER_SECOND = ticksPerSecond();
 
   private final String name;

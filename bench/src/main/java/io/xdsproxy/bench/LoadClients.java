@@ -90,6 +90,7 @@ final class LoadClients implements AutoCloseable {
   private final List<Client> clients = new ArrayList<>();
   private final Map<Integer, Expected> rounds = new ConcurrentHashMap<>();
   private final AtomicLong bytesReceived = new AtomicLong();
+  private final AtomicLong responsesReceived = new AtomicLong();
   private final AtomicInteger failed = new AtomicInteger();
 
   /** Clients opened so far, reopened ones included: the next client's node id. */
@@ -257,6 +258,10 @@ final class LoadClients implements AutoCloseable {
     return bytesReceived.get();
   }
 
+  long responsesReceived() {
+    return responsesReceived.get();
+  }
+
   /** Streams that ended with an error, other than those {@link #reconnect} closed: none should. */
   int failed() {
     return failed.get();
@@ -379,6 +384,7 @@ final class LoadClients implements AutoCloseable {
     @Override
     public void onNext(ReceivedResponse response) {
       bytesReceived.addAndGet(response.size());
+      responsesReceived.incrementAndGet();
       if (response.typeIs(watched())) {
         check(response);
       }
@@ -407,6 +413,7 @@ final class LoadClients implements AutoCloseable {
     @Override
     public void onNext(ReceivedResponse response) {
       bytesReceived.addAndGet(response.size());
+      responsesReceived.incrementAndGet();
       requests.onNext(EncodedRequest.deltaAck(node, response));
       if (response.typeIs(watched())) {
         check(response);
