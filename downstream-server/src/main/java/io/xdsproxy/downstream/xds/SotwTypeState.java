@@ -208,8 +208,12 @@ final class SotwTypeState extends TypeState<SotwOutgoing> {
    */
   @Override
   List<XdsResource> sentAnew(SotwOutgoing outgoing) {
-    Optional<Set<String>> touched =
-        held == null ? Optional.empty() : outgoing.snapshot().changedSince(held);
+    if (held == null) {
+      // A first response: all of it is sent anew, and its own list says so without a copy (which,
+      // grown one resource at a time, was most of what a newcomer's stream allocated).
+      return outgoing.included();
+    }
+    Optional<Set<String>> touched = outgoing.snapshot().changedSince(held);
     Iterable<XdsResource> candidates = outgoing.included();
     if (touched.isPresent()) {
       Set<String> names = new HashSet<>(touched.get());
@@ -225,7 +229,7 @@ final class SotwTypeState extends TypeState<SotwOutgoing> {
     }
     List<XdsResource> changed = new ArrayList<>();
     for (XdsResource resource : candidates) {
-      XdsResource sent = held == null ? null : held.get(resource.name());
+      XdsResource sent = held.get(resource.name());
       if (sent == null || withheld.contains(resource.name()) || differs(sent, resource)) {
         changed.add(resource);
       }
