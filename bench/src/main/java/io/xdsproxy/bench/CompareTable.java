@@ -4,7 +4,9 @@ import io.xdsproxy.bench.Compare.Result;
 import io.xdsproxy.bench.Compare.Setup;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Optional;
+import java.util.function.Function;
 import java.util.function.ToDoubleFunction;
 
 /**
@@ -60,17 +62,14 @@ final class CompareTable {
         r -> r.firstStateCpu().serverLessJit(),
         "%.2f",
         every);
-    for (ThreadCpu.Role role :
-        List.of(ThreadCpu.Role.EVENT_LOOPS, ThreadCpu.Role.WORKERS, ThreadCpu.Role.GC)) {
-      row(
-          out,
-          results,
-          shown,
-          "… … of which " + role.description + " (s)",
-          r -> r.firstStateCpu().serverByRole().getOrDefault(role, 0.0),
-          "%.2f",
-          every);
-    }
+    byRole(
+        out,
+        results,
+        shown,
+        "… … of which ",
+        List.of(ThreadCpu.Role.EVENT_LOOPS, ThreadCpu.Role.WORKERS, ThreadCpu.Role.GC),
+        r -> r.firstStateCpu().serverByRole(),
+        "%.2f");
     row(
         out,
         results,
@@ -97,16 +96,14 @@ final class CompareTable {
         r -> r.serverCpuPerUpdate() - r.serverCpuByRole().get(ThreadCpu.Role.JIT),
         "%.2f",
         every);
-    for (ThreadCpu.Role role : ThreadCpu.Role.values()) {
-      row(
-          out,
-          results,
-          shown,
-          "… of which " + role.description + " (s)",
-          r -> r.serverCpuByRole().get(role),
-          "%.3f",
-          every);
-    }
+    byRole(
+        out,
+        results,
+        shown,
+        "… of which ",
+        List.of(ThreadCpu.Role.values()),
+        Result::serverCpuByRole,
+        "%.3f");
     row(
         out,
         results,
@@ -212,6 +209,27 @@ final class CompareTable {
   }
 
   /** A row of the table: each setup's figure, then the {@code ratios} of those {@code shown}. */
+  /** A row per role of {@code roles}: the CPU seconds {@code cpu} gives it, a ratio to each. */
+  private static void byRole(
+      StringBuilder out,
+      List<Result> results,
+      List<Ratio> shown,
+      String prefix,
+      List<ThreadCpu.Role> roles,
+      Function<Result, Map<ThreadCpu.Role, Double>> cpu,
+      String format) {
+    for (ThreadCpu.Role role : roles) {
+      row(
+          out,
+          results,
+          shown,
+          prefix + role.description + " (s)",
+          r -> cpu.apply(r).getOrDefault(role, 0.0),
+          format,
+          Ratio.values());
+    }
+  }
+
   private static void row(
       StringBuilder out,
       List<Result> results,
