@@ -208,7 +208,6 @@ final class CompareTable {
     }
   }
 
-  /** A row of the table: each setup's figure, then the {@code ratios} of those {@code shown}. */
   /** A row per role of {@code roles}: the CPU seconds {@code cpu} gives it, a ratio to each. */
   private static void byRole(
       StringBuilder out,
@@ -230,6 +229,7 @@ final class CompareTable {
     }
   }
 
+  /** A row of the table: each setup's figure, then the {@code ratios} of those {@code shown}. */
   private static void row(
       StringBuilder out,
       List<Result> results,

@@ -155,13 +155,7 @@ class ResourceDecoderTest {
 
   @Test
   void aBodyInItsPlaceInTheLastResponseIsTheResourceHeldThereWhileItIsStillHeld() throws Exception {
-    ResourceDecoder.DecodedBodies first =
-        ResourceDecoder.decode(
-            TypeUrl.CLUSTER,
-            EncodedBodies.of(List.of(cluster("a"), cluster("b"))),
-            name -> null,
-            List.of(),
-            List.of());
+    ResourceDecoder.DecodedBodies first = decodeAnew(List.of(cluster("a"), cluster("b")));
     List<XdsResource> last = first.resources();
     java.util.Map<String, XdsResource> held = new java.util.HashMap<>();
     last.forEach(resource -> held.put(resource.name(), resource));
@@ -256,12 +250,7 @@ class ResourceDecoderTest {
   @Test
   void bytesInTheirPlaceAreTheResourceHeldThereAndOnlyChangedBytesAreParsed() throws Exception {
     ResourceDecoder.DecodedBodies first =
-        ResourceDecoder.decode(
-            TypeUrl.CLUSTER,
-            EncodedBodies.of(List.of(cluster("bytes-a"), cluster("bytes-b"))),
-            name -> null,
-            List.of(),
-            List.of());
+        decodeAnew(List.of(cluster("bytes-a"), cluster("bytes-b")));
     java.util.Map<String, XdsResource> held = new java.util.HashMap<>();
     first.resources().forEach(resource -> held.put(resource.name(), resource));
     Any changed =
@@ -290,12 +279,7 @@ class ResourceDecoderTest {
   @Test
   void aChangedBodyThatRepeatsANameHeldInPlaceIsRejected() throws Exception {
     ResourceDecoder.DecodedBodies first =
-        ResourceDecoder.decode(
-            TypeUrl.CLUSTER,
-            EncodedBodies.of(List.of(cluster("twice-a"), cluster("twice-b"))),
-            name -> null,
-            List.of(),
-            List.of());
+        decodeAnew(List.of(cluster("twice-a"), cluster("twice-b")));
     java.util.Map<String, XdsResource> held = new java.util.HashMap<>();
     first.resources().forEach(resource -> held.put(resource.name(), resource));
     Any anotherA =
@@ -344,5 +328,12 @@ class ResourceDecoderTest {
                     TypeUrl.CLUSTER, garbage, name -> null, List.of(), List.of()))
         .isInstanceOf(InvalidResourceException.class)
         .hasMessageContaining("resource #0 is not an Any");
+  }
+
+  /** Decodes {@code bodies} from their bytes as a group's session does, holding nothing yet. */
+  private static ResourceDecoder.DecodedBodies decodeAnew(List<Any> bodies)
+      throws InvalidResourceException {
+    return ResourceDecoder.decode(
+        TypeUrl.CLUSTER, EncodedBodies.of(bodies), name -> null, List.of(), List.of());
   }
 }

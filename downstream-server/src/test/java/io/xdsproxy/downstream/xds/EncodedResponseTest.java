@@ -5,12 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.google.protobuf.Any;
 import com.google.protobuf.util.Durations;
 import io.envoyproxy.envoy.config.cluster.v3.Cluster;
-import io.envoyproxy.envoy.config.core.v3.Address;
-import io.envoyproxy.envoy.config.core.v3.SocketAddress;
-import io.envoyproxy.envoy.config.endpoint.v3.ClusterLoadAssignment;
-import io.envoyproxy.envoy.config.endpoint.v3.Endpoint;
-import io.envoyproxy.envoy.config.endpoint.v3.LbEndpoint;
-import io.envoyproxy.envoy.config.endpoint.v3.LocalityLbEndpoints;
 import io.envoyproxy.envoy.service.discovery.v3.DeltaDiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.envoyproxy.envoy.service.discovery.v3.Resource;
@@ -20,6 +14,7 @@ import io.xdsproxy.core.Subscription;
 import io.xdsproxy.core.TypeSnapshot;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.core.XdsResource;
+import io.xdsproxy.core.testing.Assignments;
 import java.io.InputStream;
 import java.time.Clock;
 import java.util.List;
@@ -164,24 +159,7 @@ class EncodedResponseTest {
   }
 
   private static XdsResource endpoints(String cluster, int port) {
-    return XdsResource.of(
-        cluster,
-        Any.pack(
-            ClusterLoadAssignment.newBuilder()
-                .setClusterName(cluster)
-                .addEndpoints(
-                    LocalityLbEndpoints.newBuilder()
-                        .addLbEndpoints(
-                            LbEndpoint.newBuilder()
-                                .setEndpoint(
-                                    Endpoint.newBuilder()
-                                        .setAddress(
-                                            Address.newBuilder()
-                                                .setSocketAddress(
-                                                    SocketAddress.newBuilder()
-                                                        .setAddress("10.0.0.1")
-                                                        .setPortValue(port))))))
-                .build()));
+    return XdsResource.of(cluster, Any.pack(Assignments.oneEndpoint(cluster, port)));
   }
 
   private final TypeSnapshot before =

@@ -21,7 +21,7 @@ import io.xdsproxy.core.ResourceUpdate;
 import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.core.UpstreamSource.UpstreamSession;
 import io.xdsproxy.core.XdsResource;
-import io.xdsproxy.upstream.testing.Assignments;
+import io.xdsproxy.core.testing.Assignments;
 import io.xdsproxy.upstream.testing.ControlPlane;
 import io.xdsproxy.upstream.testing.ScriptedControlPlane;
 import java.time.Duration;

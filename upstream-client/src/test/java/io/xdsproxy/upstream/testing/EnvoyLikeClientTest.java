@@ -36,6 +36,7 @@ import io.grpc.Status;
 import io.grpc.netty.NettyServerBuilder;
 import io.grpc.stub.StreamObserver;
 import io.xdsproxy.core.TypeUrl;
+import io.xdsproxy.core.testing.Assignments;
 import io.xdsproxy.upstream.testing.EnvoyLikeClient.WarmCause;
 import java.io.IOException;
 import java.net.InetSocketAddress;

@@ -34,6 +34,7 @@ import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
+import io.xdsproxy.core.testing.Assignments;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

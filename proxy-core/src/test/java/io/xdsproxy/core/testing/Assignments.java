@@ -1,4 +1,4 @@
-package io.xdsproxy.upstream.testing;
+package io.xdsproxy.core.testing;
 
 import io.envoyproxy.envoy.config.core.v3.Address;
 import io.envoyproxy.envoy.config.core.v3.SocketAddress;
