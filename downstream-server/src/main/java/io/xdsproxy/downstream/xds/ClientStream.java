@@ -419,18 +419,18 @@ abstract class ClientStream<Q extends com.google.protobuf.Message, S extends Typ
 
   /**
    * Writes the response owed for {@code type}, whose request was just handled, if any, now or when
-   * the transport is ready. If the group published changes of other types that the stream has not
-   * pushed yet, those and {@code type}'s go out together, as one push sends them: in push order,
-   * make-before-break. Else a request that races an update (an ACK read just before the update
-   * reached the stream) would send its type's new state ahead of other types' additions it may
-   * point at, or its removals ahead of other types' changes that stop pointing at them. Changes of
-   * {@code type} alone are sent in the one response the request owes: a response is applied whole.
+   * the transport is ready. If the group published changes the stream has not pushed yet, of this
+   * type or others, they go out as a push sends them, with {@code type}'s response in the same
+   * round: in push order, make-before-break. Else a request that races an update (an ACK read just
+   * before the update reached the stream) would send the update otherwise than a push does: its
+   * type's new state ahead of other types' additions it may point at, or removals in the same
+   * response as the additions that replace them, where a push sends them after.
    */
   final void send(TypeUrl type) {
     executor.assertCurrent();
     if (!closed) {
       NodeGroup group = member.group();
-      if (pushes.behindBeyond(type, group::snapshot)) {
+      if (pushes.behind(group::snapshot)) {
         pushes.catchUpWith(type, group::snapshot);
         laneChange();
       } else {

@@ -71,7 +71,6 @@ public final class DeltaStream extends ClientStream<DeltaDiscoveryRequest, Delta
     if (subscribed.refetch()) {
       group().refetch(type);
     }
-    state.update(group().snapshot(type));
     send(type);
   }
 

@@ -243,14 +243,10 @@ final class PushScheduler<S extends TypeState<?>> {
     }
   }
 
-  /**
-   * Whether the group holds a newer snapshot than the stream's state of a type other than {@code
-   * type}.
-   */
-  boolean behindBeyond(TypeUrl type, Function<TypeUrl, TypeSnapshot> snapshots) {
+  /** Whether the group holds a newer snapshot than the stream's state of any type. */
+  boolean behind(Function<TypeUrl, TypeSnapshot> snapshots) {
     for (Map.Entry<TypeUrl, Slot<S>> entry : types.entrySet()) {
-      if (!entry.getKey().equals(type)
-          && !entry.getValue().state.hasTaken(snapshots.apply(entry.getKey()))) {
+      if (!entry.getValue().state.hasTaken(snapshots.apply(entry.getKey()))) {
         return true;
       }
     }

@@ -62,7 +62,6 @@ public final class SotwStream extends ClientStream<DiscoveryRequest, SotwTypeSta
     if (state.subscribe(request.getResourceNamesList())) {
       group().subscribe(this, type, state.subscription().interest());
     }
-    state.update(group().snapshot(type));
     send(type);
   }
 }

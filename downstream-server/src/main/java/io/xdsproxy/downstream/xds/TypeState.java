@@ -140,9 +140,7 @@ abstract class TypeState<O extends TypeState.Outgoing<O>> {
 
   /** The group published {@code snapshot} of the type. */
   final void update(TypeSnapshot snapshot) {
-    if (latest != snapshot) { // every request brings the state up to date; it nearly always is
-      latest = snapshot;
-    }
+    latest = snapshot;
   }
 
   /**

@@ -118,4 +118,59 @@ class RequestRacingAnUpdateTest {
             tuple("RouteConfiguration", List.of("r")),
             tuple("Cluster", List.of("a", "b2")));
   }
+
+  /**
+   * The client's ACK of its clusters was read and waits for its stream; before it is handled, the
+   * control plane adds cluster c and takes b away, and the group takes it in. The ACK's own type is
+   * the only one that changed, and it still goes make-before-break, as a push of the same update
+   * does: found in CI, where the ACK of a SotW client sometimes came after the update, and the
+   * client was sent one response with b gone where it is otherwise sent two.
+   */
+  private void clustersChangeBeforeTheAckIsHandled(InProcessCall<?> call) {
+    Runnable ackRead = queued.poll();
+    upstream.put(TypeUrl.CLUSTER, "c", 1);
+    upstream.remove(TypeUrl.CLUSTER, "b");
+    runQueued();
+    assertThat(call.takeWritten()).as("the stream is busy with the ACK").isEmpty();
+    ackRead.run();
+    runQueued();
+  }
+
+  @Test
+  void aSotwAckOfTheOnlyTypeThatChangedLetsTheUpdateGoMakeBeforeBreak() throws Exception {
+    upstream.put(TypeUrl.CLUSTER, "a", 1);
+    upstream.put(TypeUrl.CLUSTER, "b", 1);
+    InProcessCall<InputStream> call = proxy.sotw();
+    call.receive(ClientRequests.sotw(NODE, TypeUrl.CLUSTER, "").toByteArray());
+    runQueued();
+    Written clusters = Written.sotw(call).get(0);
+    call.receive(
+        ClientRequests.sotw(NODE, TypeUrl.CLUSTER, clusters.nonce()).toBuilder()
+            .setVersionInfo(clusters.version())
+            .build()
+            .toByteArray());
+    clustersChangeBeforeTheAckIsHandled(call);
+
+    assertThat(Written.sotw(call))
+        .extracting(Written::type, written -> written.names().stream().sorted().toList())
+        .containsExactly(
+            tuple("Cluster", List.of("a", "b", "c")), tuple("Cluster", List.of("a", "c")));
+  }
+
+  @Test
+  void aDeltaAckOfTheOnlyTypeThatChangedLetsTheUpdateGoMakeBeforeBreak() throws Exception {
+    upstream.put(TypeUrl.CLUSTER, "a", 1);
+    upstream.put(TypeUrl.CLUSTER, "b", 1);
+    InProcessCall<InputStream> call = proxy.delta();
+    call.receive(ClientRequests.delta(NODE, TypeUrl.CLUSTER, "", "*").toByteArray());
+    runQueued();
+    Written clusters = Written.delta(call).get(0);
+    call.receive(ClientRequests.delta(NODE, TypeUrl.CLUSTER, clusters.nonce()).toByteArray());
+    clustersChangeBeforeTheAckIsHandled(call);
+
+    assertThat(Written.delta(call))
+        .containsExactly(
+            new Written("Cluster", "2", "", List.of("c"), List.of()),
+            new Written("Cluster", "3", "", List.of(), List.of("b")));
+  }
 }
