@@ -68,12 +68,13 @@ public final class ResourceDecoder {
 
   /**
    * Decodes the resources of a SotW response from the bytes they arrived in, where {@code
-   * previousInOrder} is what the last response decoded to, in its order: a control plane resends a
-   * type's resources in the same order, so a body whose bytes are exactly {@code previousEncoded}'s
-   * at its place is the resource held there, found without parsing anything, and a resend of what
-   * the group holds costs a comparison of bytes. A body out of place that is exactly the one {@code
-   * previous} holds under its name is that resource; any other is decoded as {@link
-   * #decode(TypeUrl, List)} decodes it.
+   * previousInOrder} is what the last response decoded to, in its order, each still what {@code
+   * previous} holds under its name (the caller passes none where anything else changed what it
+   * holds meanwhile): a control plane resends a type's resources in the same order, so a body whose
+   * bytes are exactly {@code previousEncoded}'s at its place is the resource held there, found
+   * without parsing or looking up anything, and a resend of what the group holds costs a comparison
+   * of bytes. A body out of place that is exactly the one {@code previous} holds under its name is
+   * that resource; any other is decoded as {@link #decode(TypeUrl, List)} decodes it.
    *
    * <p>{@link DecodedBodies#changed} are the resources that {@code previous} does not hold as they
    * are: what a response that need not repeat everything (an update of some names) changes.
@@ -97,7 +98,7 @@ public final class ResourceDecoder {
       if (at < previousInOrder.size() && at < previousEncoded.size()) {
         XdsResource held = previousInOrder.get(at);
         byte[] bytes = previousEncoded.get(at);
-        if (bodies.sameBytes(i, bytes) && previous.apply(held.name()) == held) {
+        if (bodies.sameBytes(i, bytes)) {
           resources.add(held);
           encoded.add(bytes);
           continue;

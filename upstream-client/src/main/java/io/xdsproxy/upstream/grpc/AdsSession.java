@@ -288,8 +288,11 @@ abstract class AdsSession<Q, R, S extends SubscriptionState> implements Upstream
    * control plane resends every cluster with each change of anything (java-control-plane's snapshot
    * has one version), and the decoder hands back the very object held for a cluster that came again
    * unchanged.
+   *
+   * @return {@link SubscriptionState#decodedEdits} once {@code update} is applied, before the group
+   *     is told of it (which may change what the session holds again)
    */
-  final void publish(S state, ResourceUpdate update) {
+  final long publish(S state, ResourceUpdate update) {
     if (update.replaceAll()) {
       state.received.clear();
     }
@@ -309,10 +312,12 @@ abstract class AdsSession<Q, R, S extends SubscriptionState> implements Upstream
       state.decoded.keySet().retainAll(state.received);
       changed = true;
     }
+    long edits = changed ? ++state.decodedEdits : state.decodedEdits;
     listener.onUpdate(update);
     if (changed && state.type.equals(TypeUrl.CLUSTER)) {
       typeState(TypeUrl.ENDPOINT).ifPresent(this::rewire);
     }
+    return edits;
   }
 
   /** A response was applied: the stream works, so the next failure starts the backoff afresh. */

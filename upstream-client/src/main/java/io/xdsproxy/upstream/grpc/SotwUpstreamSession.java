@@ -47,6 +47,15 @@ final class SotwUpstreamSession
     List<byte[]> lastEncoded = List.of();
 
     /**
+     * {@link #decodedEdits} once the last response was applied: while it still is, {@link
+     * #lastResponse} is what {@link #decoded} holds under each name, and the next response is
+     * compared with it without a lookup per resource (a tenth of a group's CPU for an update at
+     * 1,000 groups). Anything else that changed what is held (names forgotten or found not to
+     * exist) voids the comparison for one response, which is then decoded from what is held.
+     */
+    long editsOfLastResponse;
+
+    /**
      * The names of {@link #wire} in the order requests send them, kept while the wire stays: each
      * ACK sends them again, and sorting a thousand names for each was a tenth of a group's work.
      */
@@ -180,6 +189,7 @@ final class SotwUpstreamSession
       return;
     }
     SotwSubscriptionState state = found.get();
+    boolean intact = state.decodedEdits == state.editsOfLastResponse;
     DecodedBodies decoded;
     try {
       decoded =
@@ -187,8 +197,8 @@ final class SotwUpstreamSession
               state.type,
               response.resources(),
               state.decoded::get,
-              state.lastResponse,
-              state.lastEncoded);
+              intact ? state.lastResponse : List.of(),
+              intact ? state.lastEncoded : List.of());
     } catch (InvalidResourceException e) {
       com.google.rpc.Status detail =
           rejection(state.type, "version " + response.getVersionInfo(), e.getMessage());
@@ -205,7 +215,7 @@ final class SotwUpstreamSession
     state.nonce = response.getNonce();
     state.answeredOnStream = true;
     request(state, null);
-    publish(state, update);
+    state.editsOfLastResponse = publish(state, update);
   }
 
   /**

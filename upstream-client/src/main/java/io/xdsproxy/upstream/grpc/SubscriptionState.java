@@ -37,6 +37,12 @@ class SubscriptionState {
    */
   final Map<String, XdsResource> decoded = new HashMap<>();
 
+  /**
+   * How many updates have changed {@link #decoded}: a session that compares a response with the one
+   * before knows by it whether anything else changed what is held meanwhile.
+   */
+  long decodedEdits;
+
   SubscriptionState(TypeUrl type) {
     this.type = type;
   }
