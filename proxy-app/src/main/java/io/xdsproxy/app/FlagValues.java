@@ -28,10 +28,6 @@ final class FlagValues {
     return file;
   }
 
-  /**
-   * The PEM private key file a setting names, checked to hold a key the proxy reads (see
-   * TlsFiles#privateKey).
-   */
   /** A file that exists and can be read. */
   static Path readable(Setting setting) throws ConfigException {
     Path file = Path.of(setting.value());
@@ -41,6 +37,10 @@ final class FlagValues {
     return file;
   }
 
+  /**
+   * The PEM private key file a setting names, checked to hold a key the proxy reads (see
+   * TlsFiles#privateKey).
+   */
   static Path privateKey(Setting setting) throws ConfigException {
     Path file = Path.of(setting.value());
     try {

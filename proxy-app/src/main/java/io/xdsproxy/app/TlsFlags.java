@@ -2,6 +2,7 @@ package io.xdsproxy.app;
 
 import static io.xdsproxy.app.FlagValues.certificates;
 import static io.xdsproxy.app.FlagValues.privateKey;
+import static io.xdsproxy.app.FlagValues.readable;
 import static io.xdsproxy.app.FlagValues.trueOrFalse;
 import static io.xdsproxy.app.Flags.Flag.single;
 
@@ -131,5 +132,36 @@ final class TlsFlags {
                 }
                 UpstreamTls tls = config.upstreamTls();
                 return config.withUpstreamTls(tls.withAuthority(setting.value()));
+              }),
+          // Before upstream-token-file: keys are applied in this order, and the file's check reads
+          // this one.
+          single(
+              "upstream-token-over-plaintext",
+              "true|false",
+              "false",
+              "true: send --upstream-token-file's token to a plaintext control plane too, where anyone on"
+                  + " the path can read it",
+              (config, setting) ->
+                  config.withUpstreamTls(
+                      config
+                          .upstreamTls()
+                          .withTokenOverPlaintext(
+                              trueOrFalse(setting, "upstream-token-over-plaintext")))),
+          single(
+              "upstream-token-file",
+              "FILE",
+              "",
+              "a bearer token sent as authorization on every call to the control plane (a Kubernetes"
+                  + " service-account token, for istiod's port 15012); read again for each, so a rotated"
+                  + " token is used; only over TLS",
+              (config, setting) -> {
+                UpstreamTls tls = config.upstreamTls();
+                if (!tls.enabled() && !tls.tokenOverPlaintext()) {
+                  throw new ConfigException(
+                      setting.where()
+                          + ": the token is sent only over TLS: give upstream-tls true or upstream-ca"
+                          + " too, or upstream-token-over-plaintext true to send it in the clear");
+                }
+                return config.withUpstreamTls(tls.withTokenFile(readable(setting)));
               }));
 }

@@ -2,6 +2,7 @@ package io.xdsproxy.upstream.grpc;
 
 import io.envoyproxy.envoy.config.core.v3.Node;
 import io.grpc.ChannelCredentials;
+import io.grpc.CompositeChannelCredentials;
 import io.grpc.ConnectivityState;
 import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
@@ -23,7 +24,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
@@ -83,9 +83,7 @@ public final class AdsUpstream implements UpstreamSource {
 
   /** How the channels connect, and the TLS files watched for it. */
   private record Transport(
-      ChannelCredentials credentials,
-      Optional<String> authority,
-      List<TlsFiles.Watched<?>> watched) {}
+      ChannelCredentials credentials, UpstreamTls tls, List<TlsFiles.Watched<?>> watched) {}
 
   /**
    * How the control plane is reached.
@@ -195,14 +193,45 @@ public final class AdsUpstream implements UpstreamSource {
 
   private static NettyChannelBuilder channel(String target, Transport transport) {
     NettyChannelBuilder builder = NettyChannelBuilder.forTarget(target, transport.credentials());
-    transport.authority().ifPresent(builder::overrideAuthority);
+    transport.tls().authority().ifPresent(builder::overrideAuthority);
     return builder;
   }
 
+  /**
+   * The channels' credentials: TLS or plaintext ({@link #connection}), and the bearer token of
+   * {@code tls}, if any, sent on every call.
+   *
+   * @throws IllegalArgumentException for a token without TLS, unless allowed
+   */
   private static Transport transport(
       UpstreamTls tls, ScheduledExecutorService timer, MeterRegistry meters) throws IOException {
+    if (tls.tokenFile().isPresent() && !tls.enabled() && !tls.tokenOverPlaintext()) {
+      throw new IllegalArgumentException(
+          "the upstream token (--upstream-token-file) is sent only over TLS: give --upstream-tls"
+              + " true or --upstream-ca, or --upstream-token-over-plaintext true to send it in the"
+              + " clear");
+    }
+    Transport transport = connection(tls, timer, meters);
+    if (tls.tokenFile().isEmpty()) {
+      return transport;
+    }
+    try {
+      return new Transport(
+          CompositeChannelCredentials.create(
+              transport.credentials(),
+              BearerTokenFile.read(tls.tokenFile().get(), tls.tokenOverPlaintext())),
+          tls,
+          transport.watched());
+    } catch (IOException e) {
+      transport.watched().forEach(TlsFiles.Watched::close);
+      throw e;
+    }
+  }
+
+  private static Transport connection(
+      UpstreamTls tls, ScheduledExecutorService timer, MeterRegistry meters) throws IOException {
     if (!tls.enabled()) {
-      return new Transport(InsecureChannelCredentials.create(), tls.authority(), List.of());
+      return new Transport(InsecureChannelCredentials.create(), tls, List.of());
     }
     if (tls.cert().isPresent() != tls.key().isPresent()) {
       throw new IllegalArgumentException(
@@ -231,7 +260,7 @@ public final class AdsUpstream implements UpstreamSource {
       watched.forEach(TlsFiles.Watched::close);
       throw e;
     }
-    return new Transport(credentials.build(), tls.authority(), List.copyOf(watched));
+    return new Transport(credentials.build(), tls, List.copyOf(watched));
   }
 
   @Override
@@ -312,8 +341,9 @@ public final class AdsUpstream implements UpstreamSource {
         + " ("
         + (protocol == Protocol.SOTW ? "SotW" : "Delta")
         + " ADS"
-        + (transport.credentials() instanceof TlsChannelCredentials ? " over TLS" : "")
-        + transport.authority().map(name -> ", as " + name).orElse("")
+        + (transport.tls().enabled() ? " over TLS" : "")
+        + transport.tls().authority().map(name -> ", as " + name).orElse("")
+        + transport.tls().tokenFile().map(file -> ", with the bearer token in " + file).orElse("")
         + ")";
   }
 

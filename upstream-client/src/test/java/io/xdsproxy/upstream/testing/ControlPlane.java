@@ -11,6 +11,8 @@ import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
 import io.grpc.InsecureServerCredentials;
 import io.grpc.Server;
 import io.grpc.ServerCredentials;
+import io.grpc.ServerInterceptor;
+import io.grpc.ServerInterceptors;
 import io.grpc.netty.NettyServerBuilder;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -38,6 +40,7 @@ public final class ControlPlane implements UpstreamControlPlane {
   private final AtomicLong responses = new AtomicLong();
   private final V3DiscoveryServer discovery;
   private final ServerCredentials credentials;
+  private final List<ServerInterceptor> interceptors;
   private int port;
   private Server server;
 
@@ -45,9 +48,15 @@ public final class ControlPlane implements UpstreamControlPlane {
     this(InsecureServerCredentials.create());
   }
 
-  /** A control plane served with {@code credentials}: TLS, maybe asking for client certificates. */
-  public ControlPlane(ServerCredentials credentials) throws IOException {
+  /**
+   * A control plane served with {@code credentials} (TLS, maybe asking for client certificates),
+   * each call seen first by {@code interceptors}: one that authenticates its clients, as istiod's
+   * secure port does.
+   */
+  public ControlPlane(ServerCredentials credentials, ServerInterceptor... interceptors)
+      throws IOException {
     this.credentials = credentials;
+    this.interceptors = List.of(interceptors);
     DiscoveryServerCallbacks callbacks =
         new DiscoveryServerCallbacks() {
           @Override
@@ -100,7 +109,9 @@ public final class ControlPlane implements UpstreamControlPlane {
         SamePort.start(
             () ->
                 NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port), credentials)
-                    .addService(discovery.getAggregatedDiscoveryServiceImpl())
+                    .addService(
+                        ServerInterceptors.intercept(
+                            discovery.getAggregatedDiscoveryServiceImpl(), interceptors))
                     .build());
     port = server.getPort();
   }
