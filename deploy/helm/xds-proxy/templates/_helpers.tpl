@@ -80,7 +80,7 @@ checksum, the pods' annotation.
 */}}
 {{- define "xds-proxy.config" -}}
 {{- $config := deepCopy .Values.config }}
-{{- range $key := list "tls-cert" "tls-key" "tls-client-ca" "upstream-ca" "upstream-cert" "upstream-key" }}
+{{- range $key := list "tls-cert" "tls-key" "tls-client-ca" "upstream-ca" "upstream-cert" "upstream-key" "upstream-token-file" }}
 {{- if hasKey $config $key }}
 {{- fail (printf "config.%s is set from tls.* (the mounted Secret's file); do not set it in config" $key) }}
 {{- end }}
@@ -103,6 +103,13 @@ checksum, the pods' annotation.
 {{- if .upstreamClient.secretName }}
 {{- $_ := set $config "upstream-cert" (printf "%s/tls.crt" (include "xds-proxy.tlsDir" "upstream-client")) }}
 {{- $_ := set $config "upstream-key" (printf "%s/tls.key" (include "xds-proxy.tlsDir" "upstream-client")) }}
+{{- end }}
+{{- if .upstreamToken.audience }}
+{{- $upstreamTls := or .upstreamCa.secretName .upstreamCa.configMapName .upstreamClient.secretName (eq (toString (index $config "upstream-tls")) "true") (eq (toString (index $config "upstream-token-over-plaintext")) "true") }}
+{{- if not $upstreamTls }}
+{{- fail "tls.upstreamToken is sent only over TLS to the control plane: give tls.upstreamCa (or config.upstream-tls: true)" }}
+{{- end }}
+{{- $_ := set $config "upstream-token-file" (printf "%s/token" (include "xds-proxy.tlsDir" "upstream-token")) }}
 {{- end }}
 {{- end }}
 {{- /* A san: part is proven by a client certificate: without mutual TLS no client could be grouped. */}}

@@ -199,7 +199,8 @@ final class DeployedPod {
 
   /**
    * Writes every file the container's mounts give it (ConfigMap and Secret volumes, with their
-   * items and subPaths) and makes every other mount a directory; returns the mount paths.
+   * items and subPaths, and projected service-account tokens) and makes every other mount a
+   * directory; returns the mount paths.
    */
   private List<String> layOut() throws IOException {
     List<String> mountPaths = new ArrayList<>();
@@ -230,6 +231,16 @@ final class DeployedPod {
                 name)
             .containsKey(name);
         data = external.get(name);
+      } else if (volume.containsKey("projected")) {
+        // The kubelet's service-account tokens, each stood in for by a token naming its audience.
+        source = Map.of();
+        data = new LinkedHashMap<>();
+        for (Object entry : list(volume, "projected", "sources")) {
+          Map<String, Object> token = cast(cast(entry).get("serviceAccountToken"));
+          if (token != null) {
+            data.put(str(token, "path"), "kubelet-token-for-" + token.get("audience"));
+          }
+        }
       } else {
         Files.createDirectories(file(mountPath));
         continue;

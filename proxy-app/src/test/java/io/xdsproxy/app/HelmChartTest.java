@@ -220,6 +220,7 @@ class HelmChartTest {
           clientCa: {configMapName: xds-clients-bundle, key: bundle.pem}
           upstreamCa: {secretName: istiod-ca}
           upstreamClient: {secretName: xds-proxy-client-tls}
+          upstreamToken: {audience: istio-ca}
           certificate: {create: true, issuerRef: {name: mesh-ca}}
         monitoring:
           serviceMonitor: {enabled: true, labels: {release: prometheus}}
@@ -258,6 +259,11 @@ class HelmChartTest {
     assertThat(config.tls().cert())
         .hasValue(pod.file(String.valueOf(pod.configKeys().get("tls-cert"))));
     assertThat(config.upstreamTls().enabled()).as("TLS to the control plane").isTrue();
+    assertThat(config.upstreamTls().tokenFile())
+        .as("the token the kubelet projects for istiod, where upstream-token-file reads it")
+        .hasValue(pod.file(String.valueOf(pod.configKeys().get("upstream-token-file"))));
+    assertThat(Files.readString(config.upstreamTls().tokenFile().get()))
+        .isEqualTo("kubelet-token-for-istio-ca");
 
     DeploymentChecks.portsProbesAndDrain(pod, config);
     assertThat(map(DeploymentChecks.stateVolume(pod, config), "persistentVolumeClaim"))
@@ -364,6 +370,17 @@ class HelmChartTest {
         .hasMessageContaining("config.upstream-node is set from upstreamNode");
     assertThatThrownBy(() -> template("tls: {certificate: {create: true}}"))
         .hasMessageContaining("tls.certificate.create needs tls.certificate.issuerRef.name");
+    assertThatThrownBy(() -> template("tls: {upstreamToken: {audience: istio-ca}}"))
+        .as("a token to a plaintext control plane")
+        .hasMessageContaining("tls.upstreamToken is sent only over TLS");
+    assertThatThrownBy(
+            () ->
+                template(
+                    """
+        config:
+          upstream-token-file: /somewhere/token
+        """))
+        .hasMessageContaining("config.upstream-token-file is set from tls.*");
   }
 
   // Rendering.
