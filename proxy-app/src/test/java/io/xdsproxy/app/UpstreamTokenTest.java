@@ -1,21 +1,16 @@
 package io.xdsproxy.app;
 
-import static io.xdsproxy.app.testing.XdsTestClient.node;
+import static io.xdsproxy.app.testing.XdsTestClient.clustersServed;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import io.envoyproxy.controlplane.cache.v3.Snapshot;
-import io.envoyproxy.envoy.service.discovery.v3.DiscoveryRequest;
-import io.envoyproxy.envoy.service.discovery.v3.DiscoveryResponse;
-import io.grpc.InsecureChannelCredentials;
 import io.grpc.InsecureServerCredentials;
 import io.grpc.ServerCredentials;
 import io.grpc.TlsServerCredentials;
 import io.xdsproxy.app.ProxyConfig.ConfigException;
 import io.xdsproxy.app.testing.Resources;
-import io.xdsproxy.app.testing.XdsTestClient;
-import io.xdsproxy.core.TypeUrl;
 import io.xdsproxy.upstream.grpc.UpstreamTls;
 import io.xdsproxy.upstream.testing.ControlPlane;
 import io.xdsproxy.upstream.testing.TestCertificates;
@@ -58,19 +53,6 @@ class UpstreamTokenTest {
         .build();
   }
 
-  /** The clusters a new client of group fleet is sent first. */
-  private static int clustersServed(XdsProxy proxy) {
-    try (var client = XdsTestClient.sotwAds(proxy.xdsPort(), InsecureChannelCredentials.create())) {
-      client.send(
-          DiscoveryRequest.newBuilder()
-              .setNode(node("client-1", "fleet"))
-              .setTypeUrl(TypeUrl.CLUSTER.url())
-              .build());
-      DiscoveryResponse response = client.next(WAIT);
-      return response == null ? 0 : response.getResourcesCount();
-    }
-  }
-
   @Test
   void theTokenIsSentOnEveryCallAndARotatedOneOnTheStreamsAfter() throws Exception {
     Ca ca = TestCertificates.ca("control-plane", dir);
@@ -88,7 +70,7 @@ class UpstreamTokenTest {
       controlPlane.setSnapshot("fleet", clusters("1", "a"));
       assertThat(proxy.describeUpstream()).contains("over TLS", "bearer token in " + token);
 
-      assertThat(clustersServed(proxy)).isEqualTo(1);
+      assertThat(clustersServed(proxy.xdsPort(), "fleet", WAIT)).isEqualTo(1);
       assertThat(authenticator.seen()).isNotEmpty().containsOnly("Bearer eyJhbGciOi.first");
 
       // The token is rotated on disk, and the control plane trusts only the new one; a restart
@@ -99,7 +81,7 @@ class UpstreamTokenTest {
       controlPlane.start();
       controlPlane.setSnapshot("fleet", clusters("2", "a", "b"));
 
-      await().atMost(WAIT).until(() -> clustersServed(proxy) == 2);
+      await().atMost(WAIT).until(() -> clustersServed(proxy.xdsPort(), "fleet", WAIT) == 2);
       List<String> seen = authenticator.seen();
       assertThat(seen.get(seen.size() - 1)).isEqualTo("Bearer eyJhbGciOi.second");
     }
@@ -136,7 +118,7 @@ class UpstreamTokenTest {
       try (XdsProxy proxy = XdsProxy.start(config)) {
         controlPlane.setSnapshot("fleet", clusters("1", "a"));
 
-        assertThat(clustersServed(proxy)).isEqualTo(1);
+        assertThat(clustersServed(proxy.xdsPort(), "fleet", WAIT)).isEqualTo(1);
         assertThat(authenticator.seen()).isNotEmpty().containsOnly("Bearer eyJhbGciOi.clear");
       }
     }

@@ -44,14 +44,46 @@ class RequestRacingAnUpdateTest {
    * away, and the group takes it all in. Then the ACK is handled, and what follows runs.
    */
   private void routeMovesToANewClusterBeforeTheAckIsHandled(InProcessCall<?> call) {
+    changedBeforeTheAckIsHandled(
+        call,
+        () -> {
+          upstream.put(TypeUrl.CLUSTER, "b2", 1);
+          upstream.put(TypeUrl.ROUTE, "r", 2);
+          upstream.remove(TypeUrl.CLUSTER, "b");
+        });
+  }
+
+  /**
+   * The ACK read waits for its stream (the one task queued) while {@code change} reaches the
+   * upstream and the group takes it in; then the ACK is handled, and what follows runs.
+   */
+  private void changedBeforeTheAckIsHandled(InProcessCall<?> call, Runnable change) {
     Runnable ackRead = queued.poll();
-    upstream.put(TypeUrl.CLUSTER, "b2", 1);
-    upstream.put(TypeUrl.ROUTE, "r", 2);
-    upstream.remove(TypeUrl.CLUSTER, "b");
+    change.run();
     runQueued();
     assertThat(call.takeWritten()).as("the stream is busy with the ACK").isEmpty();
     ackRead.run();
     runQueued();
+  }
+
+  /** A SotW client on {@code call} asks for every cluster and ACKs the answer; the ACK is read. */
+  private void sotwClustersAcked(InProcessCall<InputStream> call) throws Exception {
+    call.receive(ClientRequests.sotw(NODE, TypeUrl.CLUSTER, "").toByteArray());
+    runQueued();
+    Written clusters = Written.sotw(call).get(0);
+    call.receive(
+        ClientRequests.sotw(NODE, TypeUrl.CLUSTER, clusters.nonce()).toBuilder()
+            .setVersionInfo(clusters.version())
+            .build()
+            .toByteArray());
+  }
+
+  /** A Delta client on {@code call} asks for every cluster and ACKs the answer; the ACK is read. */
+  private void deltaClustersAcked(InProcessCall<InputStream> call) throws Exception {
+    call.receive(ClientRequests.delta(NODE, TypeUrl.CLUSTER, "", "*").toByteArray());
+    runQueued();
+    Written clusters = Written.delta(call).get(0);
+    call.receive(ClientRequests.delta(NODE, TypeUrl.CLUSTER, clusters.nonce()).toByteArray());
   }
 
   /** Clusters a and b, and route r. */
@@ -65,10 +97,7 @@ class RequestRacingAnUpdateTest {
   void aDeltaAckHandledBeforeAPendingUpdateLetsTheUpdateGoFirstMakeBeforeBreak() throws Exception {
     clustersAndARoute();
     InProcessCall<InputStream> call = proxy.delta();
-    call.receive(ClientRequests.delta(NODE, TypeUrl.CLUSTER, "", "*").toByteArray());
-    runQueued();
-    Written clusters = Written.delta(call).get(0);
-    call.receive(ClientRequests.delta(NODE, TypeUrl.CLUSTER, clusters.nonce()).toByteArray());
+    deltaClustersAcked(call);
     runQueued();
     call.receive(ClientRequests.delta(NODE, TypeUrl.ROUTE, "", "r").toByteArray());
     runQueued();
@@ -89,14 +118,7 @@ class RequestRacingAnUpdateTest {
   void aSotwAckHandledBeforeAPendingUpdateLetsTheUpdateGoFirstMakeBeforeBreak() throws Exception {
     clustersAndARoute();
     InProcessCall<InputStream> call = proxy.sotw();
-    call.receive(ClientRequests.sotw(NODE, TypeUrl.CLUSTER, "").toByteArray());
-    runQueued();
-    Written clusters = Written.sotw(call).get(0);
-    call.receive(
-        ClientRequests.sotw(NODE, TypeUrl.CLUSTER, clusters.nonce()).toBuilder()
-            .setVersionInfo(clusters.version())
-            .build()
-            .toByteArray());
+    sotwClustersAcked(call);
     runQueued();
     call.receive(ClientRequests.sotw(NODE, TypeUrl.ROUTE, "", "r").toByteArray());
     runQueued();
@@ -120,20 +142,18 @@ class RequestRacingAnUpdateTest {
   }
 
   /**
-   * The client's ACK of its clusters was read and waits for its stream; before it is handled, the
-   * control plane adds cluster c and takes b away, and the group takes it in. The ACK's own type is
-   * the only one that changed, and it still goes make-before-break, as a push of the same update
-   * does: found in CI, where the ACK of a SotW client sometimes came after the update, and the
-   * client was sent one response with b gone where it is otherwise sent two.
+   * The control plane adds cluster c and takes b away while the client's ACK of its clusters waits:
+   * the ACK's own type is the only one that changed, and it still goes make-before-break, as a push
+   * of the same update does. Found in CI, where the ACK of a SotW client sometimes came after the
+   * update, and the client was sent one response with b gone where it is otherwise sent two.
    */
   private void clustersChangeBeforeTheAckIsHandled(InProcessCall<?> call) {
-    Runnable ackRead = queued.poll();
-    upstream.put(TypeUrl.CLUSTER, "c", 1);
-    upstream.remove(TypeUrl.CLUSTER, "b");
-    runQueued();
-    assertThat(call.takeWritten()).as("the stream is busy with the ACK").isEmpty();
-    ackRead.run();
-    runQueued();
+    changedBeforeTheAckIsHandled(
+        call,
+        () -> {
+          upstream.put(TypeUrl.CLUSTER, "c", 1);
+          upstream.remove(TypeUrl.CLUSTER, "b");
+        });
   }
 
   @Test
@@ -141,14 +161,7 @@ class RequestRacingAnUpdateTest {
     upstream.put(TypeUrl.CLUSTER, "a", 1);
     upstream.put(TypeUrl.CLUSTER, "b", 1);
     InProcessCall<InputStream> call = proxy.sotw();
-    call.receive(ClientRequests.sotw(NODE, TypeUrl.CLUSTER, "").toByteArray());
-    runQueued();
-    Written clusters = Written.sotw(call).get(0);
-    call.receive(
-        ClientRequests.sotw(NODE, TypeUrl.CLUSTER, clusters.nonce()).toBuilder()
-            .setVersionInfo(clusters.version())
-            .build()
-            .toByteArray());
+    sotwClustersAcked(call);
     clustersChangeBeforeTheAckIsHandled(call);
 
     assertThat(Written.sotw(call))
@@ -162,10 +175,7 @@ class RequestRacingAnUpdateTest {
     upstream.put(TypeUrl.CLUSTER, "a", 1);
     upstream.put(TypeUrl.CLUSTER, "b", 1);
     InProcessCall<InputStream> call = proxy.delta();
-    call.receive(ClientRequests.delta(NODE, TypeUrl.CLUSTER, "", "*").toByteArray());
-    runQueued();
-    Written clusters = Written.delta(call).get(0);
-    call.receive(ClientRequests.delta(NODE, TypeUrl.CLUSTER, clusters.nonce()).toByteArray());
+    deltaClustersAcked(call);
     clustersChangeBeforeTheAckIsHandled(call);
 
     assertThat(Written.delta(call))

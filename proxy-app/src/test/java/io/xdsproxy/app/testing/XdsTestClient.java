@@ -119,6 +119,22 @@ public final class XdsTestClient<Q extends Message, R extends Message> implement
     return Node.newBuilder().setId(id).setCluster(cluster).build();
   }
 
+  /**
+   * How many clusters a new plaintext SotW client of group {@code group} is sent first by the proxy
+   * on {@code port}; 0 if nothing comes within {@code wait}.
+   */
+  public static int clustersServed(int port, String group, Duration wait) {
+    try (var client = sotwAds(port)) {
+      client.send(
+          DiscoveryRequest.newBuilder()
+              .setNode(node("client-1", group))
+              .setTypeUrl("type.googleapis.com/envoy.config.cluster.v3.Cluster")
+              .build());
+      DiscoveryResponse response = client.next(wait);
+      return response == null ? 0 : response.getResourcesCount();
+    }
+  }
+
   public void send(Q request) {
     transcript.add("-> " + oneLine(request));
     requests.onNext(request);

@@ -84,13 +84,7 @@ class BearerTokenFileTest {
     TokenAuthenticator authenticator = new TokenAuthenticator("eyJhbGciOi.secret");
     try (ControlPlane controlPlane =
         new ControlPlane(InsecureServerCredentials.create(), authenticator)) {
-      ManagedChannel channel =
-          NettyChannelBuilder.forTarget(
-                  controlPlane.target(),
-                  CompositeChannelCredentials.create(
-                      InsecureChannelCredentials.create(),
-                      BearerTokenFile.read(tokenFile("eyJhbGciOi.secret"), false)))
-              .build();
+      ManagedChannel channel = plaintextWithToken(controlPlane, "eyJhbGciOi.secret", false);
       try {
         Status status = firstCallStatus(channel);
 
@@ -119,13 +113,7 @@ class BearerTokenFileTest {
               List.of(),
               List.of(),
               "1"));
-      ManagedChannel channel =
-          NettyChannelBuilder.forTarget(
-                  controlPlane.target(),
-                  CompositeChannelCredentials.create(
-                      InsecureChannelCredentials.create(),
-                      BearerTokenFile.read(tokenFile("eyJhbGciOi.allowed\n"), true)))
-              .build();
+      ManagedChannel channel = plaintextWithToken(controlPlane, "eyJhbGciOi.allowed\n", true);
       try {
         assertThat(firstCallStatus(channel).getCode()).isEqualTo(Status.Code.OK);
         assertThat(authenticator.seen()).containsExactly("Bearer eyJhbGciOi.allowed");
@@ -133,6 +121,20 @@ class BearerTokenFileTest {
         channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
       }
     }
+  }
+
+  /**
+   * A plaintext channel to {@code controlPlane} whose calls carry the token in a file of {@code
+   * contents}.
+   */
+  private ManagedChannel plaintextWithToken(
+      ControlPlane controlPlane, String contents, boolean overPlaintext) throws IOException {
+    return NettyChannelBuilder.forTarget(
+            controlPlane.target(),
+            CompositeChannelCredentials.create(
+                InsecureChannelCredentials.create(),
+                BearerTokenFile.read(tokenFile(contents), overPlaintext)))
+        .build();
   }
 
   /** Opens an ADS stream on {@code channel}, asks for clusters: OK once answered, else its end. */
