@@ -1,6 +1,7 @@
 package io.xdsproxy.core;
 
 import java.time.Duration;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.event.Level;
 
@@ -54,6 +55,15 @@ public final class LimitedLog {
    * for were about other nodes and groups.
    */
   public void log(LogFields fields, String format, Object... arguments) {
+    log(() -> fields, format, arguments);
+  }
+
+  /**
+   * As {@link #log(LogFields, String, Object...)}, the fields made only for a line that goes
+   * through: in a storm of thousands of streams opening, 100 lines are written, and making each
+   * stream's fields (its peer's address as text, its node) cost more than the rest.
+   */
+  public void log(Supplier<LogFields> fields, String format, Object... arguments) {
     if (!log.isEnabledForLevel(level)) {
       return; // neither written nor worth counting as left out
     }
@@ -68,7 +78,7 @@ public final class LimitedLog {
               left,
               Duration.ofNanos(periodNanos).toSeconds());
     }
-    fields.addTo(log.atLevel(level)).log(format, arguments);
+    fields.get().addTo(log.atLevel(level)).log(format, arguments);
   }
 
   /**

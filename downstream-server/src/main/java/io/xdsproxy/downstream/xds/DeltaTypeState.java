@@ -327,10 +327,14 @@ final class DeltaTypeState extends TypeState<DeltaTypeState.Outgoing> {
             ? Set.of()
             : NameSets.withAll(pendingRemovals, outgoing.deferred());
     forceAll = false;
-    // A name not heard of yet stays owed, with what the client claimed of it.
+    // A name not heard of yet stays owed, with what the client claimed of it. A complete state
+    // (a wildcard's answer) has heard of every name; else a name present is found by one lookup
+    // before its aliases are searched (a Delta newcomer's first response owed a thousand).
     owed =
-        NameSets.retained(
-            owed, name -> held.resolve(name) == null && held.state(name) == NameState.UNKNOWN);
+        held.isComplete()
+            ? Set.of()
+            : NameSets.retained(
+                owed, name -> held.state(name) == NameState.UNKNOWN && held.resolve(name) == null);
     // Left out as do_not_cache: owed, whatever its version, once the upstream's fresh copy comes.
     owed = NameSets.withAll(owed, outgoing.withheld());
     if (!claimed.isEmpty()) {

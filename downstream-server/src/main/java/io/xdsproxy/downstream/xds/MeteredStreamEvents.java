@@ -45,7 +45,7 @@ final class MeteredStreamEvents implements StreamEvents {
   public void opened(ClientStream<?, ?> stream) {
     metrics.opened(stream.protocol(), stream.service());
     opens.log(
-        stream.fields(),
+        stream::fields,
         "stream opened: node '{}' group {} from {} ({})",
         stream.node().getId(),
         stream.group().key(),
@@ -58,7 +58,7 @@ final class MeteredStreamEvents implements StreamEvents {
     metrics.closed(stream.protocol(), stream.service());
     if (why != null) {
       closes.log(
-          stream.fields(),
+          stream::fields,
           "stream closed: node '{}' group {} from {}: {}",
           stream.node().getId(),
           stream.group().key(),
@@ -96,7 +96,7 @@ final class MeteredStreamEvents implements StreamEvents {
   @Override
   public void nacked(ClientStream<?, ?> stream, TypeUrl type, String nonce, String message) {
     nacks.log(
-        stream.fields().type(type),
+        () -> stream.fields().type(type),
         "NACK from node '{}' group {} for {} (nonce {}): {}",
         stream.node().getId(),
         stream.group().key(),
@@ -119,27 +119,27 @@ final class MeteredStreamEvents implements StreamEvents {
   public void refused(ClientStream<?, ?> stream, String limit, String why) {
     metrics.limited(limit);
     refusals.log(
-        stream.fields(), "refused {} stream from {}: {}", stream.variant(), stream.peer(), why);
+        stream::fields, "refused {} stream from {}: {}", stream.variant(), stream.peer(), why);
   }
 
   @Override
   public void ungroupable(ClientStream<?, ?> stream, String why) {
     failures.log(
-        stream.fields(), "refused {} stream from {}: {}", stream.variant(), stream.peer(), why);
+        stream::fields, "refused {} stream from {}: {}", stream.variant(), stream.peer(), why);
   }
 
   @Override
   public void denied(ClientStream<?, ?> stream, String reason, String why) {
     metrics.denied(reason);
     refusals.log(
-        stream.fields(), "denied {} stream from {}: {}", stream.variant(), stream.peer(), why);
+        stream::fields, "denied {} stream from {}: {}", stream.variant(), stream.peer(), why);
   }
 
   @Override
   public void paced(ClientStream<?, ?> stream, int rate) {
     metrics.limited("request_rate");
     refusals.log(
-        stream.fields(),
+        stream::fields,
         "node '{}' group {}: requests come faster than {} a second; the stream is read at that rate",
         stream.nodeId(),
         stream.group() == null ? "?" : stream.group().key(),
@@ -149,7 +149,7 @@ final class MeteredStreamEvents implements StreamEvents {
   @Override
   public void failed(ClientStream<?, ?> stream, Status status) {
     failures.log(
-        stream.fields(),
+        stream::fields,
         "{} stream from {} (node '{}') ended: {}",
         stream.variant(),
         stream.peer(),
@@ -160,7 +160,7 @@ final class MeteredStreamEvents implements StreamEvents {
   @Override
   public void crashed(ClientStream<?, ?> stream, RuntimeException e) {
     errors.log(
-        stream.fields(),
+        stream::fields,
         "{} stream from {} (node '{}') failed; closing it",
         stream.variant(),
         stream.peer(),
