@@ -264,11 +264,7 @@ class TlsTest {
   void theProxyReachesAControlPlaneOverTlsTrustingItsCa() throws Exception {
     Ca ca = TestCertificates.ca("control-plane", dir);
     Issued controlPlaneCertificate = ca.issue("istiod");
-    ServerCredentials credentials =
-        TlsServerCredentials.newBuilder()
-            .keyManager(
-                controlPlaneCertificate.cert().toFile(), controlPlaneCertificate.key().toFile())
-            .build();
+    ServerCredentials credentials = controlPlaneCertificate.serverTls().build();
     try (ControlPlane controlPlane = new ControlPlane(credentials);
         XdsProxy proxy =
             XdsProxy.start(
@@ -291,9 +287,8 @@ class TlsTest {
     Issued proxyCertificate =
         proxies.issue("xds-proxy", "spiffe://cluster.local/ns/mesh/sa/xds-proxy");
     ServerCredentials credentials =
-        TlsServerCredentials.newBuilder()
-            .keyManager(
-                controlPlaneCertificate.cert().toFile(), controlPlaneCertificate.key().toFile())
+        controlPlaneCertificate
+            .serverTls()
             .trustManager(proxies.pem().toFile())
             .clientAuth(TlsServerCredentials.ClientAuth.REQUIRE)
             .build();

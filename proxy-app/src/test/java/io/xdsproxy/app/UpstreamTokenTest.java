@@ -8,14 +8,12 @@ import static org.awaitility.Awaitility.await;
 import io.envoyproxy.controlplane.cache.v3.Snapshot;
 import io.grpc.InsecureServerCredentials;
 import io.grpc.ServerCredentials;
-import io.grpc.TlsServerCredentials;
 import io.xdsproxy.app.ProxyConfig.ConfigException;
 import io.xdsproxy.app.testing.Resources;
 import io.xdsproxy.upstream.grpc.UpstreamTls;
 import io.xdsproxy.upstream.testing.ControlPlane;
 import io.xdsproxy.upstream.testing.TestCertificates;
 import io.xdsproxy.upstream.testing.TestCertificates.Ca;
-import io.xdsproxy.upstream.testing.TestCertificates.Issued;
 import io.xdsproxy.upstream.testing.TokenAuthenticator;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -47,10 +45,7 @@ class UpstreamTokenTest {
 
   /** A control plane's TLS, with a certificate of {@code ca}. */
   private ServerCredentials tls(Ca ca) throws Exception {
-    Issued certificate = ca.issue("istiod");
-    return TlsServerCredentials.newBuilder()
-        .keyManager(certificate.cert().toFile(), certificate.key().toFile())
-        .build();
+    return ca.issue("istiod").serverTls().build();
   }
 
   @Test

@@ -5,16 +5,11 @@ import com.google.protobuf.UInt32Value;
 import com.google.protobuf.util.Durations;
 import io.envoyproxy.controlplane.cache.v3.Snapshot;
 import io.envoyproxy.envoy.config.cluster.v3.Cluster;
-import io.envoyproxy.envoy.config.core.v3.Address;
 import io.envoyproxy.envoy.config.core.v3.AggregatedConfigSource;
 import io.envoyproxy.envoy.config.core.v3.ApiVersion;
 import io.envoyproxy.envoy.config.core.v3.ConfigSource;
 import io.envoyproxy.envoy.config.core.v3.Locality;
-import io.envoyproxy.envoy.config.core.v3.SocketAddress;
 import io.envoyproxy.envoy.config.endpoint.v3.ClusterLoadAssignment;
-import io.envoyproxy.envoy.config.endpoint.v3.Endpoint;
-import io.envoyproxy.envoy.config.endpoint.v3.LbEndpoint;
-import io.envoyproxy.envoy.config.endpoint.v3.LocalityLbEndpoints;
 import io.envoyproxy.envoy.config.listener.v3.ApiListener;
 import io.envoyproxy.envoy.config.listener.v3.Listener;
 import io.envoyproxy.envoy.config.route.v3.Route;
@@ -26,6 +21,7 @@ import io.envoyproxy.envoy.extensions.filters.http.router.v3.Router;
 import io.envoyproxy.envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager;
 import io.envoyproxy.envoy.extensions.filters.network.http_connection_manager.v3.HttpFilter;
 import io.envoyproxy.envoy.extensions.filters.network.http_connection_manager.v3.Rds;
+import io.xdsproxy.core.testing.Assignments;
 import java.util.Arrays;
 import java.util.List;
 
@@ -113,23 +109,14 @@ public final class Resources {
 
   /** The endpoints of {@code cluster}: one, on loopback at {@code port}. */
   public static ClusterLoadAssignment endpoints(String cluster, int port) {
-    return ClusterLoadAssignment.newBuilder()
-        .setClusterName(cluster)
-        // grpc-java ignores a locality without a weight.
-        .addEndpoints(
-            LocalityLbEndpoints.newBuilder()
+    ClusterLoadAssignment one = Assignments.oneEndpoint(cluster, port);
+    // grpc-java ignores a locality without a weight.
+    return one.toBuilder()
+        .setEndpoints(
+            0,
+            one.getEndpoints(0).toBuilder()
                 .setLocality(Locality.newBuilder().setRegion("test").setZone("test-a"))
-                .setLoadBalancingWeight(UInt32Value.of(1))
-                .addLbEndpoints(
-                    LbEndpoint.newBuilder()
-                        .setEndpoint(
-                            Endpoint.newBuilder()
-                                .setAddress(
-                                    Address.newBuilder()
-                                        .setSocketAddress(
-                                            SocketAddress.newBuilder()
-                                                .setAddress("127.0.0.1")
-                                                .setPortValue(port))))))
+                .setLoadBalancingWeight(UInt32Value.of(1)))
         .build();
   }
 }

@@ -1,5 +1,6 @@
 package io.xdsproxy.upstream.testing;
 
+import io.grpc.TlsServerCredentials;
 import java.io.IOException;
 import java.io.StringWriter;
 import java.io.UncheckedIOException;
@@ -47,7 +48,12 @@ public final class TestCertificates {
   private TestCertificates() {}
 
   /** PEM files of one certificate: its chain (leaf first) and its private key. */
-  public record Issued(Path cert, Path key) {}
+  public record Issued(Path cert, Path key) {
+    /** TLS for a server presenting this certificate, to add client authentication to. */
+    public TlsServerCredentials.Builder serverTls() throws IOException {
+      return TlsServerCredentials.newBuilder().keyManager(cert.toFile(), key.toFile());
+    }
+  }
 
   /**
    * How a leaf is made: its key's algorithm ("EC" or "RSA"), how the key is written, and how long
